@@ -1,0 +1,199 @@
+// warp_zerostore: per-kernel store adjoints for NVIDIA Warp.
+//
+// Warp's forward stores are left untouched; only their adjoints are replaced, and only in the generated
+// code of kernels (and of the @wp.func helpers they call) whose effective zero_store mode is True or False.
+// For each store form, the two adjoints sit side by side:
+//   adj_X_zero        reads the gradient element the store overwrote into the stored value's adjoint,
+//                     then sets that element to zero, in the buffer it read (the caller's adjoint buffer
+//                     when one was passed, else the array's own .grad); arrays created with
+//                     retain_grad=True (Warp >= 1.13) are read but not zeroed.
+//   adj_X_accumulate  reads the same element and never zeroes it (Warp <= 1.12 semantics).
+//
+// The Python side prepends `#define WP_ZS_HAS_RETAIN_GRAD 0|1` before this text. No function-style casts:
+// Warp <= 1.12 `#define float(x)` and `int(x)` in its headers.
+
+#ifndef WARP_ZEROSTORE_H
+#define WARP_ZEROSTORE_H
+
+namespace wp
+{
+namespace zs
+{
+
+// ---------------------------------------------------------------------------------------------------------
+// Shared pieces
+
+template <typename T> CUDA_CALLABLE inline bool may_zero(const array_t<T>& buf)
+{
+#if WP_ZS_HAS_RETAIN_GRAD
+    return !(buf.flags & ARRAY_FLAG_RETAIN_GRAD);
+#else
+    return true;
+#endif
+}
+
+// The gradient element a store adjoint reads: the caller's adjoint buffer when one was passed, else buf.grad.
+template <typename T, typename... Ints>
+CUDA_CALLABLE inline T* grad_element(const array_t<T>& buf, const array_t<T>& adj_buf, Ints... idx)
+{
+    if (adj_buf.data)
+        return &index(adj_buf, idx...);
+    if (buf.grad)
+        return &index_grad(buf, idx...);
+    return nullptr;
+}
+
+template <bool Zero, typename T, typename... Ints>
+CUDA_CALLABLE inline void store_adjoint(const array_t<T>& buf, const array_t<T>& adj_buf, T& adj_value, Ints... idx)
+{
+    T* g = grad_element(buf, adj_buf, idx...);
+    if (g) {
+        adj_value += *g;
+        if (Zero && may_zero(buf))
+            *g = T {};
+    }
+}
+
+// Component ("slot") stores such as a[i].x = v or a[i][j, k] = v: `access` maps an element to the slot.
+template <bool Zero, typename T, typename Access, typename AdjSlot, typename... Ints>
+CUDA_CALLABLE inline void
+slot_store_adjoint(const array_t<T>& buf, const array_t<T>& adj_buf, AdjSlot& adj_value, Access access, Ints... idx)
+{
+    T* g = grad_element(buf, adj_buf, idx...);
+    if (g) {
+        AdjSlot& slot = access(*g);
+        adj_value += slot;
+        if (Zero && may_zero(buf))
+            slot = AdjSlot {};
+    }
+#if FP_CHECK
+    if (!isfinite(adj_value)) {
+        printf("%s:%d - %s(arr, ...) ", __FILE__, __LINE__, __FUNCTION__);
+        print(adj_value);
+        printf(")\n");
+        assert(0);
+    }
+#endif
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// a[i] = v, a[i, j] = v, ... on wp.array: the adjoint of wp::array_store.
+
+template <typename T>
+CUDA_CALLABLE inline void
+adj_array_store_zero(const array_t<T>& buf, int i, T value, const array_t<T>& adj_buf, int adj_i, T& adj_value)
+{
+    store_adjoint<true>(buf, adj_buf, adj_value, i);
+    FP_VERIFY_ADJ_1(value, adj_value)
+}
+template <typename T>
+CUDA_CALLABLE inline void
+adj_array_store_accumulate(const array_t<T>& buf, int i, T value, const array_t<T>& adj_buf, int adj_i, T& adj_value)
+{
+    store_adjoint<false>(buf, adj_buf, adj_value, i);
+    FP_VERIFY_ADJ_1(value, adj_value)
+}
+
+template <typename T>
+CUDA_CALLABLE inline void adj_array_store_zero(
+    const array_t<T>& buf, int i, int j, T value, const array_t<T>& adj_buf, int adj_i, int adj_j, T& adj_value
+)
+{
+    store_adjoint<true>(buf, adj_buf, adj_value, i, j);
+    FP_VERIFY_ADJ_2(value, adj_value)
+}
+template <typename T>
+CUDA_CALLABLE inline void adj_array_store_accumulate(
+    const array_t<T>& buf, int i, int j, T value, const array_t<T>& adj_buf, int adj_i, int adj_j, T& adj_value
+)
+{
+    store_adjoint<false>(buf, adj_buf, adj_value, i, j);
+    FP_VERIFY_ADJ_2(value, adj_value)
+}
+
+template <typename T>
+CUDA_CALLABLE inline void adj_array_store_zero(
+    const array_t<T>& buf, int i, int j, int k, T value,
+    const array_t<T>& adj_buf, int adj_i, int adj_j, int adj_k, T& adj_value
+)
+{
+    store_adjoint<true>(buf, adj_buf, adj_value, i, j, k);
+    FP_VERIFY_ADJ_3(value, adj_value)
+}
+template <typename T>
+CUDA_CALLABLE inline void adj_array_store_accumulate(
+    const array_t<T>& buf, int i, int j, int k, T value,
+    const array_t<T>& adj_buf, int adj_i, int adj_j, int adj_k, T& adj_value
+)
+{
+    store_adjoint<false>(buf, adj_buf, adj_value, i, j, k);
+    FP_VERIFY_ADJ_3(value, adj_value)
+}
+
+template <typename T>
+CUDA_CALLABLE inline void adj_array_store_zero(
+    const array_t<T>& buf, int i, int j, int k, int l, T value,
+    const array_t<T>& adj_buf, int adj_i, int adj_j, int adj_k, int adj_l, T& adj_value
+)
+{
+    store_adjoint<true>(buf, adj_buf, adj_value, i, j, k, l);
+    FP_VERIFY_ADJ_4(value, adj_value)
+}
+template <typename T>
+CUDA_CALLABLE inline void adj_array_store_accumulate(
+    const array_t<T>& buf, int i, int j, int k, int l, T value,
+    const array_t<T>& adj_buf, int adj_i, int adj_j, int adj_k, int adj_l, T& adj_value
+)
+{
+    store_adjoint<false>(buf, adj_buf, adj_value, i, j, k, l);
+    FP_VERIFY_ADJ_4(value, adj_value)
+}
+
+// indexedarray / fabricarray stores: Warp does not differentiate through these array kinds (its own
+// adjoints are empty and the backward pass receives no gradient buffer for them), so neither mode has a
+// gradient element to read or zero. Kept as explicit no-ops so flagged kernels that use them still compile.
+template <template <typename> class A, typename T, typename... Rest>
+CUDA_CALLABLE inline void adj_array_store_zero(const A<T>& buf, const Rest&... rest)
+{
+}
+template <template <typename> class A, typename T, typename... Rest>
+CUDA_CALLABLE inline void adj_array_store_accumulate(const A<T>& buf, const Rest&... rest)
+{
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// a[i].x = v, a[i][j] = v, a[i][j, k] = v: the adjoint of a component store into an array element.
+// Warp >= 1.19 emits wp::adj_array_store_slot for these; on older Warp the rewrite emits
+// wp::zs::adj_component_store, whose stock form drops the gradient exactly as those versions do.
+
+template <typename T, typename Access, typename AdjSlot, typename... Ints>
+CUDA_CALLABLE inline void
+adj_component_store(const array_t<T>& buf, const array_t<T>& adj_buf, AdjSlot& adj_value, Access access, Ints... idx)
+{
+}
+template <typename T, typename Access, typename AdjSlot, typename... Ints>
+CUDA_CALLABLE inline void adj_array_store_slot_zero(
+    const array_t<T>& buf, const array_t<T>& adj_buf, AdjSlot& adj_value, Access access, Ints... idx
+)
+{
+    slot_store_adjoint<true>(buf, adj_buf, adj_value, access, idx...);
+}
+template <typename T, typename Access, typename AdjSlot, typename... Ints>
+CUDA_CALLABLE inline void adj_array_store_slot_accumulate(
+    const array_t<T>& buf, const array_t<T>& adj_buf, AdjSlot& adj_value, Access access, Ints... idx
+)
+{
+    slot_store_adjoint<false>(buf, adj_buf, adj_value, access, idx...);
+}
+
+// Forward of a component store into an array element on Warp <= 1.18 (same write as Warp's own).
+template <typename T, typename Access, typename V, typename... Ints>
+CUDA_CALLABLE inline void component_store(const array_t<T>& buf, V value, Access access, Ints... idx)
+{
+    access(index(buf, idx...)) = value;
+}
+
+} // namespace zs
+} // namespace wp
+
+#endif // WARP_ZEROSTORE_H

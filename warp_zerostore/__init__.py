@@ -1,0 +1,46 @@
+"""warp_zerostore: NVIDIA Warp with a per-kernel ``zero_store`` flag for array store adjoints.
+
+Use it in place of Warp: ``import warp_zerostore as wp``. Everything ``warp`` offers is here unchanged;
+this package adds ``@wp.kernel(zero_store=...)``, the ``zero_store`` module option, the process default
+``warp_zerostore.config.zero_store`` and :func:`effective_zero_store`. With every default left at None,
+importing it changes nothing for any kernel.
+"""
+
+from __future__ import annotations
+
+import warp as _warp
+
+from . import _compat  # raises ImportError on an unsupported warp-lang
+from . import codegen_ext as _codegen_ext
+from . import config
+from .api import effective_zero_store, get_module_options, kernel, set_module_options
+from .native import HeaderNotFoundError
+
+__version__ = "0.1.0"
+
+_codegen_ext.install()
+
+#: What this package defines or overrides; every other name resolves to ``warp``.
+_OWN = {
+    "kernel",
+    "set_module_options",
+    "get_module_options",
+    "effective_zero_store",
+    "config",
+    "HeaderNotFoundError",
+    "__version__",
+}
+
+
+def __getattr__(name):
+    try:
+        return getattr(_warp, name)
+    except AttributeError:
+        builtin = _compat.builtin_function(name)
+        if builtin is not None:
+            return builtin
+        raise AttributeError(f"module 'warp_zerostore' has no attribute '{name}' (nor has 'warp')") from None
+
+
+def __dir__():
+    return sorted(set(dir(_warp)) | _OWN)

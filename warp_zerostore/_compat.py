@@ -1,0 +1,262 @@
+"""Every touch of Warp's private API, in one place.
+
+Nothing else in warp_zerostore imports Warp internals. The version differences this package depends on:
+
+================================  ==========================  ==========================================
+what                              warp-lang 1.9.x             warp-lang 1.10 and later
+================================  ==========================  ==========================================
+internals                         ``warp.codegen``,           ``warp._src.codegen``,
+                                  ``warp.context``            ``warp._src.context``
+``ModuleHasher.hash_kernel``      ``(kernel)``                ``(kernel)``; 1.19: ``(kernel, grid_stride)``
+component stores ``a[i].x = v``   ``address`` + ``indexref``  same up to 1.12 (no adjoint: the gradient
+                                  + ``store``, no adjoint     is dropped); 1.19 emits
+                                                              ``wp::adj_array_store_slot`` (differentiable)
+``retain_grad`` array flag        absent                      1.13 and later (``ARRAY_FLAG_RETAIN_GRAD``)
+store adjoint in stock Warp       accumulates                 accumulates up to 1.12; zeroes from 1.13
+deterministic mode                absent                      1.19 (also emits ``wp::adj_array_store``)
+================================  ==========================  ==========================================
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import sys
+from typing import Any, Callable, Iterable
+
+import warp
+
+SUPPORTED = ("1.9.1", "1.10.1", "1.12.1", "1.19.0")
+_MIN_VERSION = (1, 9, 1)
+_MAX_VERSION_EXCLUSIVE = (1, 20, 0)
+
+
+def _parse_version(text: str) -> tuple[int, int, int]:
+    parts = [int(p) for p in re.findall(r"\d+", text)[:3]]
+    while len(parts) < 3:
+        parts.append(0)
+    return tuple(parts)  # type: ignore[return-value]
+
+
+WARP_VERSION_TEXT: str = getattr(warp.config, "version", None) or getattr(warp, "__version__", "0.0.0")
+WARP_VERSION = _parse_version(WARP_VERSION_TEXT)
+
+
+def check_version() -> None:
+    """Raise ImportError when the installed warp-lang is outside the supported range."""
+    if not (_MIN_VERSION <= WARP_VERSION < _MAX_VERSION_EXCLUSIVE):
+        raise ImportError(
+            f"warp_zerostore supports warp-lang {SUPPORTED[0]} to 1.19.x (tested: {', '.join(SUPPORTED)}), "
+            f"but warp-lang {WARP_VERSION_TEXT} is installed. Install a supported version, e.g. "
+            f"`pip install warp-lang=={SUPPORTED[-1]}`."
+        )
+
+
+check_version()
+
+if hasattr(warp, "_src") and hasattr(getattr(warp, "_src"), "codegen"):
+    import warp._src.codegen as codegen  # noqa: E402
+    import warp._src.context as context  # noqa: E402
+    import warp._src.types as wtypes  # noqa: E402
+else:  # warp-lang 1.9.x
+    import warp.codegen as codegen  # type: ignore[no-redef]  # noqa: E402
+    import warp.context as context  # type: ignore[no-redef]  # noqa: E402
+    import warp.types as wtypes  # type: ignore[no-redef]  # noqa: E402
+
+Adjoint = codegen.Adjoint
+Kernel = context.Kernel
+Module = context.Module
+ModuleBuilder = context.ModuleBuilder
+ModuleHasher = context.ModuleHasher
+
+# Warp >= 1.13 tags arrays created with retain_grad=True; its native header has ARRAY_FLAG_RETAIN_GRAD.
+HAS_RETAIN_GRAD: bool = "retain_grad" in inspect.signature(warp.array.__init__).parameters
+
+# Warp >= 1.19 emits component stores into array elements as differentiable "slot" stores itself.
+HAS_SLOT_STORES: bool = hasattr(Adjoint, "array_slot_adjoint")
+
+# Warp >= 1.13 zeroes in stock store adjoints.
+STOCK_STORE_ZEROES: bool = WARP_VERSION >= (1, 13, 0)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Patching: each hook point Warp offers us, as (owner, attribute).
+
+HOOK_POINTS: dict[str, tuple[Any, str]] = {
+    "Kernel.__init__": (Kernel, "__init__"),
+    "ModuleHasher.hash_kernel": (ModuleHasher, "hash_kernel"),
+    "ModuleBuilder.__init__": (ModuleBuilder, "__init__"),
+    "ModuleBuilder.build_kernel": (ModuleBuilder, "build_kernel"),
+    "ModuleBuilder.build_function": (ModuleBuilder, "build_function"),
+    "ModuleBuilder.codegen": (ModuleBuilder, "codegen"),
+    "Adjoint.add_builtin_call": (Adjoint, "add_builtin_call"),
+    "codegen.codegen_kernel": (codegen, "codegen_kernel"),
+    "codegen.codegen_func": (codegen, "codegen_func"),
+    "codegen.codegen_snippet": (codegen, "codegen_snippet"),
+}
+
+_ORIGINALS: dict[str, Callable] = {}
+
+
+def wrap(point: str, make_wrapper: Callable[[Callable], Callable]) -> None:
+    """Replace the hook point with ``make_wrapper(original)``; idempotent per point."""
+    if point in _ORIGINALS:
+        return
+    owner, attr = HOOK_POINTS[point]
+    original = getattr(owner, attr)
+    _ORIGINALS[point] = original
+    wrapper = make_wrapper(original)
+    wrapper.__wrapped__ = original  # type: ignore[attr-defined]
+    setattr(owner, attr, wrapper)
+
+
+def unwrap_all() -> None:
+    """Restore Warp's own functions (used by tests that compare against stock Warp in-process)."""
+    for point, original in list(_ORIGINALS.items()):
+        owner, attr = HOOK_POINTS[point]
+        setattr(owner, attr, original)
+        del _ORIGINALS[point]
+
+
+def is_wrapped() -> bool:
+    return bool(_ORIGINALS)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Kernels, modules, options
+
+
+def kernel_options(kernel) -> dict:
+    return kernel.options
+
+
+def kernel_module(kernel):
+    return kernel.module
+
+
+def kernel_key(kernel) -> str:
+    return kernel.key
+
+
+def kernel_source_location(kernel) -> str:
+    adj = kernel.adj
+    return f"{adj.filename}:{adj.fun_lineno}"
+
+
+def module_options(module) -> dict:
+    return module.options
+
+
+def all_modules() -> Iterable:
+    return list(context.user_modules.values())
+
+
+def mark_modified(module) -> None:
+    module.mark_modified()
+
+
+def live_kernels(module) -> list:
+    getter = getattr(module, "_get_live_kernels", None)
+    kernels = list(getter()) if getter is not None else list(module.kernels.values())
+    out = []
+    for k in kernels:
+        if getattr(k, "is_generic", False):
+            out.extend(k.overloads.values())
+        else:
+            out.append(k)
+    return out
+
+
+def get_module(name: str):
+    return context.get_module(name)
+
+
+def caller_module_name(stack_level: int) -> str:
+    """Name of the Python module ``stack_level`` frames above the caller of this function."""
+    frame = inspect.currentframe()
+    for _ in range(stack_level + 1):
+        frame = frame.f_back  # type: ignore[union-attr]
+    return frame.f_globals.get("__name__", "__main__")  # type: ignore[union-attr]
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Module builder and code generation
+
+
+def builder_module(builder):
+    return builder.module
+
+
+def builder_functions(builder) -> list:
+    return list(builder.functions.keys())
+
+
+def function_native_name(func) -> str:
+    return func.native_func
+
+
+def adjoint_kernel_name(adj) -> str:
+    return adj.fun_name
+
+
+def adjoint_location(adj) -> str:
+    return f"{adj.filename}:{adj.lineno + adj.fun_lineno}"
+
+
+def add_forward(adj, statement: str, replay: str) -> None:
+    adj.add_forward(statement, replay=replay)
+
+
+def add_reverse(adj, statement: str) -> None:
+    adj.add_reverse(statement)
+
+
+def var_expr(var) -> str:
+    return var.emit()
+
+
+def var_adj_expr(var) -> str:
+    return var.emit_adj()
+
+
+def var_type(var):
+    return codegen.strip_reference(var.type)
+
+
+def is_plain_array_type(t) -> bool:
+    """True for ``wp.array`` types (not indexed or fabric arrays)."""
+    return type(t) is wtypes.array
+
+
+def is_composite_type(t) -> bool:
+    return (
+        wtypes.type_is_vector(t)
+        or wtypes.type_is_matrix(t)
+        or wtypes.type_is_quaternion(t)
+        or wtypes.type_is_transformation(t)
+    )
+
+
+def types_equal(a, b) -> bool:
+    return wtypes.types_equal(a, b)
+
+
+def type_repr(t) -> str:
+    return wtypes.type_repr(t) if hasattr(wtypes, "type_repr") else str(t)
+
+
+def codegen_error(message: str) -> Exception:
+    return codegen.WarpCodegenError(message)
+
+
+def is_reference(var) -> bool:
+    return codegen.is_reference(var.type)
+
+
+def builtin_function(name: str):
+    """Warp's kernel builtin ``name`` (e.g. ``tid``), or None.
+
+    Warp's code generator resolves ``wp.tid()`` through the module ``wp`` names; builtins such as ``tid``
+    are not attributes of ``warp`` itself, so the facade hands them out from here.
+    """
+    return context.builtin_functions.get(name)

@@ -1,0 +1,283 @@
+"""The codegen extension: carries each kernel's ``zero_store`` mode from decoration to generated code.
+
+Installed once, at import, through the hook points of :mod:`warp_zerostore._compat`:
+
+* ``Kernel.__init__``: a flag given to :func:`warp_zerostore.kernel` lands in the kernel's options before
+  Warp hashes it (``module="unique"`` hashes at decoration time).
+* ``ModuleHasher.hash_kernel``: a kernel whose effective mode is True or False gets a hash salted with
+  the mode and the native header's digest, so flipping a flag (kernel, module or process) rebuilds.
+* ``Adjoint.add_builtin_call`` (Warp without slot stores, <= 1.18): a component store into an array
+  element (``a[i].x = v``, ``a[i][j, k] = v``) gets a reverse statement, which stock Warp omits.
+* ``ModuleBuilder.codegen`` and the ``codegen_*`` functions: in a module with a flagged kernel, the
+  native header is placed into the source, store adjoints are swapped per :mod:`.store_rewrite`, and
+  ``@wp.func`` helpers get one variant per mode when kernels of several modes share them.
+
+A module without a flagged kernel goes through all of this untouched: same hash, same source.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import threading
+
+from . import _compat, modes, native, store_rewrite
+
+_UNSET = object()
+_HELPER = object()  # build-state marker: building a @wp.func helper
+
+
+class _State(threading.local):
+    def __init__(self):
+        self.pending_flag = _UNSET  # flag handed to Kernel.__init__ by warp_zerostore.kernel
+        self.build_mode = _UNSET  # mode of what is being built (a kernel's mode, or _HELPER)
+        self.build_flagged = False  # the module being built holds a flagged kernel
+        self.codegen = None  # _CodegenPlan while a flagged module generates its source
+
+
+_state = _State()
+
+
+@contextlib.contextmanager
+def pending_kernel_flag(value):
+    """Within this block, kernels created by Warp take ``value`` as their own ``zero_store`` flag."""
+    previous = _state.pending_flag
+    _state.pending_flag = value
+    try:
+        yield
+    finally:
+        _state.pending_flag = previous
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Kernel creation and hashing
+
+
+def _wrap_kernel_init(original):
+    def __init__(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        flag = _state.pending_flag
+        if flag is not _UNSET and flag is not None:
+            _compat.kernel_options(self)[modes.OPTION] = flag
+
+    return __init__
+
+
+def _salt(kernel_hash: bytes, mode: bool) -> bytes:
+    text = f"warp_zerostore:zero_store={mode}:header={native.header_digest()}"
+    return hashlib.sha256(kernel_hash + text.encode("utf-8")).digest()
+
+
+def _wrap_hash_kernel(original):
+    def hash_kernel(self, kernel, *args, **kwargs):
+        kernel_hash = original(self, kernel, *args, **kwargs)
+        mode = modes.effective_mode(kernel)
+        if mode is None:
+            return kernel_hash
+        salted = _salt(kernel_hash, mode)
+        unique = self.unique_kernels
+        if unique.get(kernel_hash) is kernel:
+            del unique[kernel_hash]
+        unique[salted] = kernel
+        return salted
+
+    return hash_kernel
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Building: which mode is being built, and component stores on Warp without slot stores
+
+
+def _module_is_flagged(module) -> bool:
+    return any(modes.effective_mode(k) is not None for k in _compat.live_kernels(module))
+
+
+def _wrap_builder_init(original):
+    def __init__(self, module, *args, **kwargs):
+        previous = (_state.build_mode, _state.build_flagged)
+        _state.build_mode, _state.build_flagged = _UNSET, _module_is_flagged(module)
+        try:
+            original(self, module, *args, **kwargs)
+        finally:
+            _state.build_mode, _state.build_flagged = previous
+
+    return __init__
+
+
+def _building_as(mode):
+    def wrap(original):
+        def build(self, item, *args, **kwargs):
+            previous = _state.build_mode
+            _state.build_mode = modes.effective_mode(item) if mode is None else mode
+            try:
+                return original(self, item, *args, **kwargs)
+            finally:
+                _state.build_mode = previous
+
+        return build
+
+    return wrap
+
+
+def _component_rewrite_active() -> bool:
+    mode = _state.build_mode
+    if mode is _HELPER:
+        return _state.build_flagged
+    return mode is True or mode is False
+
+
+def _wrap_add_builtin_call(original):
+    """Give component stores into array elements a reverse statement (stock Warp <= 1.18 emits none).
+
+    Forward code stays Warp's own (``address`` -> ``indexref`` -> ``store``); the added reverse statement
+    is ``wp::zs::adj_component_store``, a no-op until the store rewrite swaps it for the mode's adjoint.
+    """
+
+    def add_builtin_call(adj, func_name, args, *rest, **kwargs):
+        if not _component_rewrite_active() or func_name not in ("address", "indexref", "store"):
+            return original(adj, func_name, args, *rest, **kwargs)
+
+        refs = adj.__dict__.setdefault("_zs_element_refs", {})
+        if func_name == "address":
+            out = original(adj, func_name, args, *rest, **kwargs)
+            if len(args) >= 2 and _compat.is_plain_array_type(_compat.var_type(args[0])):
+                refs[id(out)] = (out, args[0], tuple(args[1:]), ())
+            return out
+
+        if func_name == "indexref":
+            out = original(adj, func_name, args, *rest, **kwargs)
+            ref = refs.get(id(args[0]))
+            if ref is not None and ref[0] is args[0]:
+                refs[id(out)] = (out, ref[1], ref[2], ref[3] + (tuple(args[1:]),))
+            return out
+
+        ref = refs.get(id(args[0]))
+        if ref is None or ref[0] is not args[0] or not ref[3]:
+            return original(adj, func_name, args, *rest, **kwargs)
+        target, value = args[0], args[1]
+        if _compat.is_reference(value):
+            value = original(adj, "load", [value])
+        out = original(adj, func_name, [target, value], *rest, **kwargs)
+        _, array, indices, levels = ref
+        slot = "&_e"
+        for level in levels:
+            slot = f"wp::indexref({slot}, {', '.join(_compat.var_expr(c) for c in level)})"
+        access = f"[&](auto& _e) -> auto& {{ return *{slot}; }}"
+        index_list = ", ".join(_compat.var_expr(i) for i in indices)
+        _compat.add_reverse(
+            adj,
+            f"wp::zs::adj_component_store({_compat.var_expr(array)}, {_compat.var_adj_expr(array)}, "
+            f"{_compat.var_adj_expr(value)}, {access}, {index_list});",
+        )
+        return out
+
+    return add_builtin_call
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Code generation of a flagged module
+
+
+class _CodegenPlan:
+    def __init__(self, builder):
+        self.kernel_modes = {}
+        self.helper_names = [_compat.function_native_name(f) for f in _compat.builder_functions(builder)]
+        self.function_pieces: list[str] = []
+        self.first_piece: str | None = None
+
+    def set_modes(self, kernels):
+        self.kernel_modes = {id(k): modes.effective_mode(k) for k in kernels}
+        used = set(self.kernel_modes.values())
+        self.single_mode = used.pop() if len(used) == 1 else _UNSET
+        self.variant_modes = sorted(m for m in set(self.kernel_modes.values()) if m is not None)
+
+    @property
+    def flagged(self) -> bool:
+        return bool(self.variant_modes)
+
+    def note(self, piece: str) -> None:
+        if self.first_piece is None:
+            self.first_piece = piece
+
+
+def _wrap_function_codegen(original):
+    def codegen_function(*args, **kwargs):
+        text = original(*args, **kwargs)
+        plan = _state.codegen
+        if plan is None:
+            return text
+        if plan.single_mode is not _UNSET:
+            text = store_rewrite.rewrite_for_mode(text, plan.single_mode)
+        else:
+            plan.function_pieces.append(text)
+        plan.note(text)
+        return text
+
+    return codegen_function
+
+
+def _wrap_codegen_kernel(original):
+    def codegen_kernel(kernel, *args, **kwargs):
+        text = original(kernel, *args, **kwargs)
+        plan = _state.codegen
+        if plan is None:
+            return text
+        mode = plan.kernel_modes.get(id(kernel), modes.effective_mode(kernel))
+        mixed = plan.single_mode is _UNSET
+        text = store_rewrite.rewrite_for_mode(text, mode, plan.helper_names, rename=mixed)
+        plan.note(text)
+        return text
+
+    return codegen_kernel
+
+
+def _wrap_builder_codegen(original):
+    def codegen(self, device, *args, **kwargs):
+        kernels = list(self.kernels)
+        plan = _CodegenPlan(self)
+        plan.set_modes(kernels)
+        if not plan.flagged:
+            return original(self, device, *args, **kwargs)
+
+        prelude = native.module_prelude()
+        previous = _state.codegen
+        _state.codegen = plan
+        try:
+            source = original(self, device, *args, **kwargs)
+        finally:
+            _state.codegen = previous
+
+        variants = ""
+        if plan.function_pieces:
+            for mode in plan.variant_modes:
+                variants += "".join(
+                    store_rewrite.rewrite_for_mode(piece, mode, plan.helper_names, rename=True)
+                    for piece in plan.function_pieces
+                )
+            end = 0
+            for piece in plan.function_pieces:
+                end = source.index(piece, end) + len(piece)
+            source = source[:end] + variants + source[end:]
+
+        start = source.index(plan.first_piece) if plan.first_piece else len(source)
+        return source[:start] + prelude + source[start:]
+
+    return codegen
+
+
+# ------------------------------------------------------------------------------------------------------------
+
+
+def install() -> None:
+    """Install the extension into Warp (idempotent)."""
+    _compat.wrap("Kernel.__init__", _wrap_kernel_init)
+    _compat.wrap("ModuleHasher.hash_kernel", _wrap_hash_kernel)
+    _compat.wrap("ModuleBuilder.__init__", _wrap_builder_init)
+    _compat.wrap("ModuleBuilder.build_kernel", _building_as(None))
+    _compat.wrap("ModuleBuilder.build_function", _building_as(_HELPER))
+    _compat.wrap("ModuleBuilder.codegen", _wrap_builder_codegen)
+    _compat.wrap("codegen.codegen_kernel", _wrap_codegen_kernel)
+    _compat.wrap("codegen.codegen_func", _wrap_function_codegen)
+    _compat.wrap("codegen.codegen_snippet", _wrap_function_codegen)
+    if not _compat.HAS_SLOT_STORES:
+        _compat.wrap("Adjoint.add_builtin_call", _wrap_add_builtin_call)

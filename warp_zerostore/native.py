@@ -1,0 +1,57 @@
+"""The C++/CUDA header with the store adjoints: where it is, its digest, and the text modules include."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from pathlib import Path
+
+from . import _compat
+
+HEADER_NAME = "warp_zerostore.h"
+
+_PACKAGE_DIR = Path(__file__).resolve().parent
+#: Where the header is looked for: inside the installed package (wheel), then the source tree (editable).
+SEARCH_PATH = [_PACKAGE_DIR / "native", _PACKAGE_DIR.parent / "native"]
+
+
+class HeaderNotFoundError(FileNotFoundError):
+    """The native header that flagged kernels need is missing from the installation."""
+
+
+def header_path() -> Path:
+    for folder in SEARCH_PATH:
+        candidate = folder / HEADER_NAME
+        if candidate.is_file():
+            return candidate
+    looked = ", ".join(str(folder / HEADER_NAME) for folder in SEARCH_PATH)
+    raise HeaderNotFoundError(
+        f"warp_zerostore cannot build kernels with zero_store=True/False: its native header {HEADER_NAME} "
+        f"is missing (looked in {looked}). Reinstall the package (`pip install --force-reinstall "
+        f"warp_zerostore`) or restore native/{HEADER_NAME} in the source tree."
+    )
+
+
+@functools.lru_cache(maxsize=None)
+def _header_text(path: str, mtime_ns: int) -> str:
+    return Path(path).read_text(encoding="utf-8")
+
+
+def header_text() -> str:
+    path = header_path()
+    return _header_text(str(path), path.stat().st_mtime_ns)
+
+
+def header_digest() -> str:
+    """Digest of what flagged modules include; part of each flagged kernel's hash."""
+    return hashlib.sha256(module_prelude().encode("utf-8")).hexdigest()
+
+
+def module_prelude() -> str:
+    """The text placed into the source of a module that holds a flagged kernel (CPU and CUDA alike)."""
+    return (
+        f"// ---- begin warp_zerostore/native/{HEADER_NAME} ----\n"
+        f"#define WP_ZS_HAS_RETAIN_GRAD {1 if _compat.HAS_RETAIN_GRAD else 0}\n"
+        f"{header_text()}\n"
+        f"// ---- end warp_zerostore/native/{HEADER_NAME} ----\n"
+    )

@@ -1,0 +1,62 @@
+"""Which store adjoints are swapped for which mode, and the text rewrite that swaps them.
+
+The forward code of a kernel is never touched. In the reverse code of a kernel (or of a ``@wp.func``
+helper variant) whose mode is True or False, each stock store adjoint below is replaced by the
+warp_zerostore adjoint of that mode, defined in ``native/warp_zerostore.h``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterable
+
+#: stock native adjoint              zero_store=True                         zero_store=False
+STORE_ADJOINTS: dict[str, dict[bool, str]] = {
+    "wp::adj_array_store(": {True: "wp::zs::adj_array_store_zero(", False: "wp::zs::adj_array_store_accumulate("},
+    "wp::adj_array_store_slot(": {
+        True: "wp::zs::adj_array_store_slot_zero(",
+        False: "wp::zs::adj_array_store_slot_accumulate(",
+    },
+    "wp::zs::adj_component_store(": {
+        True: "wp::zs::adj_array_store_slot_zero(",
+        False: "wp::zs::adj_array_store_slot_accumulate(",
+    },
+}
+
+_STORE_PATTERN = re.compile("|".join(re.escape(k) for k in STORE_ADJOINTS))
+
+#: Marker placed in the zeroing adjoints; tests look for it in generated C++ and PTX.
+ZERO_MARKER = "adj_array_store_zero"
+
+
+def variant_suffix(mode: bool) -> str:
+    return "__zs_zero" if mode else "__zs_accumulate"
+
+
+def rewrite_store_adjoints(source: str, mode: bool) -> str:
+    """Swap every stock store adjoint in ``source`` for the adjoint of ``mode``."""
+    return _STORE_PATTERN.sub(lambda m: STORE_ADJOINTS[m.group(0)][mode], source)
+
+
+def rename_helpers(source: str, names: Iterable[str], mode: bool) -> str:
+    """Point calls (and definitions) of the helper functions ``names`` at their ``mode`` variants.
+
+    A helper ``h_0`` is called as ``h_0(`` in forward code and ``adj_h_0(`` in reverse code, never with a
+    namespace; builtins always carry ``wp::``, so they cannot match.
+    """
+    names = sorted(set(names), key=len, reverse=True)
+    if not names:
+        return source
+    pattern = re.compile(r"(?<![\w:])((?:adj_)?)(" + "|".join(re.escape(n) for n in names) + r")(?=\s*\()")
+    suffix = variant_suffix(mode)
+    return pattern.sub(lambda m: f"{m.group(1)}{m.group(2)}{suffix}", source)
+
+
+def rewrite_for_mode(source: str, mode, helper_names: Iterable[str] = (), rename: bool = False) -> str:
+    """The code of ``source`` for ``mode``: None leaves it as it is."""
+    if mode is None:
+        return source
+    source = rewrite_store_adjoints(source, mode)
+    if rename:
+        source = rename_helpers(source, helper_names, mode)
+    return source
