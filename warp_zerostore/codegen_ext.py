@@ -71,13 +71,19 @@ def _salt(kernel_hash: bytes, mode: bool) -> bytes:
 def _wrap_hash_kernel(original):
     def hash_kernel(self, kernel, *args, **kwargs):
         kernel_hash = original(self, kernel, *args, **kwargs)
+        # Stock kernels by unsalted hash: a flagged twin with the same source must not displace them.
+        stock = self.__dict__.setdefault("_zs_stock_kernels", {})
         mode = modes.effective_mode(kernel)
         if mode is None:
+            stock[kernel_hash] = kernel
             return kernel_hash
         salted = _salt(kernel_hash, mode)
         unique = self.unique_kernels
         if unique.get(kernel_hash) is kernel:
-            del unique[kernel_hash]
+            if kernel_hash in stock:
+                unique[kernel_hash] = stock[kernel_hash]
+            else:
+                del unique[kernel_hash]
         unique[salted] = kernel
         return salted
 

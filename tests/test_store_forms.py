@@ -1,0 +1,341 @@
+"""Every array store form follows the kernel's flag: overwrite an element twice inside one kernel.
+
+For ``y = c1 * x`` overwritten by ``y = c2 * x`` and ``y.grad = 1``, zero_store=True gives ``x.grad = c2``
+(the overwritten value gets nothing) and zeroes ``y.grad``; zero_store=False gives ``c1 + c2`` and
+leaves ``y.grad = 1``.
+"""
+
+import numpy as np
+import pytest
+
+import warp_zerostore as wp
+from warp_zerostore import _compat
+
+MODES = [True, False]
+
+
+def both(factory):
+    return {flag: factory(flag) for flag in (True, False, None)}
+
+
+def expected(flag, c1, c2):
+    if flag is None:
+        flag = _compat.STOCK_STORE_ZEROES
+    return (c2, 0.0) if flag else (c1 + c2, 1.0)
+
+
+# ---- plain arrays of 1 to 4 dimensions -------------------------------------------------------------------
+
+
+def _nd_kernels(flag):
+    @wp.kernel(zero_store=flag)
+    def store_1d(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+        i = wp.tid()
+        y[i] = 2.0 * x[i]
+        y[i] = 3.0 * x[i]
+
+    @wp.kernel(zero_store=flag)
+    def store_2d(x: wp.array2d(dtype=float), y: wp.array2d(dtype=float)):
+        i, j = wp.tid()
+        y[i, j] = 2.0 * x[i, j]
+        y[i, j] = 3.0 * x[i, j]
+
+    @wp.kernel(zero_store=flag)
+    def store_3d(x: wp.array3d(dtype=float), y: wp.array3d(dtype=float)):
+        i, j, k = wp.tid()
+        y[i, j, k] = 2.0 * x[i, j, k]
+        y[i, j, k] = 3.0 * x[i, j, k]
+
+    @wp.kernel(zero_store=flag)
+    def store_4d(x: wp.array4d(dtype=float), y: wp.array4d(dtype=float)):
+        i, j, k, l = wp.tid()
+        y[i, j, k, l] = 2.0 * x[i, j, k, l]
+        y[i, j, k, l] = 3.0 * x[i, j, k, l]
+
+    return {1: store_1d, 2: store_2d, 3: store_3d, 4: store_4d}
+
+
+ND = both(_nd_kernels)
+SHAPES = {1: (5,), 2: (2, 3), 3: (2, 2, 3), 4: (2, 1, 2, 3)}
+
+
+@pytest.mark.parametrize("flag", [True, False, None])
+@pytest.mark.parametrize("ndim", [1, 2, 3, 4])
+def test_nd_array_store(flag, ndim, device):
+    shape = SHAPES[ndim]
+    x = wp.array(np.linspace(0.5, 1.5, int(np.prod(shape))).reshape(shape), dtype=float, requires_grad=True, device=device)
+    y = wp.zeros(shape, dtype=float, requires_grad=True, device=device)
+    with wp.Tape() as tape:
+        wp.launch(ND[flag][ndim], dim=shape, inputs=[x, y], device=device)
+    tape.backward(grads={y: wp.ones(shape, dtype=float, device=device)})
+    gx, gy = expected(flag, 2.0, 3.0)
+    np.testing.assert_allclose(y.numpy(), 3.0 * x.numpy())
+    np.testing.assert_array_equal(x.grad.numpy(), gx)
+    np.testing.assert_array_equal(y.grad.numpy(), gy)
+
+
+# ---- component stores ------------------------------------------------------------------------------------
+
+
+def _component_kernels(flag):
+    @wp.kernel(zero_store=flag)
+    def vec_attr(x: wp.array(dtype=float), v: wp.array(dtype=wp.vec3)):
+        i = wp.tid()
+        v[i].x = 2.0 * x[i]
+        v[i].x = 3.0 * x[i]
+
+    @wp.kernel(zero_store=flag)
+    def vec_index(x: wp.array(dtype=float), v: wp.array(dtype=wp.vec3)):
+        i = wp.tid()
+        v[i][1] = 2.0 * x[i]
+        v[i][1] = 3.0 * x[i]
+
+    @wp.kernel(zero_store=flag)
+    def mat_index(x: wp.array(dtype=float), m: wp.array(dtype=wp.mat22)):
+        i = wp.tid()
+        m[i][0, 1] = 2.0 * x[i]
+        m[i][0, 1] = 3.0 * x[i]
+
+    @wp.kernel(zero_store=flag)
+    def quat_attr(x: wp.array(dtype=float), q: wp.array(dtype=wp.quat)):
+        i = wp.tid()
+        q[i].w = 2.0 * x[i]
+        q[i].w = 3.0 * x[i]
+
+    @wp.kernel(zero_store=flag)
+    def transform_index(x: wp.array(dtype=float), t: wp.array(dtype=wp.transform)):
+        i = wp.tid()
+        t[i][4] = 2.0 * x[i]
+        t[i][4] = 3.0 * x[i]
+
+    @wp.kernel(zero_store=flag)
+    def two_components(x: wp.array(dtype=float), v: wp.array(dtype=wp.vec3)):
+        i = wp.tid()
+        v[i].x = 2.0 * x[i]
+        v[i].y = 5.0 * x[i]
+
+    return {
+        "vec_attr": (vec_attr, wp.vec3, (0,)),
+        "vec_index": (vec_index, wp.vec3, (1,)),
+        "mat_index": (mat_index, wp.mat22, (0, 1)),
+        "quat_attr": (quat_attr, wp.quat, (3,)),
+        "transform_index": (transform_index, wp.transform, (4,)),
+        "two_components": (two_components, wp.vec3, None),
+    }
+
+
+COMPONENT = both(_component_kernels)
+
+
+@pytest.mark.parametrize("flag", MODES)
+@pytest.mark.parametrize("case", ["vec_attr", "vec_index", "mat_index", "quat_attr", "transform_index"])
+def test_component_store(case, flag, device):
+    kernel, dtype, slot = COMPONENT[flag][case]
+    n = 3
+    x = wp.array(np.arange(1, n + 1), dtype=float, requires_grad=True, device=device)
+    a = wp.zeros(n, dtype=dtype, requires_grad=True, device=device)
+    with wp.Tape() as tape:
+        wp.launch(kernel, dim=n, inputs=[x, a], device=device)
+    seed = np.ones_like(a.numpy())
+    tape.backward(grads={a: wp.array(seed, dtype=dtype, device=device)})
+    gx, gslot = expected(flag, 2.0, 3.0)
+    np.testing.assert_array_equal(x.grad.numpy(), gx)
+    grad = a.grad.numpy()
+    values = a.numpy()
+    index = (slice(None),) + slot
+    np.testing.assert_array_equal(values[index], 3.0 * x.numpy())
+    np.testing.assert_array_equal(grad[index], gslot)
+    others = np.ones_like(grad, dtype=bool)
+    others[index] = False
+    np.testing.assert_array_equal(grad[others], 1.0)  # untouched slots keep their gradient
+
+
+@pytest.mark.parametrize("flag", MODES)
+def test_two_components_both_count(flag, device):
+    """The issue's measurement: stock 1.9-1.12 give 0 here, 1.19 gives 7; with a flag, 7 everywhere."""
+    kernel = COMPONENT[flag]["two_components"][0]
+    x = wp.ones(2, dtype=float, requires_grad=True, device=device)
+    v = wp.zeros(2, dtype=wp.vec3, requires_grad=True, device=device)
+    with wp.Tape() as tape:
+        wp.launch(kernel, dim=2, inputs=[x, v], device=device)
+    tape.backward(grads={v: wp.array(np.ones((2, 3)), dtype=wp.vec3, device=device)})
+    np.testing.assert_array_equal(x.grad.numpy(), 7.0)
+
+
+def test_component_store_unflagged_is_stock(device):
+    """zero_store=None keeps the installed Warp's component-store gradient: dropped before slot stores."""
+    kernel = COMPONENT[None]["two_components"][0]
+    x = wp.ones(2, dtype=float, requires_grad=True, device=device)
+    v = wp.zeros(2, dtype=wp.vec3, requires_grad=True, device=device)
+    with wp.Tape() as tape:
+        wp.launch(kernel, dim=2, inputs=[x, v], device=device)
+    tape.backward(grads={v: wp.array(np.ones((2, 3)), dtype=wp.vec3, device=device)})
+    np.testing.assert_array_equal(x.grad.numpy(), 7.0 if _compat.HAS_SLOT_STORES else 0.0)
+
+
+# ---- structs, loops, branches, helpers -------------------------------------------------------------------
+
+
+@wp.struct
+class Holder:
+    y: wp.array(dtype=float)
+
+
+@wp.func
+def store_helper(y: wp.array(dtype=float), i: int, v: float):
+    y[i] = v
+
+
+def _control_kernels(flag):
+    @wp.kernel(zero_store=flag)
+    def struct_field(x: wp.array(dtype=float), s: Holder):
+        i = wp.tid()
+        s.y[i] = 2.0 * x[i]
+        s.y[i] = 3.0 * x[i]
+
+    @wp.kernel(zero_store=flag)
+    def static_loop(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+        i = wp.tid()
+        for k in range(2):
+            y[i] = float(k + 2) * x[i]
+
+    @wp.kernel(zero_store=flag)
+    def dynamic_loop(x: wp.array(dtype=float), y: wp.array(dtype=float), count: int):
+        i = wp.tid()
+        for k in range(count):
+            y[i] = float(k + 2) * x[i]
+
+    @wp.kernel(zero_store=flag)
+    def branch(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+        i = wp.tid()
+        if x[i] > 0.0:
+            y[i] = 2.0 * x[i]
+        else:
+            y[i] = 7.0 * x[i]
+        y[i] = 3.0 * x[i]
+
+    @wp.kernel(zero_store=flag)
+    def helper(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+        i = wp.tid()
+        store_helper(y, i, 2.0 * x[i])
+        store_helper(y, i, 3.0 * x[i])
+
+    return {
+        "struct_field": struct_field,
+        "static_loop": static_loop,
+        "dynamic_loop": dynamic_loop,
+        "branch": branch,
+        "helper": helper,
+    }
+
+
+CONTROL = both(_control_kernels)
+
+
+def launch_control(case, flag, device, n=4):
+    kernel = CONTROL[flag][case]
+    x = wp.array(np.linspace(0.5, 2.0, n), dtype=float, requires_grad=True, device=device)
+    y = wp.zeros(n, dtype=float, requires_grad=True, device=device)
+    if case == "struct_field":
+        s = Holder()
+        s.y = y
+        inputs = [x, s]
+    elif case == "dynamic_loop":
+        inputs = [x, y, 2]
+    else:
+        inputs = [x, y]
+    with wp.Tape() as tape:
+        wp.launch(kernel, dim=n, inputs=inputs, device=device)
+    tape.backward(grads={y: wp.ones(n, dtype=float, device=device)})
+    return x, y
+
+
+@pytest.mark.parametrize("flag", [True, False, None])
+@pytest.mark.parametrize("case", ["struct_field", "static_loop", "dynamic_loop", "branch", "helper"])
+def test_control_flow_and_helpers(case, flag, device):
+    x, y = launch_control(case, flag, device)
+    gx, gy = expected(flag, 2.0, 3.0)
+    np.testing.assert_allclose(y.numpy(), 3.0 * x.numpy())
+    np.testing.assert_array_equal(x.grad.numpy(), gx)
+    np.testing.assert_array_equal(y.grad.numpy(), gy)
+
+
+# ---- what does not overwrite keeps accumulating ----------------------------------------------------------
+
+
+def _accumulating_kernels(flag):
+    @wp.kernel(zero_store=flag)
+    def add_assign(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+        i = wp.tid()
+        y[i] = 2.0 * x[i]
+        y[i] += 3.0 * x[i]
+
+    @wp.kernel(zero_store=flag)
+    def sub_assign(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+        i = wp.tid()
+        y[i] = 2.0 * x[i]
+        y[i] -= 3.0 * x[i]
+
+    @wp.kernel(zero_store=flag)
+    def atomics(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+        i = wp.tid()
+        wp.atomic_add(y, i, 2.0 * x[i])
+        wp.atomic_sub(y, i, 3.0 * x[i])
+
+    return {"add_assign": (add_assign, 5.0), "sub_assign": (sub_assign, -1.0), "atomics": (atomics, -1.0)}
+
+
+ACCUMULATING = both(_accumulating_kernels)
+
+
+@pytest.mark.parametrize("flag", MODES)
+@pytest.mark.parametrize("case", ["add_assign", "sub_assign", "atomics"])
+def test_accumulating_updates_do_not_zero(case, flag, device):
+    kernel, coefficient = ACCUMULATING[flag][case]
+    n = 3
+    x = wp.ones(n, dtype=float, requires_grad=True, device=device)
+    y = wp.zeros(n, dtype=float, requires_grad=True, device=device)
+    with wp.Tape() as tape:
+        wp.launch(kernel, dim=n, inputs=[x, y], device=device)
+    tape.backward(grads={y: wp.ones(n, dtype=float, device=device)})
+    np.testing.assert_array_equal(y.numpy(), coefficient)
+    np.testing.assert_array_equal(x.grad.numpy(), coefficient)
+    if case == "atomics":
+        # nothing overwrote y: its gradient stays in both modes
+        np.testing.assert_array_equal(y.grad.numpy(), 1.0)
+    else:
+        np.testing.assert_array_equal(y.grad.numpy(), 0.0 if flag else 1.0)
+
+
+# ---- indexed arrays --------------------------------------------------------------------------------------
+
+
+def _indexed_kernels(flag):
+    @wp.kernel(zero_store=flag)
+    def indexed_store(x: wp.array(dtype=float), y: wp.indexedarray(dtype=float)):
+        i = wp.tid()
+        y[i] = 2.0 * x[i]
+        y[i] = 3.0 * x[i]
+
+    return indexed_store
+
+
+INDEXED = both(_indexed_kernels)
+
+
+@pytest.mark.parametrize("flag", [True, False, None])
+def test_indexedarray_store(flag, device):
+    """Warp does not differentiate through indexed arrays (its Tape rejects them; its store adjoint is empty).
+
+    Flagged kernels that store into one build, store the right values, and run their backward pass like
+    stock Warp: no gradient flows through the indexed array.
+    """
+    data = wp.zeros(6, dtype=float, device=device)
+    idx = wp.array([4, 1, 3], dtype=int, device=device)
+    y = wp.indexedarray(data, [idx])
+    x = wp.array([1.0, 2.0, 3.0], dtype=float, device=device)
+    wp.launch(INDEXED[flag], dim=3, inputs=[x, y], device=device)
+    np.testing.assert_array_equal(data.numpy(), [0.0, 6.0, 0.0, 9.0, 3.0, 0.0])
+    x_grad = wp.zeros(3, dtype=float, device=device)
+    wp.launch(INDEXED[flag], dim=3, inputs=[x, y], adj_inputs=[x_grad, None], adjoint=True, device=device)
+    np.testing.assert_array_equal(x_grad.numpy(), 0.0)
