@@ -12,13 +12,14 @@ import warp as _warp
 
 from . import _compat  # raises ImportError on an unsupported warp-lang
 from . import codegen_ext as _codegen_ext
-from . import config
+from . import config, submodules as _submodules
 from .api import effective_zero_store, get_module_options, kernel, set_module_options
 from .native import HeaderNotFoundError
 
 __version__ = "0.1.0"
 
 _codegen_ext.install()
+_submodules.install()
 
 #: What this package defines or overrides; every other name resolves to ``warp``.
 _OWN = {
@@ -36,10 +37,14 @@ def __getattr__(name):
     try:
         return getattr(_warp, name)
     except AttributeError:
-        builtin = _compat.builtin_function(name)
-        if builtin is not None:
-            return builtin
-        raise AttributeError(f"module 'warp_zerostore' has no attribute '{name}' (nor has 'warp')") from None
+        pass
+    module = _submodules.warp_submodule(name) if not name.startswith("_") else None
+    if module is not None:
+        return module
+    builtin = _compat.builtin_function(name)
+    if builtin is not None:
+        return builtin
+    raise AttributeError(f"module 'warp_zerostore' has no attribute '{name}' (nor has 'warp')")
 
 
 def __dir__():

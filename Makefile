@@ -1,0 +1,43 @@
+# Two commands set everything up on a fresh machine: `make demo` and `make test`.
+PYTHON ?= python3
+WARP ?= 1.19.0
+VENV ?= .venv
+MATRIX ?= 1.9.1 1.10.1 1.12.1 1.19.0
+HYPOTHESIS_PROFILE ?= ci
+export HYPOTHESIS_PROFILE
+
+BIN := $(VENV)/bin
+
+.PHONY: install demo test test-matrix bench test-warp-suite clean
+
+$(VENV)/.installed-$(WARP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q "warp-lang==$(WARP)" -e ".[test]"
+	touch $@
+
+install: $(VENV)/.installed-$(WARP)
+
+demo: install
+	$(BIN)/python -m warp_zerostore demo
+
+test: install
+	$(BIN)/python -m pytest -q
+
+# The suite on each supported warp-lang, each in its own virtual environment.
+test-matrix:
+	@set -e; for v in $(MATRIX); do \
+		echo "=== warp-lang $$v"; \
+		$(MAKE) --no-print-directory test VENV=.venv-warp-$$v WARP=$$v; \
+	done
+
+bench: install
+	$(BIN)/python benchmarks/bench_store.py
+	$(BIN)/python benchmarks/bench_build.py
+
+# Warp's own unittest modules, with this package imported and with zero_store forced on.
+test-warp-suite: install
+	$(BIN)/python -m warp_zerostore warp-suite
+
+clean:
+	rm -rf $(VENV) .venv-warp-* *.egg-info .pytest_cache .hypothesis

@@ -1,0 +1,36 @@
+"""Command line: ``python -m warp_zerostore demo | warp-suite``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m warp_zerostore", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    demo = sub.add_parser("demo", help="print the seed program's gradients: stock Warp vs zero_store=True/False")
+    demo.add_argument("--device", default="cpu")
+    suite = sub.add_parser("warp-suite", help="run Warp's own unittest modules with this package imported")
+    suite.add_argument("modules", nargs="*", help="warp.tests modules (default: a store- and tape-heavy set)")
+    suite.add_argument(
+        "--zero-store", choices=["none", "true", "false"], default="none", help="process default to force"
+    )
+    args = parser.parse_args(argv)
+
+    import warp_zerostore as wp  # noqa: PLC0415  (import late: argparse errors need no Warp)
+
+    wp.config.quiet = True
+    if args.command == "demo":
+        from . import demo as demo_module  # noqa: PLC0415
+
+        demo_module.run(args.device)
+        return 0
+    from . import warp_suite  # noqa: PLC0415
+
+    value = {"none": None, "true": True, "false": False}[args.zero_store]
+    return warp_suite.run(args.modules, value)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
