@@ -31,12 +31,13 @@ def test_overrides_are_only_what_the_package_adds():
 
 
 def test_config_passes_through_to_warp():
-    saved = warp.config.verbose
-    wp.config.verbose = not saved
+    saved = warp.config.max_unroll
+    wp.config.max_unroll = saved + 1
     try:
-        assert warp.config.verbose is (not saved)
+        assert warp.config.max_unroll == saved + 1
+        assert wp.config.max_unroll == saved + 1
     finally:
-        wp.config.verbose = saved
+        wp.config.max_unroll = saved
 
 
 def test_unknown_name_raises_attribute_error():

@@ -25,11 +25,11 @@ def kernel(f=None, *, zero_store=None, **kwargs):
             i = wp.tid()
             y[i] = 2.0 * x[i]
     """
-    where = "@wp.kernel" if f is None else f"kernel '{getattr(f, '__qualname__', f)}'"
-    modes.validate(zero_store, where)
-
     def decorate(func):
-        name = f"kernel '{getattr(func, '__qualname__', func)}'"
+        code = getattr(func, "__code__", None)
+        location = f" ({code.co_filename}:{code.co_firstlineno})" if code is not None else ""
+        name = f"kernel '{getattr(func, '__qualname__', func)}'{location}"
+        modes.validate(zero_store, name)
         if zero_store is not None and kwargs.get("enable_backward") is False:
             raise ValueError(
                 f"{name}: zero_store={zero_store} has no effect with enable_backward=False, since no backward "
