@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import pathlib
+import sys
 import threading
 
 from . import _compat, modes, native, store_rewrite
@@ -63,8 +65,14 @@ def _wrap_kernel_init(original):
     return __init__
 
 
+# What generates flagged code besides the header: a change to it must never reuse a cached binary.
+_GENERATOR_DIGEST = hashlib.sha256(
+    b"".join(pathlib.Path(m.__file__).read_bytes() for m in (store_rewrite, sys.modules[__name__]))
+).hexdigest()
+
+
 def _salt(kernel_hash: bytes, mode: bool) -> bytes:
-    text = f"warp_zerostore:zero_store={mode}:header={native.header_digest()}"
+    text = f"warp_zerostore:zero_store={mode}:header={native.header_digest()}:generator={_GENERATOR_DIGEST}"
     return hashlib.sha256(kernel_hash + text.encode("utf-8")).digest()
 
 

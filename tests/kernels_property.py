@@ -1,0 +1,52 @@
+"""Elementwise ops for the property tests: one kernel per (op, dtype, mode), all in one module, built once.
+
+Each op writes ``dst[off + i]`` for ``i < dim``: a launch overwrites a window of its destination.
+"""
+
+import warp_zerostore as wp
+
+DTYPES = {"float32": wp.float32, "float64": wp.float64, "vec3": wp.vec3, "mat22": wp.mat22}
+SCALAR_OF = {"float32": wp.float32, "float64": wp.float64, "vec3": wp.float32, "mat22": wp.float32}
+OPS = ("scale", "add", "mul", "axpy")
+
+
+def _ops(dtype_name, flag):
+    T = DTYPES[dtype_name]
+    S = SCALAR_OF[dtype_name]
+    two = S(2.0)
+    three = S(3.0)
+    elementwise = dtype_name in ("vec3", "mat22")
+
+    @wp.kernel(zero_store=flag)
+    def scale(src: wp.array(dtype=T), dst: wp.array(dtype=T), off: int):
+        i = wp.tid() + off
+        dst[i] = two * src[i]
+
+    @wp.kernel(zero_store=flag)
+    def add(a: wp.array(dtype=T), b: wp.array(dtype=T), dst: wp.array(dtype=T), off: int):
+        i = wp.tid() + off
+        dst[i] = a[i] + b[i]
+
+    if elementwise:
+
+        @wp.kernel(zero_store=flag)
+        def mul(a: wp.array(dtype=T), b: wp.array(dtype=T), dst: wp.array(dtype=T), off: int):
+            i = wp.tid() + off
+            dst[i] = wp.cw_mul(a[i], b[i])
+
+    else:
+
+        @wp.kernel(zero_store=flag)
+        def mul(a: wp.array(dtype=T), b: wp.array(dtype=T), dst: wp.array(dtype=T), off: int):
+            i = wp.tid() + off
+            dst[i] = a[i] * b[i]
+
+    @wp.kernel(zero_store=flag)
+    def axpy(src: wp.array(dtype=T), dst: wp.array(dtype=T), off: int):
+        i = wp.tid() + off
+        dst[i] = dst[i] + three * src[i]
+
+    return {"scale": scale, "add": add, "mul": mul, "axpy": axpy}
+
+
+KERNELS = {(d, flag): _ops(d, flag) for d in DTYPES for flag in (True, False)}
