@@ -193,6 +193,150 @@ CUDA_CALLABLE inline void component_store(const array_t<T>& buf, V value, Access
     access(index(buf, idx...)) = value;
 }
 
+// ---------------------------------------------------------------------------------------------------------
+// wp.tile_store(a, t, offset=...): the adjoint of wp::tile_store. A tile store overwrites a block of global
+// memory, so each element of the block behaves as a[i] = v. All threads of the block take part.
+// WP_ZS_TILE_INDEX_T is the element-index type of the installed Warp's tile_global_t::index.
+
+template <bool Zero, typename T, typename AdjTile, typename Coord>
+CUDA_CALLABLE inline void tile_store_adjoint(array_t<T>& dest, Coord c, array_t<T>& adj_dest, AdjTile& adj_t)
+{
+    tile_global_t<T, typename AdjTile::Layout::Shape> block(dest, c);
+    if (adj_dest.data)
+        block.data.grad = adj_dest.data;  // a caller's buffer: read, and zeroed, instead of dest.grad
+    if (block.data.grad == nullptr)
+        return;
+
+    adj_t.grad_add(block);
+
+    if (Zero && may_zero(dest)) {
+        using Strided = tile_layout_strided_t<typename AdjTile::Layout::Shape>;
+        WP_TILE_SYNC();  // every thread has read its part of the block
+        for (int linear = WP_TILE_THREAD_IDX; linear < Strided::Size; linear += WP_TILE_BLOCK_DIM) {
+            WP_ZS_TILE_INDEX_T idx;
+            if (block.index(Strided::coord_from_linear(linear), idx))
+                block.data.grad[idx] = T {};
+        }
+        WP_TILE_SYNC();
+    }
+}
+
+template <typename T, typename Tile, typename AdjTile, typename Coord>
+CUDA_CALLABLE inline void
+adj_tile_store_zero(array_t<T>& dest, Coord c, Tile& t, array_t<T>& adj_dest, Coord adj_c, AdjTile& adj_t)
+{
+    tile_store_adjoint<true>(dest, c, adj_dest, adj_t);
+}
+template <typename T, typename Tile, typename AdjTile, typename Coord>
+CUDA_CALLABLE inline void
+adj_tile_store_accumulate(array_t<T>& dest, Coord c, Tile& t, array_t<T>& adj_dest, Coord adj_c, AdjTile& adj_t)
+{
+    tile_store_adjoint<false>(dest, c, adj_dest, adj_t);
+}
+
+// The integer-offset forms Warp's code generator emits, 1 to 4 dimensions, for both modes.
+#define WP_ZS_TILE_STORE_FORMS(MODE, ZERO)                                                                      \
+    template <typename T, typename Tile, typename AdjTile>                                                     \
+    CUDA_CALLABLE inline void adj_tile_store_##MODE(                                                           \
+        array_t<T>& dest, int x, Tile& t, array_t<T>& adj_dest, int adj_x, AdjTile& adj_t)                   \
+    {                                                                                                          \
+        tile_store_adjoint<ZERO>(dest, tile_coord(x), adj_dest, adj_t);                                       \
+    }                                                                                                          \
+    template <typename T, typename Tile, typename AdjTile>                                                     \
+    CUDA_CALLABLE inline void adj_tile_store_##MODE(                                                           \
+        array_t<T>& dest, int x, int y, Tile& t, array_t<T>& adj_dest, int adj_x, int adj_y, AdjTile& adj_t) \
+    {                                                                                                          \
+        tile_store_adjoint<ZERO>(dest, tile_coord(x, y), adj_dest, adj_t);                                    \
+    }                                                                                                          \
+    template <typename T, typename Tile, typename AdjTile>                                                     \
+    CUDA_CALLABLE inline void adj_tile_store_##MODE(                                                           \
+        array_t<T>& dest, int x, int y, int z, Tile& t,                                                        \
+        array_t<T>& adj_dest, int adj_x, int adj_y, int adj_z, AdjTile& adj_t)                                \
+    {                                                                                                          \
+        tile_store_adjoint<ZERO>(dest, tile_coord(x, y, z), adj_dest, adj_t);                                 \
+    }                                                                                                          \
+    template <typename T, typename Tile, typename AdjTile>                                                     \
+    CUDA_CALLABLE inline void adj_tile_store_##MODE(                                                           \
+        array_t<T>& dest, int x, int y, int z, int w, Tile& t,                                                 \
+        array_t<T>& adj_dest, int adj_x, int adj_y, int adj_z, int adj_w, AdjTile& adj_t)                     \
+    {                                                                                                          \
+        tile_store_adjoint<ZERO>(dest, tile_coord(x, y, z, w), adj_dest, adj_t);                              \
+    }
+
+WP_ZS_TILE_STORE_FORMS(zero, true)
+WP_ZS_TILE_STORE_FORMS(accumulate, false)
+#undef WP_ZS_TILE_STORE_FORMS
+
+// ---------------------------------------------------------------------------------------------------------
+// wp.tile_store_indexed(a, indices, t, offset=..., axis=...): the adjoint of wp::tile_store_indexed.
+
+template <bool Zero, typename T, int M, typename Tile, typename AdjTile, typename Coord>
+CUDA_CALLABLE inline void tile_store_indexed_adjoint(
+    array_t<T>& dest, tile_shared_t<int, tile_layout_strided_t<tile_shape_t<M>>>& indices, int axis, Coord offset,
+    array_t<T>& adj_dest, AdjTile& adj_t
+)
+{
+    if (adj_dest.data)
+        dest.grad = adj_dest.data;
+    if (dest.grad == nullptr)
+        return;
+
+    const bool zero = Zero && may_zero(dest);
+    auto adj_reg = tile_register_like<Tile>();
+    adj_reg.apply([&](int reg, auto c) {
+        WP_ZS_TILE_INDEX_T i;
+        if (compute_index(dest, indices, axis, offset, c, i)) {
+            adj_reg.data[reg] += dest.grad[i];
+            if (zero)
+                dest.grad[i] = T {};
+        }
+    });
+    adj_t.grad_add(adj_reg);
+}
+
+#define WP_ZS_TILE_STORE_INDEXED_FORMS(MODE, ZERO)                                                              \
+    template <typename T, int M, typename Tile, typename AdjTile, typename Coord>                              \
+    CUDA_CALLABLE inline void adj_tile_store_indexed_##MODE(                                                   \
+        array_t<T>& dest, tile_shared_t<int, tile_layout_strided_t<tile_shape_t<M>>>& indices, int axis,      \
+        Coord offset, Tile& t, array_t<T>& adj_dest,                                                           \
+        tile_shared_t<int, tile_layout_strided_t<tile_shape_t<M>>>& adj_indices, int adj_axis,               \
+        Coord adj_offset, AdjTile& adj_t)                                                                      \
+    {                                                                                                          \
+        tile_store_indexed_adjoint<ZERO, T, M, Tile>(dest, indices, axis, offset, adj_dest, adj_t);           \
+    }                                                                                                          \
+    template <typename T, int M, typename Tile, typename AdjTile>                                              \
+    CUDA_CALLABLE inline void adj_tile_store_indexed_##MODE(                                                   \
+        array_t<T>& dest, tile_shared_t<int, tile_layout_strided_t<tile_shape_t<M>>>& indices, int axis,      \
+        int x, Tile& t, array_t<T>& adj_dest,                                                                  \
+        tile_shared_t<int, tile_layout_strided_t<tile_shape_t<M>>>& adj_indices, int adj_axis, int adj_x,    \
+        AdjTile& adj_t)                                                                                        \
+    {                                                                                                          \
+        tile_store_indexed_adjoint<ZERO, T, M, Tile>(dest, indices, axis, tile_coord(x), adj_dest, adj_t);    \
+    }                                                                                                          \
+    template <typename T, int M, typename Tile, typename AdjTile>                                              \
+    CUDA_CALLABLE inline void adj_tile_store_indexed_##MODE(                                                   \
+        array_t<T>& dest, tile_shared_t<int, tile_layout_strided_t<tile_shape_t<M>>>& indices, int axis,      \
+        int x, int y, Tile& t, array_t<T>& adj_dest,                                                           \
+        tile_shared_t<int, tile_layout_strided_t<tile_shape_t<M>>>& adj_indices, int adj_axis, int adj_x,    \
+        int adj_y, AdjTile& adj_t)                                                                             \
+    {                                                                                                          \
+        tile_store_indexed_adjoint<ZERO, T, M, Tile>(dest, indices, axis, tile_coord(x, y), adj_dest, adj_t); \
+    }                                                                                                          \
+    template <typename T, int M, typename Tile, typename AdjTile>                                              \
+    CUDA_CALLABLE inline void adj_tile_store_indexed_##MODE(                                                   \
+        array_t<T>& dest, tile_shared_t<int, tile_layout_strided_t<tile_shape_t<M>>>& indices, int axis,      \
+        int x, int y, int z, Tile& t, array_t<T>& adj_dest,                                                    \
+        tile_shared_t<int, tile_layout_strided_t<tile_shape_t<M>>>& adj_indices, int adj_axis, int adj_x,    \
+        int adj_y, int adj_z, AdjTile& adj_t)                                                                  \
+    {                                                                                                          \
+        tile_store_indexed_adjoint<ZERO, T, M, Tile>(                                                          \
+            dest, indices, axis, tile_coord(x, y, z), adj_dest, adj_t);                                        \
+    }
+
+WP_ZS_TILE_STORE_INDEXED_FORMS(zero, true)
+WP_ZS_TILE_STORE_INDEXED_FORMS(accumulate, false)
+#undef WP_ZS_TILE_STORE_INDEXED_FORMS
+
 } // namespace zs
 } // namespace wp
 

@@ -12,7 +12,7 @@ import warp as _warp
 
 from . import _compat  # raises ImportError on an unsupported warp-lang
 from . import codegen_ext as _codegen_ext
-from . import config, submodules as _submodules
+from . import config, submodules as _submodules, whole_array as _whole_array
 from .api import effective_zero_store, get_module_options, kernel, set_module_options
 from .native import HeaderNotFoundError
 
@@ -20,6 +20,9 @@ __version__ = "0.1.0"
 
 _codegen_ext.install()
 _submodules.install()
+_whole_array.install()
+
+copy_zero_store = _whole_array.copy_zero_store
 
 #: What this package defines or overrides; every other name resolves to ``warp``.
 _OWN = {
@@ -27,6 +30,7 @@ _OWN = {
     "set_module_options",
     "get_module_options",
     "effective_zero_store",
+    "copy_zero_store",
     "config",
     "HeaderNotFoundError",
     "__version__",

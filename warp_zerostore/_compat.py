@@ -12,6 +12,10 @@ component stores ``a[i].x = v``   ``address`` + ``indexref``  same up to 1.12 (n
                                   + ``store``, no adjoint     is dropped); 1.19 emits
                                                               ``wp::adj_array_store_slot`` (differentiable)
 ``retain_grad`` array flag        absent                      1.13 and later (``ARRAY_FLAG_RETAIN_GRAD``)
+``wp.copy`` adjoint on a Tape     ``adj_copy``: copies        same up to 1.12; 1.19 accumulates into src
+                                  dest.grad over src.grad     and zeroes dest (``dest_retain_grad=``)
+tile_store adjoint                accumulates                 zeroes (1.10 and later)
+``tile_global_t::index`` type     ``int``                     ``int``; ``int64_t`` in 1.19
 store adjoint in stock Warp       accumulates                 accumulates up to 1.12; zeroes from 1.13
 deterministic mode                absent                      1.19 (also emits ``wp::adj_array_store``)
 ================================  ==========================  ==========================================
@@ -58,10 +62,12 @@ if hasattr(warp, "_src") and hasattr(getattr(warp, "_src"), "codegen"):
     import warp._src.codegen as codegen  # noqa: E402
     import warp._src.context as context  # noqa: E402
     import warp._src.types as wtypes  # noqa: E402
+    import warp._src.tape as tape_module  # noqa: E402
 else:  # warp-lang 1.9.x
     import warp.codegen as codegen  # type: ignore[no-redef]  # noqa: E402
     import warp.context as context  # type: ignore[no-redef]  # noqa: E402
     import warp.types as wtypes  # type: ignore[no-redef]  # noqa: E402
+    import warp.tape as tape_module  # type: ignore[no-redef]  # noqa: E402
 
 Adjoint = codegen.Adjoint
 Kernel = context.Kernel
@@ -74,6 +80,23 @@ HAS_RETAIN_GRAD: bool = "retain_grad" in inspect.signature(warp.array.__init__).
 
 # Warp >= 1.19 emits component stores into array elements as differentiable "slot" stores itself.
 HAS_SLOT_STORES: bool = hasattr(Adjoint, "array_slot_adjoint")
+
+def _tile_index_type() -> str:
+    """The element-index type of ``tile_global_t::index`` in the installed Warp's tile.h (int, later int64_t)."""
+    import pathlib  # noqa: PLC0415
+
+    header = pathlib.Path(warp.__file__).parent / "native" / "tile.h"
+    try:
+        text = header.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return "int64_t" if WARP_VERSION >= (1, 13, 0) else "int"
+    return "int64_t" if "bool index(const Coord& coord, int64_t& out)" in text else "int"
+
+
+TILE_INDEX_TYPE: str = _tile_index_type()
+
+# Warp >= 1.10 zeroes in its stock tile_store adjoint; 1.9 accumulates.
+STOCK_TILE_STORE_ZEROES: bool = WARP_VERSION >= (1, 10, 0)
 
 # Warp >= 1.13 zeroes in stock store adjoints.
 STOCK_STORE_ZEROES: bool = WARP_VERSION >= (1, 13, 0)
@@ -93,6 +116,9 @@ HOOK_POINTS: dict[str, tuple[Any, str]] = {
     "codegen.codegen_kernel": (codegen, "codegen_kernel"),
     "codegen.codegen_func": (codegen, "codegen_func"),
     "codegen.codegen_snippet": (codegen, "codegen_snippet"),
+    # whole-array stores: wp.copy / array.assign record `lambda: adj_copy(...)` on the Tape
+    "Tape.record_func": (tape_module.Tape, "record_func"),
+    "context.adj_copy": (context, "adj_copy"),
 }
 
 _ORIGINALS: dict[str, Callable] = {}

@@ -52,6 +52,7 @@ def module_prelude() -> str:
     return (
         f"// ---- begin warp_zerostore/native/{HEADER_NAME} ----\n"
         f"#define WP_ZS_HAS_RETAIN_GRAD {1 if _compat.HAS_RETAIN_GRAD else 0}\n"
+        f"#define WP_ZS_TILE_INDEX_T {_compat.TILE_INDEX_TYPE}\n"
         f"{header_text()}\n"
         f"// ---- end warp_zerostore/native/{HEADER_NAME} ----\n"
     )

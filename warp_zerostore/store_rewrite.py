@@ -21,6 +21,11 @@ STORE_ADJOINTS: dict[str, dict[bool, str]] = {
         True: "wp::zs::adj_array_store_slot_zero(",
         False: "wp::zs::adj_array_store_slot_accumulate(",
     },
+    "wp::adj_tile_store(": {True: "wp::zs::adj_tile_store_zero(", False: "wp::zs::adj_tile_store_accumulate("},
+    "wp::adj_tile_store_indexed(": {
+        True: "wp::zs::adj_tile_store_indexed_zero(",
+        False: "wp::zs::adj_tile_store_indexed_accumulate(",
+    },
 }
 
 _STORE_PATTERN = re.compile("|".join(re.escape(k) for k in STORE_ADJOINTS))
