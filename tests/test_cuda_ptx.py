@@ -6,19 +6,28 @@ import re
 import pytest
 
 import kernels_ptx
+import kernels_ptx_tiles
 import warp_zerostore as wp
 
 
-@pytest.fixture(scope="module")
-def aot_output(tmp_path_factory):
-    out = tmp_path_factory.mktemp("ptx")
+def compile_to_ptx(module, out):
     try:
-        wp.compile_aot_module(kernels_ptx, device=None, arch=[75, 90], module_dir=str(out), use_ptx=True)
+        wp.compile_aot_module(module, device=None, arch=[75, 90], module_dir=str(out), use_ptx=True)
     except Exception as error:  # noqa: BLE001
         if "nvrtc" in str(error).lower() or "cuda" in str(error).lower():
             pytest.skip(f"this Warp build cannot compile CUDA here: {error}")
         raise
     return out
+
+
+@pytest.fixture(scope="module")
+def aot_output(tmp_path_factory):
+    return compile_to_ptx(kernels_ptx, tmp_path_factory.mktemp("ptx"))
+
+
+@pytest.fixture(scope="module")
+def aot_tiles(tmp_path_factory):
+    return compile_to_ptx(kernels_ptx_tiles, tmp_path_factory.mktemp("ptx_tiles"))
 
 
 def _entries(ptx: str) -> dict:
@@ -47,3 +56,16 @@ def test_ptx_backward_of_zero_kernel_stores_zeros(aot_output, arch):
     # (y through the helper, and v[i].x); the accumulating ones only read the gradient buffer.
     stores = [len(re.findall(r"\bst\.global\.", body)) for body in (zero, accumulate)]
     assert stores[0] >= stores[1] + 2, stores
+
+
+@pytest.mark.parametrize("arch", [75, 90])
+def test_ptx_tile_store_zeroes(aot_tiles, arch):
+    (cu,) = pathlib.Path(aot_tiles).glob("*.cu")
+    source = cu.read_text()
+    assert "wp::zs::adj_tile_store_zero(" in source and "wp::zs::adj_tile_store_accumulate(" in source
+    (ptx,) = pathlib.Path(aot_tiles).glob(f"*.sm{arch}.ptx")
+    entries = _entries(ptx.read_text())
+    zero = next(b for n, b in entries.items() if n.startswith("ptx_tile_zero") and n.endswith("backward"))
+    accumulate = next(b for n, b in entries.items() if n.startswith("ptx_tile_accumulate") and n.endswith("backward"))
+    stores = [len(re.findall(r"\bst\.global\.", body)) for body in (zero, accumulate)]
+    assert stores[0] > stores[1], stores

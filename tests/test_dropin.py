@@ -9,7 +9,7 @@ import warp
 
 import kernels_plain_warp
 import warp_zerostore as wp
-from warp_zerostore import _compat, codegen_ext
+from warp_zerostore import _compat
 from test_seed import EXPECTED, run_seed
 
 
@@ -58,11 +58,8 @@ def test_unflagged_module_source_is_byte_identical_to_stock():
     """Same file name (so same module hash) and same C++ with and without the extension installed."""
     module = _compat.kernel_module(kernels_plain_warp.plain_write_2x)
     with_extension = _cpu_source(module)
-    _compat.unwrap_all()
-    try:
+    with _compat.stock_warp():
         stock = _cpu_source(module)
-    finally:
-        codegen_ext.install()
     assert with_extension[0] == stock[0]
     assert with_extension[1] == stock[1]
     assert "warp_zerostore" not in with_extension[1]

@@ -23,6 +23,7 @@ deterministic mode                absent                      1.19 (also emits `
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import re
 import sys
@@ -136,16 +137,19 @@ def wrap(point: str, make_wrapper: Callable[[Callable], Callable]) -> None:
     setattr(owner, attr, wrapper)
 
 
-def unwrap_all() -> None:
-    """Restore Warp's own functions (used by tests that compare against stock Warp in-process)."""
-    for point, original in list(_ORIGINALS.items()):
+@contextlib.contextmanager
+def stock_warp():
+    """Within the block, Warp runs without any of this package's wrappers (tests compare against it)."""
+    installed = {point: getattr(*HOOK_POINTS[point]) for point in _ORIGINALS}
+    for point, original in _ORIGINALS.items():
         owner, attr = HOOK_POINTS[point]
         setattr(owner, attr, original)
-        del _ORIGINALS[point]
-
-
-def is_wrapped() -> bool:
-    return bool(_ORIGINALS)
+    try:
+        yield
+    finally:
+        for point, wrapper in installed.items():
+            owner, attr = HOOK_POINTS[point]
+            setattr(owner, attr, wrapper)
 
 
 # ------------------------------------------------------------------------------------------------------------

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import warp
 
-from . import api
+from . import _compat, api
+
+TILE = 4
+# tile_matmul(a, b, c, alpha, beta) exists from warp-lang 1.12; before, alpha = beta = 1
+ALPHA, BETA = (0.5, -1.3) if _compat.WARP_VERSION >= (1, 12, 0) else (1.0, 1.0)
 
 COLUMNS = [("stock Warp", None), ("zero_store=True", True), ("zero_store=False", False)]
 
@@ -26,11 +30,44 @@ def _kernels(flag):
         v[i].x = 2.0 * x[i]
         v[i].y = 5.0 * x[i]
 
-    return write_2x, write_3x, write_components
+    alpha, beta = warp.float32(ALPHA), warp.float32(BETA)
+    if _compat.WARP_VERSION >= (1, 12, 0):
+
+        @api.kernel(zero_store=flag)
+        def tile_matmul(A: warp.array2d(dtype=float), B: warp.array2d(dtype=float), C: warp.array2d(dtype=float)):
+            i, j = warp.tid()
+            a = warp.tile_load(A, shape=(TILE, TILE), offset=(i * TILE, 0))
+            b = warp.tile_load(B, shape=(TILE, TILE), offset=(0, j * TILE))
+            c = warp.tile_load(C, shape=(TILE, TILE), offset=(i * TILE, j * TILE))
+            warp.tile_matmul(a, b, c, alpha=alpha, beta=beta)
+            warp.tile_store(C, c, offset=(i * TILE, j * TILE))
+
+    else:
+
+        @api.kernel(zero_store=flag)
+        def tile_matmul(A: warp.array2d(dtype=float), B: warp.array2d(dtype=float), C: warp.array2d(dtype=float)):
+            i, j = warp.tid()
+            a = warp.tile_load(A, shape=(TILE, TILE), offset=(i * TILE, 0))
+            b = warp.tile_load(B, shape=(TILE, TILE), offset=(0, j * TILE))
+            c = warp.tile_load(C, shape=(TILE, TILE), offset=(i * TILE, j * TILE))
+            warp.tile_matmul(a, b, c)
+            warp.tile_store(C, c, offset=(i * TILE, j * TILE))
+
+    return write_2x, write_3x, write_components, tile_matmul
+
+
+def _tile_matmul(kernel, device):
+    A = warp.ones((TILE, TILE), dtype=float, requires_grad=True, device=device)
+    B = warp.ones((TILE, TILE), dtype=float, requires_grad=True, device=device)
+    C = warp.ones((TILE, TILE), dtype=float, requires_grad=True, device=device)
+    with warp.Tape() as tape:
+        warp.launch_tiled(kernel, dim=[1, 1], inputs=[A, B, C], block_dim=32, device=device)
+    tape.backward(grads={C: warp.ones((TILE, TILE), dtype=float, device=device)})
+    return float(C.grad.numpy()[0, 0])
 
 
 def _seed(flag, device, n=4):
-    write_2x, write_3x, write_components = _kernels(flag)
+    write_2x, write_3x, write_components, tile_matmul = _kernels(flag)
     x_a = warp.ones(n, dtype=float, requires_grad=True, device=device)
     x_b = warp.ones(n, dtype=float, requires_grad=True, device=device)
     y = warp.zeros(n, dtype=float, requires_grad=True, device=device)
@@ -51,10 +88,17 @@ def _seed(flag, device, n=4):
         "x_b.grad": float(x_b.grad.numpy()[0]),
         "y.grad after backward": float(y.grad.numpy()[0]),
         "x.grad (components)": float(x.grad.numpy()[0]),
+        "C.grad (tile matmul)": _tile_matmul(tile_matmul, device),
     }
 
 
-EXACT = {"x_a.grad": 0.0, "x_b.grad": 3.0, "y.grad after backward": 0.0, "x.grad (components)": 7.0}
+EXACT = {
+    "x_a.grad": 0.0,
+    "x_b.grad": 3.0,
+    "y.grad after backward": 0.0,
+    "x.grad (components)": 7.0,
+    "C.grad (tile matmul)": BETA,
+}
 
 
 def run(device: str = "cpu") -> dict:
@@ -62,7 +106,11 @@ def run(device: str = "cpu") -> dict:
     results = {name: _seed(flag, device) for name, flag in COLUMNS}
     print(f"warp_zerostore demo on warp-lang {warp.config.version}, device {device}")
     print("Seed program: k1 writes y = 2*x_a, then k2 overwrites y = 3*x_b; y.grad = 1; tape.backward()")
-    print("Components:   y[i].x = 2*x[i]; y[i].y = 5*x[i]; y.grad = 1; tape.backward()\n")
+    print("Components:   y[i].x = 2*x[i]; y[i].y = 5*x[i]; y.grad = 1; tape.backward()")
+    print(
+        f"Tile matmul:  c = tile_load(C); tile_matmul(a, b, c, alpha={ALPHA}, beta={BETA}); tile_store(C, c); "
+        "C.grad = 1\n"
+    )
     header = f"{'':24}" + "".join(f"{name:>18}" for name, _ in COLUMNS) + f"{'exact':>10}"
     print(header)
     print("-" * len(header))
