@@ -358,3 +358,35 @@ def test_indexedarray_store(flag, device):
     x_grad = wp.zeros(3, dtype=float, device=device)
     wp.launch(INDEXED[flag], dim=3, inputs=[x, y], adj_inputs=[x_grad, None], adjoint=True, device=device)
     np.testing.assert_array_equal(x_grad.numpy(), 0.0)
+
+
+# ---- fabric arrays ---------------------------------------------------------------------------------------
+
+
+def _fabric_kernels(flag):
+    @wp.kernel(zero_store=flag)
+    def fabric_store(x: wp.array(dtype=float), y: wp.fabricarray(dtype=float)):
+        i = wp.tid()
+        y[i] = 2.0 * x[i]
+        y[i] = 3.0 * x[i]
+
+    return fabric_store
+
+
+FABRIC = both(_fabric_kernels) if hasattr(wp, "fabricarray") else {}
+
+
+@pytest.mark.skipif(not FABRIC, reason="this warp-lang has no fabric arrays")
+@pytest.mark.parametrize("flag", [True, False, None])
+def test_fabricarray_store(flag, device):
+    """Like indexed arrays, Warp does not differentiate through fabric arrays: flagged kernels build, store
+    the right values, and run their backward pass with no gradient through the fabric array."""
+    fabric_helpers = pytest.importorskip("warp.tests.test_fabricarray", reason="Warp's fabric test helpers")
+    data = wp.zeros(5, dtype=float, device=device)
+    y = wp.fabricarray(data=fabric_helpers._create_fabric_array_interface(data, "y", bucket_sizes=[2, 3]), attrib="y")
+    x = wp.array([1.0, 2.0, 3.0, 4.0, 5.0], dtype=float, device=device)
+    wp.launch(FABRIC[flag], dim=5, inputs=[x, y], device=device)
+    np.testing.assert_array_equal(data.numpy(), 3.0 * x.numpy())
+    x_grad = wp.zeros(5, dtype=float, device=device)
+    wp.launch(FABRIC[flag], dim=5, inputs=[x, y], adj_inputs=[x_grad, None], adjoint=True, device=device)
+    np.testing.assert_array_equal(x_grad.numpy(), 0.0)
