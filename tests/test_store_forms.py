@@ -5,6 +5,8 @@ For ``y = c1 * x`` overwritten by ``y = c2 * x`` and ``y.grad = 1``, zero_store=
 leaves ``y.grad = 1``.
 """
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -390,3 +392,57 @@ def test_fabricarray_store(flag, device):
     x_grad = wp.zeros(5, dtype=float, device=device)
     wp.launch(FABRIC[flag], dim=5, inputs=[x, y], adj_inputs=[x_grad, None], adjoint=True, device=device)
     np.testing.assert_array_equal(x_grad.numpy(), 0.0)
+
+
+# ---- component stores through struct fields; generic kernels -----------------------------------------------
+
+
+@wp.struct
+class VecHolder:
+    v: wp.array(dtype=wp.vec3)
+
+
+def _more_kernels(flag):
+    @wp.kernel(zero_store=flag)
+    def struct_component(x: wp.array(dtype=float), s: VecHolder):
+        i = wp.tid()
+        s.v[i].x = 2.0 * x[i]
+        s.v[i].x = 3.0 * x[i]
+
+    @wp.kernel(zero_store=flag)
+    def generic_overwrite(x: wp.array(dtype=Any), y: wp.array(dtype=Any)):
+        i = wp.tid()
+        y[i] = x[i] + x[i]
+        y[i] = x[i] + x[i] + x[i]
+
+    return struct_component, generic_overwrite
+
+
+MORE = both(_more_kernels)
+
+
+@pytest.mark.parametrize("flag", MODES)
+def test_component_store_through_struct_field(flag, device):
+    x = wp.ones(2, dtype=float, requires_grad=True, device=device)
+    s = VecHolder()
+    s.v = wp.zeros(2, dtype=wp.vec3, requires_grad=True, device=device)
+    with wp.Tape() as tape:
+        wp.launch(MORE[flag][0], dim=2, inputs=[x, s], device=device)
+    tape.backward(grads={s.v: wp.array(np.ones((2, 3)), dtype=wp.vec3, device=device)})
+    gx, gslot = expected(flag, 2.0, 3.0)
+    np.testing.assert_array_equal(x.grad.numpy(), gx)
+    np.testing.assert_array_equal(s.v.grad.numpy()[:, 0], gslot)
+    np.testing.assert_array_equal(s.v.grad.numpy()[:, 1:], 1.0)
+
+
+@pytest.mark.parametrize("flag", MODES)
+@pytest.mark.parametrize("dtype", [wp.float32, wp.float64, wp.vec3])
+def test_generic_kernel_overloads_follow_flag(flag, dtype, device):
+    x = wp.ones(3, dtype=dtype, requires_grad=True, device=device)
+    y = wp.zeros(3, dtype=dtype, requires_grad=True, device=device)
+    with wp.Tape() as tape:
+        wp.launch(MORE[flag][1], dim=3, inputs=[x, y], device=device)
+    tape.backward(grads={y: wp.array(np.ones_like(y.numpy()), dtype=dtype, device=device)})
+    gx, gy = expected(flag, 2.0, 3.0)
+    np.testing.assert_array_equal(x.grad.numpy(), gx)
+    np.testing.assert_array_equal(y.grad.numpy(), gy)

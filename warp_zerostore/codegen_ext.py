@@ -178,9 +178,11 @@ def _wrap_add_builtin_call(original):
             slot = f"wp::indexref({slot}, {', '.join(_compat.var_expr(c) for c in level)})"
         access = f"[&](auto& _e) -> auto& {{ return *{slot}; }}"
         index_list = ", ".join(_compat.var_expr(i) for i in indices)
+        # an array reached through a struct field is a reference (a pointer to the array descriptor)
+        array_expr = f"(*{_compat.var_expr(array)})" if _compat.is_reference(array) else _compat.var_expr(array)
         _compat.add_reverse(
             adj,
-            f"wp::zs::adj_component_store({_compat.var_expr(array)}, {_compat.var_adj_expr(array)}, "
+            f"wp::zs::adj_component_store({array_expr}, {_compat.var_adj_expr(array)}, "
             f"{_compat.var_adj_expr(value)}, {access}, {index_list});",
         )
         return out
