@@ -12,27 +12,17 @@ MODES = (True, False, None)
 def _matmul(dtype, tm, tn, tk, flag):
     alpha, beta = dtype(ALPHA), dtype(BETA)
 
-    if HAS_ALPHA_BETA:
-
-        @wp.kernel(zero_store=flag)
-        def tile_matmul_overwrite(A: wp.array2d(dtype=dtype), B: wp.array2d(dtype=dtype), C: wp.array2d(dtype=dtype)):
-            i, j = wp.tid()
-            a = wp.tile_load(A, shape=(tm, tk), offset=(i * tm, 0))
-            b = wp.tile_load(B, shape=(tk, tn), offset=(0, j * tn))
-            c = wp.tile_load(C, shape=(tm, tn), offset=(i * tm, j * tn))
+    @wp.kernel(zero_store=flag)
+    def tile_matmul_overwrite(A: wp.array2d(dtype=dtype), B: wp.array2d(dtype=dtype), C: wp.array2d(dtype=dtype)):
+        i, j = wp.tid()
+        a = wp.tile_load(A, shape=(tm, tk), offset=(i * tm, 0))
+        b = wp.tile_load(B, shape=(tk, tn), offset=(0, j * tn))
+        c = wp.tile_load(C, shape=(tm, tn), offset=(i * tm, j * tn))
+        if wp.static(HAS_ALPHA_BETA):
             wp.tile_matmul(a, b, c, alpha=alpha, beta=beta)
-            wp.tile_store(C, c, offset=(i * tm, j * tn))
-
-    else:
-
-        @wp.kernel(zero_store=flag)
-        def tile_matmul_overwrite(A: wp.array2d(dtype=dtype), B: wp.array2d(dtype=dtype), C: wp.array2d(dtype=dtype)):
-            i, j = wp.tid()
-            a = wp.tile_load(A, shape=(tm, tk), offset=(i * tm, 0))
-            b = wp.tile_load(B, shape=(tk, tn), offset=(0, j * tn))
-            c = wp.tile_load(C, shape=(tm, tn), offset=(i * tm, j * tn))
+        else:
             wp.tile_matmul(a, b, c)
-            wp.tile_store(C, c, offset=(i * tm, j * tn))
+        wp.tile_store(C, c, offset=(i * tm, j * tn))
 
     return tile_matmul_overwrite
 

@@ -8,7 +8,8 @@ from . import _compat, api
 
 TILE = 4
 # tile_matmul(a, b, c, alpha, beta) exists from warp-lang 1.12; before, alpha = beta = 1
-ALPHA, BETA = (0.5, -1.3) if _compat.WARP_VERSION >= (1, 12, 0) else (1.0, 1.0)
+HAS_ALPHA_BETA = _compat.WARP_VERSION >= (1, 12, 0)
+ALPHA, BETA = (0.5, -1.3) if HAS_ALPHA_BETA else (1.0, 1.0)
 
 COLUMNS = [("stock Warp", None), ("zero_store=True", True), ("zero_store=False", False)]
 
@@ -31,27 +32,18 @@ def _kernels(flag):
         v[i].y = 5.0 * x[i]
 
     alpha, beta = warp.float32(ALPHA), warp.float32(BETA)
-    if _compat.WARP_VERSION >= (1, 12, 0):
 
-        @api.kernel(zero_store=flag)
-        def tile_matmul(A: warp.array2d(dtype=float), B: warp.array2d(dtype=float), C: warp.array2d(dtype=float)):
-            i, j = warp.tid()
-            a = warp.tile_load(A, shape=(TILE, TILE), offset=(i * TILE, 0))
-            b = warp.tile_load(B, shape=(TILE, TILE), offset=(0, j * TILE))
-            c = warp.tile_load(C, shape=(TILE, TILE), offset=(i * TILE, j * TILE))
+    @api.kernel(zero_store=flag)
+    def tile_matmul(A: warp.array2d(dtype=float), B: warp.array2d(dtype=float), C: warp.array2d(dtype=float)):
+        i, j = warp.tid()
+        a = warp.tile_load(A, shape=(TILE, TILE), offset=(i * TILE, 0))
+        b = warp.tile_load(B, shape=(TILE, TILE), offset=(0, j * TILE))
+        c = warp.tile_load(C, shape=(TILE, TILE), offset=(i * TILE, j * TILE))
+        if warp.static(HAS_ALPHA_BETA):
             warp.tile_matmul(a, b, c, alpha=alpha, beta=beta)
-            warp.tile_store(C, c, offset=(i * TILE, j * TILE))
-
-    else:
-
-        @api.kernel(zero_store=flag)
-        def tile_matmul(A: warp.array2d(dtype=float), B: warp.array2d(dtype=float), C: warp.array2d(dtype=float)):
-            i, j = warp.tid()
-            a = warp.tile_load(A, shape=(TILE, TILE), offset=(i * TILE, 0))
-            b = warp.tile_load(B, shape=(TILE, TILE), offset=(0, j * TILE))
-            c = warp.tile_load(C, shape=(TILE, TILE), offset=(i * TILE, j * TILE))
+        else:
             warp.tile_matmul(a, b, c)
-            warp.tile_store(C, c, offset=(i * TILE, j * TILE))
+        warp.tile_store(C, c, offset=(i * TILE, j * TILE))
 
     return write_2x, write_3x, write_components, tile_matmul
 
