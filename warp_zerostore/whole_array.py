@@ -80,6 +80,12 @@ def _region(grad, offset: int, count: int, role: str):
 
 def _adj_copy(adj_dest, adj_src, dest_offset=0, src_offset=0, count=0, stream=None, dest_retain_grad=False, **_):
     mode = _state.replaying
+    if adj_dest.device != adj_src.device:
+        raise ValueError(
+            f"warp_zerostore: the Tape adjoint of a wp.copy/assign from {adj_src.device} to {adj_dest.device} under "
+            "zero_store=True/False is not supported (it adds gradients on one device); record this copy with "
+            "warp_zerostore.copy_zero_store(None) to keep Warp's own adjoint."
+        )
     if count == 0:
         count = min(adj_dest.size - dest_offset, adj_src.size - src_offset)
     dest_region = _region(adj_dest, dest_offset, count, "destination")
