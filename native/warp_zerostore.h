@@ -151,15 +151,33 @@ CUDA_CALLABLE inline void adj_array_store_accumulate(
 
 // indexedarray / fabricarray stores: Warp does not differentiate through these array kinds (its own
 // adjoints are empty and the backward pass receives no gradient buffer for them), so neither mode has a
-// gradient element to read or zero. Kept as explicit no-ops so flagged kernels that use them still compile.
-template <template <typename> class A, typename T, typename... Rest>
-CUDA_CALLABLE inline void adj_array_store_zero(const A<T>& buf, const Rest&... rest)
-{
-}
-template <template <typename> class A, typename T, typename... Rest>
-CUDA_CALLABLE inline void adj_array_store_accumulate(const A<T>& buf, const Rest&... rest)
-{
-}
+// gradient element to read or zero. Explicit no-ops, with the same parameter lists as Warp's own, so that
+// flagged kernels that use them still compile and overload resolution matches Warp's.
+#define WP_ZS_GENERIC_ARRAY_STORE(NAME)                                                                        \
+    template <template <typename> class A1, template <typename> class A2, typename T>                          \
+    CUDA_CALLABLE inline void NAME(const A1<T>& buf, int i, T value, const A2<T>& adj_buf, int adj_i,          \
+                                   T& adj_value)                                                               \
+    {                                                                                                          \
+    }                                                                                                          \
+    template <template <typename> class A1, template <typename> class A2, typename T>                          \
+    CUDA_CALLABLE inline void NAME(const A1<T>& buf, int i, int j, T value, const A2<T>& adj_buf, int adj_i,   \
+                                   int adj_j, T& adj_value)                                                    \
+    {                                                                                                          \
+    }                                                                                                          \
+    template <template <typename> class A1, template <typename> class A2, typename T>                          \
+    CUDA_CALLABLE inline void NAME(const A1<T>& buf, int i, int j, int k, T value, const A2<T>& adj_buf,       \
+                                   int adj_i, int adj_j, int adj_k, T& adj_value)                              \
+    {                                                                                                          \
+    }                                                                                                          \
+    template <template <typename> class A1, template <typename> class A2, typename T>                          \
+    CUDA_CALLABLE inline void NAME(const A1<T>& buf, int i, int j, int k, int l, T value, const A2<T>& adj_buf,\
+                                   int adj_i, int adj_j, int adj_k, int adj_l, T& adj_value)                   \
+    {                                                                                                          \
+    }
+
+WP_ZS_GENERIC_ARRAY_STORE(adj_array_store_zero)
+WP_ZS_GENERIC_ARRAY_STORE(adj_array_store_accumulate)
+#undef WP_ZS_GENERIC_ARRAY_STORE
 
 // ---------------------------------------------------------------------------------------------------------
 // a[i].x = v, a[i][j] = v, a[i][j, k] = v: the adjoint of a component store into an array element.

@@ -446,3 +446,35 @@ def test_generic_kernel_overloads_follow_flag(flag, dtype, device):
     gx, gy = expected(flag, 2.0, 3.0)
     np.testing.assert_array_equal(x.grad.numpy(), gx)
     np.testing.assert_array_equal(y.grad.numpy(), gy)
+
+
+# ---- indices of other integer types ------------------------------------------------------------------------
+
+
+def _typed_index_kernels(flag):
+    @wp.kernel(zero_store=flag)
+    def store_at_typed_index(x: wp.array(dtype=float), idx: wp.array(dtype=wp.uint8), y: wp.array(dtype=float)):
+        i = wp.tid()
+        j = idx[i]
+        y[j] = 2.0 * x[i]
+        y[j] = 3.0 * x[i]
+
+    return store_at_typed_index
+
+
+TYPED_INDEX = both(_typed_index_kernels)
+
+
+@pytest.mark.parametrize("flag", MODES)
+def test_store_at_non_int_index(flag, device):
+    """Stores indexed by uint8 (or other integer types) resolve to the mode's adjoint, as Warp's own do."""
+    x = wp.array([1.0, 2.0, 3.0], dtype=float, requires_grad=True, device=device)
+    idx = wp.array([2, 0, 1], dtype=wp.uint8, device=device)
+    y = wp.zeros(3, dtype=float, requires_grad=True, device=device)
+    with wp.Tape() as tape:
+        wp.launch(TYPED_INDEX[flag], dim=3, inputs=[x, idx, y], device=device)
+    tape.backward(grads={y: wp.ones(3, dtype=float, device=device)})
+    np.testing.assert_array_equal(y.numpy(), [6.0, 9.0, 3.0])
+    gx, gy = expected(flag, 2.0, 3.0)
+    np.testing.assert_array_equal(x.grad.numpy(), gx)
+    np.testing.assert_array_equal(y.grad.numpy(), gy)
