@@ -116,3 +116,18 @@ def vec_cube_wrong(x: wp.array(dtype=wp.vec3), y: wp.array(dtype=wp.vec3)):
     i = wp.tid()
     v = x[i]
     y[i] = wp.vec3(v[0], 2.0 * v[1], cube_wrong(v[2]))
+
+
+def _seed_program(flag):
+    @wp.kernel(zero_store=flag)
+    def k1(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+        y[wp.tid()] = 2.0 * x[wp.tid()]
+
+    @wp.kernel(zero_store=flag)
+    def k2(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+        y[wp.tid()] = 3.0 * x[wp.tid()]
+
+    return k1, k2
+
+
+SEED_PROGRAM = {flag: _seed_program(flag) for flag in (True, False)}

@@ -511,8 +511,9 @@ def _compare(problem, mode, labels, tape, fd, rounding, rtol, atol, precision, n
     if element_dims:
         where += f", component {_index_text(idx[-element_dims:])}"
     shape = tape[name].shape[: len(idx) - element_dims]
-    how = f"central, {precision}" + (" re-run" if rerun else "")
-    how += f", step {step:g} * max(1, |x|)" + (f"; {note}" if note else "")
+    how = f"central, {precision}" + (" re-run" if rerun else "") + f", step {step:g} * max(1, |x|)"
+    if note:
+        how += f"; {note.split(':')[0]}"
     message = (
         f"check_gradients(mode={mode!r}) of {problem.fn_name}: Tape and finite differences disagree at "
         f"{name}{_index_text(idx)}: {labels[name]}, shape {shape}, dtype {_compat.type_repr(dtype)}, {where}\n"

@@ -123,13 +123,25 @@ class Program:
 
     Call it with Warp arrays by name to launch it; :meth:`arrays` makes fresh ones from ``data``.
 
-    Example::
+    Example (programs are usually drawn by :func:`warp_zerostore.testing.programs`)::
 
+        import numpy as np
         import warp_zerostore as wp
-        from warp_zerostore.testing import check_gradients
+        from warp_zerostore.testing import Launch, Op, Program, check_gradients
 
-        # program: drawn by warp_zerostore.testing.programs(...)
-        # check_gradients(program, program.arrays())
+        @wp.kernel(zero_store=True)
+        def scale(src: wp.array(dtype=float), dst: wp.array(dtype=float)):
+            i = wp.tid()
+            dst[i] = 2.0 * src[i]
+
+        op = Op(scale, reads="src", writes="dst", linear="src")
+        program = Program(
+            shape=(2,),
+            dtypes={"x": wp.float32, "y": wp.float32},
+            launches=(Launch(op, {"src": "x", "dst": "y"}, 0, 2), Launch(op, {"src": "y", "dst": "x"}, 0, 2)),
+            data={"x": np.array([1.0, 2.0]), "y": np.zeros(2)},
+        )
+        check_gradients(program, program.arrays())  # x is overwritten by 4 x: its gradient must be 4, not 5
     """
 
     shape: tuple

@@ -43,7 +43,19 @@ class Rule:
 
 
 def forward(program, rules: Mapping[str, Rule], values: Mapping[str, np.ndarray] | None = None) -> dict:
-    """Final values of every array after running ``program`` on ``values`` (default: ``program.data``)."""
+    """Final values of every array after running ``program`` on ``values`` (default: ``program.data``).
+
+    Example::
+
+        from types import SimpleNamespace as NS
+        import numpy as np
+        from warp_zerostore.testing.reference import Rule, forward
+
+        double = Rule(reads=("x",), write="y", forward=lambda x: 2.0 * x, vjp=lambda g, x: (2.0 * g,))
+        program = NS(launches=[NS(op=NS(name="double"), bind={"x": "x", "y": "y"}, start=1, count=1)],
+                     data={"x": np.ones(2), "y": np.zeros(2)})
+        assert forward(program, {"double": double})["y"].tolist() == [0.0, 2.0]
+    """
     return _run(program, rules, values)[0]
 
 
@@ -91,6 +103,19 @@ def discarded(program, rules: Mapping[str, Rule]) -> dict:
     An element is marked when a store's overwritten gradient (kept by accumulate semantics, zeroed by
     zero semantics) is left in it or flows into it through the reads of earlier launches. Elsewhere the
     two semantics compute the same numbers in the same order.
+
+    Example::
+
+        from types import SimpleNamespace as NS
+        import numpy as np
+        from warp_zerostore.testing.reference import Rule, discarded
+
+        double = Rule(reads=("x",), write="y", forward=lambda x: 2.0 * x, vjp=lambda g, x: (2.0 * g,))
+        first = NS(op=NS(name="double"), bind={"x": "x", "y": "y"}, start=0, count=1)
+        again = NS(op=NS(name="double"), bind={"x": "z", "y": "y"}, start=0, count=1)
+        program = NS(launches=[first, again], data={"x": np.ones(2), "y": np.zeros(2), "z": np.ones(2)})
+        mask = discarded(program, {"double": double})
+        assert mask["x"].tolist() == [True, False] and not mask["z"].any()
     """
     marks = {k: np.zeros(np.shape(v)[0], dtype=bool) for k, v in program.data.items()}
     for launch in reversed(program.launches):
