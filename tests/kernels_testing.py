@@ -131,3 +131,9 @@ def _seed_program(flag):
 
 
 SEED_PROGRAM = {flag: _seed_program(flag) for flag in (True, False)}
+
+
+@wp.kernel(zero_store=True)
+def gather_square(x: wp.array(dtype=float), idx: wp.array(dtype=int), y: wp.array(dtype=float)):
+    i = wp.tid()
+    y[i] = x[idx[i]] * x[idx[i]]

@@ -42,6 +42,13 @@ def test_generic_kernel_is_rerun_in_float64(device, mode):
     assert result.worst < 0.1
 
 
+def test_generic_kernel_without_declared_overloads_is_rerun_in_float64(device):
+    import kernels_testing_generic as ktg
+
+    for mode in MODES:
+        assert check_gradients(launcher(ktg.sin_times), inputs(device), mode=mode).precision == "float64"
+
+
 def test_float64_kernel_checks_in_float64_with_tight_tolerance(device):
     result = check_gradients(launcher(kt.SQUARE[("float64", True)]), inputs(device, wp.float64), rtol=1e-9, atol=1e-9)
     assert result.precision == "float64"
@@ -179,6 +186,22 @@ def test_inputs_by_name_and_passthrough_arguments(device):
     check_gradients(run, {"a": a, "b": b, "dst": dst, "alpha": 3.0})
     _, grads = vjp(run, {"a": a, "b": b, "dst": dst, "alpha": 3.0}, {"dst": np.ones(2)}, outputs=["dst"])
     assert grads["b"].tolist() == [3.0, 3.0] and grads["dst"].tolist() == [0.0, 0.0]
+
+
+def test_int_arrays_are_passed_through(device):
+    """An index array is an argument, not something to differentiate; gathered twice, x[1] gets both gradients."""
+    x = wp.array([0.5, -1.5], dtype=float, requires_grad=True, device=device)
+    idx = wp.array([1, 0, 1], dtype=int, device=device)
+    y = wp.zeros(3, dtype=float, requires_grad=True, device=device)
+
+    def gather(x, idx, y):
+        wp.launch(kt.gather_square, dim=3, inputs=[x, idx, y], device=device)
+
+    check_gradients(gather, [x, idx, y])
+    _, grads = vjp(gather, [x, idx, y], {"y": np.ones(3)}, outputs=["y"])
+    assert grads["x"].tolist() == [1.0, -6.0]
+    with pytest.raises(ValueError, match="wrt names 'idx', which is not a float input array"):
+        check_gradients(gather, [x, idx, y], wrt=["idx"])
 
 
 def test_the_callers_arrays_are_left_alone(device):

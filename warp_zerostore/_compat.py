@@ -308,7 +308,11 @@ def numpy_scalar(dtype):
 
 
 def is_float(dtype) -> bool:
-    return scalar_type(dtype) in (wtypes.float16, wtypes.float32, wtypes.float64)
+    """True for float16/32/64 scalars and the vectors, matrices, quaternions and transforms over them."""
+    try:
+        return scalar_type(dtype) in (wtypes.float16, wtypes.float32, wtypes.float64)
+    except Exception:  # noqa: BLE001 - structs and other dtypes have no scalar type
+        return False
 
 
 def with_scalar_type(dtype, scalar):

@@ -200,11 +200,11 @@ class _Problem:
                 f"of its keyword arguments; got {type(inputs).__name__}."
             )
         self.names = names
-        self.passthrough = {}  # non-array arguments, passed as they are
+        self.passthrough = {}  # everything but float arrays (ints, structs, int arrays), passed as it is
         self.dtype, self.base, self.requires_grad = {}, {}, {}
         self.device = device
         for name, value in zip(names, values):
-            if isinstance(value, warp.array):
+            if isinstance(value, warp.array) and _compat.is_float(value.dtype):
                 if self.device is None:
                     self.device = value.device
                 self.dtype[name] = value.dtype
@@ -226,13 +226,9 @@ class _Problem:
                     f"check_gradients: wrt names '{name}', created with requires_grad=False. Create it with "
                     "requires_grad=True, or leave it out of wrt."
                 )
-            if not _compat.is_float(self.dtype[name]):
-                raise TypeError(
-                    f"check_gradients: wrt '{name}' has dtype {_compat.type_repr(self.dtype[name])}; only float16/32/64 "
-                    "scalars, vectors, matrices, quaternions and transforms can be differentiated. Leave it out of wrt."
-                )
         self.explicit_outputs = self._select(outputs, "outputs") if outputs is not None else None
         self.output_names = None  # fixed by the first run
+        self.output_dtype = {}
 
     def _select(self, keys, what) -> list:
         chosen = []
@@ -241,8 +237,9 @@ class _Problem:
             if name not in self.dtype:
                 arrays = ", ".join(repr(n) for n in self.dtype) or "none"
                 raise ValueError(
-                    f"check_gradients: {what} names {key!r}, which is not an input array of {self.fn_name} "
-                    f"(input arrays: {arrays}). Name inputs by position or by name."
+                    f"check_gradients: {what} names {key!r}, which is not a float input array of {self.fn_name} "
+                    f"(float input arrays: {arrays}). Name them by position or by name; only float16/32/64 "
+                    "scalars, vectors, matrices, quaternions and transforms can be differentiated."
                 )
             chosen.append(name)
         return chosen
