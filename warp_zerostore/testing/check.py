@@ -290,7 +290,9 @@ class _Problem:
         outs, seen = {}, set()
         for label, a in returned:
             if not isinstance(a, warp.array):
-                raise TypeError(f"check_gradients: {self.fn_name} returned {label} of type {type(a).__name__}, not a Warp array.")
+                raise TypeError(
+                    f"check_gradients: {self.fn_name} returned {label} of type {type(a).__name__}, not a Warp array."
+                )
             same = [n for n, b in arrays.items() if b is a]
             name = same[0] if same else label
             if id(a) not in seen:
@@ -341,7 +343,7 @@ class _Problem:
         """Whether finite differences re-run ``fn`` in float64, and why not when they don't."""
         if float64 is False:
             return False, "float64=False"
-        if all(np.dtype(_compat.numpy_scalar(self.dtype[n])) == np.float64 for n in self.dtype if _compat.is_float(self.dtype[n])):
+        if all(np.dtype(_compat.numpy_scalar(t)) == np.float64 for t in self.dtype.values()):
             return True, ""
         try:
             _, outs, _ = self.run(self.base, promote=True, record=False)
@@ -377,7 +379,9 @@ class _Problem:
                     )
                 c = np.asarray(given[name], dtype=np.float64)
                 if c.shape != shape:
-                    raise ValueError(f"check_gradients: cotangents['{name}'] has shape {c.shape}; output '{name}' has {shape}.")
+                    raise ValueError(
+                        f"check_gradients: cotangents['{name}'] has shape {c.shape}; output '{name}' has {shape}."
+                    )
             else:
                 c = rng.uniform(-1.0, 1.0, size=shape)
             cot[name] = _stored(c, _compat.numpy_scalar(a.dtype))
@@ -402,7 +406,7 @@ class _Problem:
     # -- finite differences ------------------------------------------------------------------------------------
 
     def fd_vjp(self, cot, promote, fd_dtype, step):
-        """Central difference of ``sum(c * y)`` along each element of each ``wrt`` input, with its rounding allowance."""
+        """Central difference of ``sum(c * y)`` along each element of each ``wrt`` input, and its rounding allowance."""
         eps = float(np.finfo(fd_dtype).eps)
         fd, rounding = {}, {}
         for name in self.wrt:
@@ -437,7 +441,9 @@ class _Problem:
         out_plus = {k: _values(a) for k, a in self.run(plus, promote, record=False)[1].items()}
         out_minus = {k: _values(a) for k, a in self.run(minus, promote, record=False)[1].items()}
         fd = {k: (out_plus[k] - out_minus[k]) / (2 * h) for k in out_plus}
-        rounding = {k: ROUNDING_ULPS * eps * np.maximum(np.abs(out_plus[k]), np.abs(out_minus[k])) / (2 * h) for k in out_plus}
+        rounding = {
+            k: ROUNDING_ULPS * eps * np.maximum(np.abs(out_plus[k]), np.abs(out_minus[k])) / (2 * h) for k in out_plus
+        }
 
         arrays, outs, tape = self.run(self.base, promote=False, record=True)
         for name, a in outs.items():
@@ -456,7 +462,8 @@ class _Problem:
                         a.grad.zero_()
                 seed = np.zeros(jv.shape)
                 seed[idx] = 1.0
-                out.grad.assign(warp.array(seed.astype(_compat.numpy_scalar(out.dtype)), dtype=out.dtype, device=out.device))
+                seed = seed.astype(_compat.numpy_scalar(out.dtype))
+                out.grad.assign(warp.array(seed, dtype=out.dtype, device=out.device))
                 tape.backward()
                 jv[idx] = sum(float(np.sum(_values(arrays[n].grad) * direction[n])) for n in self.wrt)
             tape_jv[name] = jv

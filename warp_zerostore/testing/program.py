@@ -80,13 +80,17 @@ class Op:
         covered = set(self.reads) | set(self.writes) | set(self.args) | {self.offset}
         for p in params:
             if p not in covered:
-                what = "an array parameter: add it to reads or writes" if p in arrays else f"give it a value: args={{'{p}': ...}}"
+                if p in arrays:
+                    what = "an array parameter: add it to reads or writes"
+                else:
+                    what = f"give it a value: args={{'{p}': ...}}"
                 raise ValueError(f"{where}: parameter '{p}' is not described; it is {what}.")
         ndims = {_compat.array_type_ndim(t) for p, t in arrays.items() if p in covered}
         if len(ndims) > 1:
             raise ValueError(f"{where}: its array parameters have different ndim {sorted(ndims)}; programs need one.")
         object.__setattr__(self, "parameters", tuple(params))
-        object.__setattr__(self, "array_dtypes", {p: _compat.array_type_dtype(arrays[p]) for p in arrays if p in covered})
+        dtypes = {p: _compat.array_type_dtype(t) for p, t in arrays.items() if p in covered}
+        object.__setattr__(self, "array_dtypes", dtypes)
         object.__setattr__(self, "ndim", ndims.pop() if ndims else 1)
 
     @property
@@ -171,12 +175,11 @@ class Program:
 
     def arrays(self, device="cpu", requires_grad: bool = True) -> dict:
         """Fresh Warp arrays holding the initial data, by name."""
-        return {
-            name: warp.array(
-                self.data[name].astype(_compat.numpy_scalar(dtype)), dtype=dtype, device=device, requires_grad=requires_grad
-            )
-            for name, dtype in self.dtypes.items()
-        }
+        out = {}
+        for name, dtype in self.dtypes.items():
+            data = self.data[name].astype(_compat.numpy_scalar(dtype))
+            out[name] = warp.array(data, dtype=dtype, device=device, requires_grad=requires_grad)
+        return out
 
     @property
     def written(self) -> tuple:
@@ -216,7 +219,8 @@ class Program:
         for launch in self.launches:
             op = launch.op
             if op.name not in kernels:
-                raise KeyError(f"with_kernels: no kernel for op '{op.name}'; give one per op name {sorted({l.op.name for l in self.launches})}.")
+                names = sorted({other.op.name for other in self.launches})
+                raise KeyError(f"with_kernels: no kernel for op '{op.name}'; give one per op name {names}.")
             if id(op) not in ops:
                 ops[id(op)] = replace(op, kernel=kernels[op.name])
             launches.append(replace(launch, op=ops[id(op)]))

@@ -45,7 +45,10 @@ def dtypes(
         raise ValueError(f"dtypes: kinds must be a non-empty subset of {KINDS}, got {list(kinds)}.")
     bad = [s for s in scalar_types if s not in (warp.float16, warp.float32, warp.float64)]
     if bad or not scalar_types:
-        raise ValueError(f"dtypes: scalar_types must be a non-empty subset of (wp.float16, wp.float32, wp.float64), got {list(scalar_types)}.")
+        raise ValueError(
+            "dtypes: scalar_types must be a non-empty subset of (wp.float16, wp.float32, wp.float64), "
+            f"got {list(scalar_types)}."
+        )
     choices = []
     for kind in kinds:
         for template in _KIND_TYPES[kind]:
@@ -64,7 +67,10 @@ def shapes(*, min_dims: int = 1, max_dims: int = 4, min_side: int = 1, max_side:
         matrices_of_rows = shapes(min_dims=2, max_dims=2, max_side=3)
     """
     if not 1 <= min_dims <= max_dims <= 4:
-        raise ValueError(f"shapes: need 1 <= min_dims <= max_dims <= 4 (Warp arrays have 1 to 4 dimensions), got {min_dims}, {max_dims}.")
+        raise ValueError(
+            f"shapes: need 1 <= min_dims <= max_dims <= 4 (Warp arrays have 1 to 4 dimensions), "
+            f"got {min_dims}, {max_dims}."
+        )
     if not 1 <= min_side <= max_side:
         raise ValueError(f"shapes: need 1 <= min_side <= max_side, got {min_side}, {max_side}.")
     return st.lists(st.integers(min_side, max_side), min_size=min_dims, max_size=max_dims).map(tuple)
@@ -159,7 +165,7 @@ def programs(
     if not ops:
         raise ValueError("programs: ops is empty; give at least one Op.")
     if not arrays:
-        raise ValueError("programs: arrays is empty; give names and Warp dtypes, e.g. {'x': wp.float32, 'y': wp.float32}.")
+        raise ValueError("programs: arrays is empty; give names and dtypes, e.g. {'x': wp.float32, 'y': wp.float32}.")
     if not 0 < min_launches <= max_launches:
         raise ValueError(f"programs: need 0 < min_launches <= max_launches, got {min_launches}, {max_launches}.")
     ndims = {op.ndim for op in ops}
@@ -218,7 +224,8 @@ def _draw_launch(draw, op, pool, n, needed):
     generic = [p for p, t in op.array_dtypes.items() if _compat.is_generic(t)]
     group = None
     if generic:
-        fits = [t for t in dict.fromkeys(pool.values()) if all(_compat.dtype_matches(t, op.array_dtypes[p]) for p in generic)]
+        dtypes_in_pool = dict.fromkeys(pool.values())
+        fits = [t for t in dtypes_in_pool if all(_compat.dtype_matches(t, op.array_dtypes[p]) for p in generic)]
         if not fits:
             return None
         group = draw(st.sampled_from(fits))
@@ -226,7 +233,11 @@ def _draw_launch(draw, op, pool, n, needed):
     order = [p for p in op.array_dtypes if p not in op.writes] + [p for p in op.array_dtypes if p in op.writes]
     for p in order:
         template = op.array_dtypes[p]
-        candidates = [a for a, t in pool.items() if _compat.dtype_matches(t, template) and (p not in generic or _compat.types_equal(t, group))]
+        candidates = [
+            a
+            for a, t in pool.items()
+            if _compat.dtype_matches(t, template) and (p not in generic or _compat.types_equal(t, group))
+        ]
         if needed is not None and p in op.writes:
             taken = {bind[r] for r in op.needs if r in bind}
             candidates = [a for a in candidates if a not in taken and not needed[a][window].any()]
