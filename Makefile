@@ -35,6 +35,7 @@ bench: install
 	$(BIN)/python benchmarks/bench_store.py
 	$(BIN)/python benchmarks/bench_build.py
 	$(BIN)/python benchmarks/bench_tiles.py
+	$(BIN)/python benchmarks/bench_testing.py
 
 # Warp's own unittest modules, with this package imported and with zero_store forced on.
 test-warp-suite: install

@@ -3,19 +3,18 @@
 import os
 
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import settings
 
 import warp_zerostore as wp
+from warp_zerostore.testing import register_profiles
 
 wp.config.quiet = True
 wp.init()
 
-# Kernels build once per session; examples draw data and programs, not kernels.
-settings.register_profile(
-    "ci", max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True
-)
-settings.register_profile("dev", max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-settings.register_profile("thorough", max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# Kernels build once per session; examples draw data and programs, not kernels. The short names are the
+# package's profiles: ci (25 examples, derandomized), dev (10), thorough (300).
+for _short, _name in zip(("ci", "dev", "thorough"), register_profiles()):
+    settings.register_profile(_short, parent=settings.get_profile(_name))
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 DEVICES = ["cpu"] + (["cuda:0"] if wp.is_cuda_available() else [])

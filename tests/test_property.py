@@ -1,7 +1,12 @@
-"""Random overwrite programs: Warp's tape gradients against an independent NumPy float64 reference.
+"""Random overwrite programs: Warp's Tape against the independent NumPy reference of warp_zerostore.testing.
 
-Each example draws a program of 2 to 6 launches over five arrays (two leaves, three intermediates),
-a dtype (float32, float64, vec3, mat22), windows that overlap or not, and data; kernels are built once.
+Each example draws a dtype (float32, float64, vec3, mat22) and, with ``warp_zerostore.testing.programs``,
+a program of 1 to 6 launches of four elementwise ops over five arrays: windows overlap, arrays are
+overwritten, no launch stores to a value an earlier backward pass needs. Kernels are built once
+(``tests/kernels_property.py``). Zero mode must match the reference's zero semantics (exactly, in
+float64); accumulate mode must match the reference's accumulate semantics and the zero semantics
+wherever no overwrite discarded gradient; and the comparisons that pass zero mode must fail accumulate
+mode where the semantics differ (negative twins), the reference comparison and check_gradients alike.
 """
 
 import numpy as np
@@ -10,111 +15,107 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 import kernels_property as kp
-import reference
-import warp_zerostore as wp
+import warp_zerostore.testing as wpt
+from warp_zerostore.testing import reference
 
-LEAVES = ("x0", "x1")
-INTERMEDIATES = ("t0", "t1", "t2")
-ARRAYS = LEAVES + INTERMEDIATES
-ROLES = {"scale": ("src",), "add": ("a", "b"), "mul": ("a", "b"), "axpy": ("src",)}
-ELEMENT_SHAPE = {"float32": (), "float64": (), "vec3": (3,), "mat22": (2, 2)}
-TOLERANCE = {"float64": 1e-11, "float32": 2e-5, "vec3": 2e-5, "mat22": 2e-5}
-
-
-def values_stay_valid(program) -> bool:
-    """Warp's backward re-reads arrays as they are after the forward pass: a value a nonlinear op read
-    (or a window an op reads and writes in one launch) must not change afterwards."""
-    for k, op in enumerate(program):
-        needed = set()
-        for name in reference.NONLINEAR_READS[op["kind"]]:
-            needed.add(op[name])
-        if op["kind"] == "mul" and op["dst"] in (op["a"], op["b"]):
-            return False
-        window = set(range(op["off"], op["off"] + op["count"]))
-        for later in program[k + 1 :]:
-            if later["dst"] in needed and window & set(range(later["off"], later["off"] + later["count"])):
-                return False
-    return True
+ARRAYS = ("x0", "x1", "t0", "t1", "t2")
+# |tape - reference| <= RTOL * |reference| + ATOL; float64 must be exact.
+RTOL = {"float64": 0.0, "float32": 2e-5, "vec3": 2e-5, "mat22": 2e-5}
+ATOL = {"float64": 0.0, "float32": 2e-4, "vec3": 2e-4, "mat22": 2e-4}
 
 
 @st.composite
-def programs(draw):
+def cases(draw):
     dtype = draw(st.sampled_from(list(kp.DTYPES)))
-    n = draw(st.integers(1, 5))
-    program = []
-    for _ in range(draw(st.integers(2, 6))):
-        kind = draw(st.sampled_from(kp.OPS))
-        op = {"kind": kind, "dst": draw(st.sampled_from(INTERMEDIATES))}
-        for role in ROLES[kind]:
-            op[role] = draw(st.sampled_from(ARRAYS))
-        op["off"] = draw(st.integers(0, n - 1))
-        op["count"] = draw(st.integers(1, n - op["off"]))
-        program.append(op)
-    assume(values_stay_valid(program))
-    shape = (n,) + ELEMENT_SHAPE[dtype]
-    floats = st.floats(-2.0, 2.0, allow_nan=False, width=32)
-    data = {name: np.array(draw(st.lists(floats, min_size=int(np.prod(shape)), max_size=int(np.prod(shape))))).reshape(shape) for name in ARRAYS}
-    seeds = {name: np.array(draw(st.lists(floats, min_size=int(np.prod(shape)), max_size=int(np.prod(shape))))).reshape(shape) for name in INTERMEDIATES}
-    return dtype, program, data, seeds
-
-
-def run_on_tape(dtype, program, data, seeds, flag, device):
-    kernels = kp.KERNELS[(dtype, flag)]
     T = kp.DTYPES[dtype]
-    arrays = {name: wp.array(data[name], dtype=T, requires_grad=True, device=device) for name in ARRAYS}
-    with wp.Tape() as tape:
-        for op in program:
-            args = [arrays[op[role]] for role in ROLES[op["kind"]]] + [arrays[op["dst"]], op["off"]]
-            wp.launch(kernels[op["kind"]], dim=op["count"], inputs=args, device=device)
-    tape.backward(grads={arrays[name]: wp.array(seeds[name], dtype=T, device=device) for name in INTERMEDIATES})
-    return {name: arrays[name].grad.numpy().astype(np.float64) for name in ARRAYS}, {
-        name: arrays[name].numpy().astype(np.float64) for name in ARRAYS
-    }
+    program = draw(wpt.programs(kp.OPS[(dtype, True)], {name: T for name in ARRAYS}, max_launches=6))
+    seeds = {name: draw(wpt.array_data(T, program.shape)) for name in ARRAYS}
+    return dtype, program, seeds
 
 
-def as_stored(data, dtype):
-    """The inputs as Warp holds them (float32 rounding included), in float64."""
-    np_type = np.float64 if dtype == "float64" else np.float32
-    return {k: v.astype(np_type).astype(np.float64) for k, v in data.items()}
+def in_mode(dtype, program, flag):
+    return program.with_kernels(kp.KERNELS[(dtype, flag)])
+
+
+class Differs(AssertionError):
+    def __init__(self, message, name, index):
+        super().__init__(message)
+        self.name, self.index = name, index
+
+
+def assert_matches(got, expected, dtype, what):
+    """Every array equal (exactly in float64, else within tolerance); a failure names the worst element."""
+    for name in ARRAYS:
+        excess = np.abs(got[name] - expected[name]) - (RTOL[dtype] * np.abs(expected[name]) + ATOL[dtype])
+        if np.any(excess > 0):
+            idx = np.unravel_index(int(np.argmax(excess)), excess.shape)
+            raise Differs(
+                f"{what}: {name}{list(idx)} is {got[name][idx]!r}, the reference says {expected[name][idx]!r}",
+                name,
+                tuple(int(i) for i in idx),
+            )
 
 
 @pytest.mark.parametrize("flag", [True, False])
-@given(case=programs())
-def test_tape_gradients_match_reference(flag, case):
-    dtype, program, data, seeds = case
-    data = as_stored(data, dtype)
-    seeds = as_stored(seeds, dtype)
-    grads, finals = run_on_tape(dtype, program, data, seeds, flag, "cpu")
-    expected_finals, _ = reference.forward(data, program)
-    expected = reference.backward(data, program, seeds, zero=flag)
-    tol = TOLERANCE[dtype]
+@given(case=cases())
+def test_tape_matches_reference_semantics(flag, case):
+    dtype, program, seeds = case
+    run = in_mode(dtype, program, flag)
+    values, grads = wpt.vjp(run, run.arrays(), seeds)
+    assert_matches(values, reference.forward(program, kp.RULES), dtype, "final values")
+    expected = reference.backward(program, kp.RULES, seeds, zero=flag)
+    assert_matches(grads, expected, dtype, f"gradients, zero_store={flag}\n{program}")
+
+
+@given(case=cases())
+def test_accumulate_mode_differs_from_zero_semantics_only_where_an_overwrite_discarded_gradient(case):
+    dtype, program, seeds = case
+    run = in_mode(dtype, program, False)
+    _, grads = wpt.vjp(run, run.arrays(), seeds)
+    zero = reference.backward(program, kp.RULES, seeds, zero=True)
+    accumulate = reference.backward(program, kp.RULES, seeds, zero=False)
+    discarded = reference.discarded(program, kp.RULES)
+    untouched = {name: np.where(discarded[name], zero[name], grads[name]) for name in ARRAYS}
+    assert_matches(untouched, zero, dtype, f"accumulate mode outside the discarded elements\n{program}")
     for name in ARRAYS:
-        np.testing.assert_allclose(finals[name], expected_finals[name], rtol=tol, atol=tol, err_msg=f"value {name}")
-        np.testing.assert_allclose(
-            grads[name], expected[name], rtol=tol, atol=tol * 10, err_msg=f"{name}.grad, zero_store={flag}, {program}"
-        )
+        assert not np.any((accumulate[name] != zero[name]) & ~discarded[name]), (name, program)
 
 
-@given(case=programs())
-def test_reference_zero_mode_is_the_true_gradient(case):
-    """The reference's zero mode equals central finite differences of its own forward pass."""
-    dtype, program, data, seeds = case
-    exact = reference.backward(data, program, seeds, zero=True)
-    numeric = reference.finite_difference(data, program, seeds)
-    for name in ARRAYS:
-        np.testing.assert_allclose(exact[name], numeric[name], rtol=1e-6, atol=1e-6)
+@given(case=cases())
+def test_zero_semantics_comparison_fails_accumulate_mode(case):
+    """Negative twin of the two tests above: the comparison that passes zero mode catches accumulate mode
+    wherever the two semantics differ, and the element it names is one an overwrite discarded."""
+    dtype, program, seeds = case
+    zero = reference.backward(program, kp.RULES, seeds, zero=True)
+    accumulate = reference.backward(program, kp.RULES, seeds, zero=False)
+    gap = max(float(np.max(np.abs(accumulate[n] - zero[n]) - RTOL[dtype] * np.abs(zero[n]))) for n in ARRAYS)
+    assume(gap > 10 * ATOL[dtype])
+    run = in_mode(dtype, program, False)
+    _, grads = wpt.vjp(run, run.arrays(), seeds)
+    with pytest.raises(Differs) as failure:
+        assert_matches(grads, zero, dtype, "accumulate mode against zero semantics")
+    assert reference.discarded(program, kp.RULES)[failure.value.name][failure.value.index]
 
 
-@given(case=programs())
-def test_accumulate_mode_fails_the_true_gradient_check(case):
-    """Negative twin: where an overwrite discards gradient, accumulate-mode Warp disagrees with the true
-    gradient, so the comparison above can fail."""
-    dtype, program, data, seeds = case
-    data = as_stored(data, dtype)
-    seeds = as_stored(seeds, dtype)
-    true_grad = reference.backward(data, program, seeds, zero=True)
-    legacy = reference.backward(data, program, seeds, zero=False)
-    tol = TOLERANCE[dtype]
-    assume(any(not np.allclose(true_grad[k], legacy[k], rtol=tol, atol=tol * 100) for k in ARRAYS))
-    grads, _ = run_on_tape(dtype, program, data, seeds, False, "cpu")
-    assert any(not np.allclose(grads[k], true_grad[k], rtol=tol, atol=tol * 10) for k in ARRAYS)
+@pytest.mark.parametrize("mode", ["vjp", "jvp"])
+@given(case=cases())
+def test_zero_mode_passes_check_gradients(mode, case):
+    dtype, program, seeds = case
+    run = in_mode(dtype, program, True)
+    wpt.check_gradients(run, run.arrays(), mode=mode, cotangents=seeds if mode == "vjp" else None)
+
+
+@given(case=cases())
+def test_accumulate_mode_fails_check_gradients(case):
+    """Negative twin: where the semantics differ by more than check_gradients' tolerance, it raises and
+    names an element an overwrite discarded."""
+    dtype, program, seeds = case
+    zero = reference.backward(program, kp.RULES, seeds, zero=True)
+    accumulate = reference.backward(program, kp.RULES, seeds, zero=False)
+    scale = max(1.0, max(float(np.max(np.abs(zero[n]))) for n in ARRAYS))
+    assume(max(float(np.max(np.abs(accumulate[n] - zero[n]))) for n in ARRAYS) > 0.05 * scale)
+    run = in_mode(dtype, program, False)
+    with pytest.raises(wpt.GradientMismatch) as failure:
+        wpt.check_gradients(run, run.arrays(), cotangents=seeds)
+    assert reference.discarded(program, kp.RULES)[failure.value.array][failure.value.index]
+    assert f"{failure.value.array}[" in str(failure.value)

@@ -290,3 +290,71 @@ def builtin_function(name: str):
     are not attributes of ``warp`` itself, so the facade hands them out from here.
     """
     return context.builtin_functions.get(name)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Types and kernel signatures, for warp_zerostore.testing (its drawn arrays, programs and float64 re-runs)
+
+
+def kernel_parameters(kernel) -> list:
+    """``[(name, type), ...]`` of a kernel's parameters, in launch order."""
+    return [(arg.label, arg.type) for arg in kernel.adj.args]
+
+
+def is_array_type(t) -> bool:
+    return wtypes.is_array(t)
+
+
+def array_type_dtype(t):
+    return t.dtype
+
+
+def array_type_ndim(t) -> int:
+    return t.ndim
+
+
+def dtype_matches(dtype, template) -> bool:
+    """True when arrays of ``dtype`` can be passed where ``template`` (possibly generic) is expected."""
+    return wtypes.type_matches_template(dtype, template)
+
+
+def is_generic(t) -> bool:
+    return wtypes.type_is_generic(t)
+
+
+def scalar_type(dtype):
+    """The scalar of a Warp dtype: ``float32`` for ``vec3``, ``float64`` for ``mat22d``."""
+    return wtypes.type_scalar_type(dtype)
+
+
+def element_shape(dtype) -> tuple:
+    """The trailing NumPy dimensions of one element: ``()`` for scalars, ``(3,)`` for vec3, ``(2, 2)`` for mat22."""
+    return tuple(getattr(dtype, "_shape_", ()))
+
+
+def numpy_scalar(dtype):
+    """The NumPy dtype holding one scalar of a Warp dtype."""
+    return wtypes.warp_type_to_np_dtype[scalar_type(dtype)]
+
+
+def is_float(dtype) -> bool:
+    """True for float16/32/64 scalars and the vectors, matrices, quaternions and transforms over them."""
+    try:
+        return scalar_type(dtype) in (wtypes.float16, wtypes.float32, wtypes.float64)
+    except Exception:  # noqa: BLE001 - structs and other dtypes have no scalar type
+        return False
+
+
+def with_scalar_type(dtype, scalar):
+    """The same kind of Warp dtype (scalar, vector, matrix, quaternion, transform) over another scalar."""
+    if dtype in (wtypes.float16, wtypes.float32, wtypes.float64):
+        return scalar
+    if wtypes.type_is_quaternion(dtype):
+        return wtypes.quaternion(dtype=scalar)
+    if wtypes.type_is_transformation(dtype):
+        return wtypes.transformation(dtype=scalar)
+    if wtypes.type_is_matrix(dtype):
+        return wtypes.matrix(shape=dtype._shape_, dtype=scalar)
+    if wtypes.type_is_vector(dtype):
+        return wtypes.vector(length=dtype._length_, dtype=scalar)
+    return dtype

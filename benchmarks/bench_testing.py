@@ -1,0 +1,144 @@
+"""Drawn launch programs checked per second with warp_zerostore.testing, on one device (CPU by default).
+
+Draws N programs once (hypothesis, derandomized: 1-6 launches of four elementwise zero_store kernels over
+five arrays of 1-5 elements), then times, over interleaved repeats: check_gradients in vjp and jvp mode,
+and one Tape VJP compared with the NumPy reference. Prints programs per second (N / median) and JSON.
+Usage: python benchmarks/bench_testing.py [--programs 200] [--repeats 5] [--dtype float32|float64|vec3]
+"""
+
+import argparse
+
+import numpy as np
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+from common import interleaved_medians, report
+
+import warp_zerostore as wp
+import warp_zerostore.testing as wpt
+from warp_zerostore.testing import reference
+
+DTYPES = {"float32": (wp.float32, wp.float32), "float64": (wp.float64, wp.float64), "vec3": (wp.vec3, wp.float32)}
+
+
+def _kernels(T, S):
+    two, three = S(2.0), S(3.0)
+
+    @wp.kernel(zero_store=True)
+    def scale(src: wp.array(dtype=T), dst: wp.array(dtype=T), off: int):
+        i = wp.tid() + off
+        dst[i] = two * src[i]
+
+    @wp.kernel(zero_store=True)
+    def add(a: wp.array(dtype=T), b: wp.array(dtype=T), dst: wp.array(dtype=T), off: int):
+        i = wp.tid() + off
+        dst[i] = a[i] + b[i]
+
+    if T is wp.vec3:
+
+        @wp.kernel(zero_store=True)
+        def mul(a: wp.array(dtype=T), b: wp.array(dtype=T), dst: wp.array(dtype=T), off: int):
+            i = wp.tid() + off
+            dst[i] = wp.cw_mul(a[i], b[i])
+
+    else:
+
+        @wp.kernel(zero_store=True)
+        def mul(a: wp.array(dtype=T), b: wp.array(dtype=T), dst: wp.array(dtype=T), off: int):
+            i = wp.tid() + off
+            dst[i] = a[i] * b[i]
+
+    @wp.kernel(zero_store=True)
+    def axpy(src: wp.array(dtype=T), dst: wp.array(dtype=T), off: int):
+        i = wp.tid() + off
+        dst[i] = dst[i] + three * src[i]
+
+    return [
+        wpt.Op(scale, reads="src", writes="dst", linear="src", offset="off", name="scale"),
+        wpt.Op(add, reads=("a", "b"), writes="dst", linear=("a", "b"), offset="off", name="add"),
+        wpt.Op(mul, reads=("a", "b"), writes="dst", offset="off", name="mul"),
+        wpt.Op(axpy, reads=("dst", "src"), writes="dst", linear=("dst", "src"), offset="off", name="axpy"),
+    ]
+
+
+OPS = {name: _kernels(T, S) for name, (T, S) in DTYPES.items()}
+
+RULES = {
+    "scale": reference.Rule(("src",), "dst", lambda src: 2.0 * src, lambda g, src: (2.0 * g,)),
+    "add": reference.Rule(("a", "b"), "dst", lambda a, b: a + b, lambda g, a, b: (g, g)),
+    "mul": reference.Rule(("a", "b"), "dst", lambda a, b: a * b, lambda g, a, b: (g * b, g * a)),
+    "axpy": reference.Rule(("dst", "src"), "dst", lambda d, s: d + 3.0 * s, lambda g, d, s: (g, 3.0 * g)),
+}
+
+
+def draw_programs(dtype: str, count: int) -> list:
+    T = DTYPES[dtype][0]
+    drawn = []
+
+    @settings(
+        max_examples=count, derandomize=True, database=None, deadline=None, phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(program=wpt.programs(OPS[dtype], {n: T for n in ("x0", "x1", "t0", "t1", "t2")}), seed=st.integers(0, 2**31))
+    def collect(program, seed):
+        drawn.append((program, seed))
+
+    collect()
+    return drawn
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--programs", type=int, default=200)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--dtype", default="float32", choices=sorted(DTYPES))
+    parser.add_argument("--device", default="cpu")
+    args = parser.parse_args()
+    wp.config.quiet = True
+    wp.init()
+    drawn = draw_programs(args.dtype, args.programs)
+    device = args.device
+
+    def check(mode):
+        def run():
+            for program, seed in drawn:
+                wpt.check_gradients(program, program.arrays(device), mode=mode, seed=seed)
+
+        return run
+
+    def against_reference():
+        for program, seed in drawn:
+            rng = np.random.default_rng(seed)
+            seeds = {n: rng.uniform(-1, 1, v.shape) for n, v in program.data.items()}
+            _, grads = wpt.vjp(program, program.arrays(device), seeds)
+            expected = reference.backward(program, RULES, seeds, zero=True)
+            for name in grads:
+                np.testing.assert_allclose(grads[name], expected[name], rtol=1e-4, atol=1e-4)
+
+    runs = {"check_gradients vjp": check("vjp"), "check_gradients jvp": check("jvp"), "tape vjp vs reference": against_reference}
+    for fn in runs.values():  # build and warm up
+        fn()
+    timings = interleaved_medians(runs, args.repeats)
+    per_second = {name: len(drawn) / t["median_s"] for name, t in timings.items()}
+    launches = sum(len(p.launches) for p, _ in drawn) / len(drawn)
+    elements = sum(p.shape[0] for p, _ in drawn) / len(drawn)
+    print(f"{len(drawn)} drawn {args.dtype} programs on {device}: {launches:.1f} launches, {elements:.1f} elements per array on average")
+    for name, rate in per_second.items():
+        print(f"{name:>24}: {rate:8.1f} programs/s  ({timings[name]['median_s'] * 1e3 / len(drawn):.2f} ms each)")
+    report(
+        f"testing_programs_{args.dtype}",
+        {
+            "device": device,
+            "dtype": args.dtype,
+            "programs": len(drawn),
+            "repeats": args.repeats,
+            "mean_launches": launches,
+            "mean_elements_per_array": elements,
+            "programs_per_second": per_second,
+            "timings": timings,
+        },
+    )
+
+
+if __name__ == "__main__":
+    main()
