@@ -14,11 +14,17 @@ component stores ``a[i].x = v``   ``address`` + ``indexref``  same up to 1.12 (n
 ``retain_grad`` array flag        absent                      1.13 and later (``ARRAY_FLAG_RETAIN_GRAD``)
 store adjoint in stock Warp       accumulates                 accumulates up to 1.12; zeroes from 1.13
 deterministic mode                absent                      1.19 (also emits ``wp::adj_array_store``)
+``Tape.launches`` entries         ``[kernel, dim, max_blocks,   same
+                                  inputs, outputs, device,
+                                  block_dim, metadata]``, or a
+                                  callable (``record_func``)
+the active Tape                   ``context.runtime.tape``    same (under ``warp._src``)
 ================================  ==========================  ==========================================
 """
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import re
 import sys
@@ -260,3 +266,78 @@ def builtin_function(name: str):
     are not attributes of ``warp`` itself, so the facade hands them out from here.
     """
     return context.builtin_functions.get(name)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Kernels' Python functions, dtypes, tapes (used by the PyTorch bridge)
+
+
+def kernel_function(kernel):
+    """The Python function a ``@wp.kernel`` was made from (its signature and annotations)."""
+    return kernel.func
+
+
+def dtype_scalar_type(dtype):
+    """``wp.float32`` for ``wp.vec3``/``wp.mat33``/``wp.float32``; the dtype itself for other types."""
+    return wtypes.type_scalar_type(dtype)
+
+
+def dtype_shape(dtype) -> tuple:
+    """Trailing component shape of a vector/matrix/quaternion/transform dtype, ``()`` for scalars."""
+    return tuple(getattr(dtype, "_shape_", ()))
+
+
+def is_struct_instance(value) -> bool:
+    return isinstance(value, codegen.StructInstance)
+
+
+def _struct_arrays(instance) -> list:
+    out = []
+    for name, var in instance._cls.vars.items():
+        value = getattr(instance, name)
+        if isinstance(value, warp.array):
+            out.append(value)
+        elif is_struct_instance(value):
+            out.extend(_struct_arrays(value))
+    return out
+
+
+def tape_arrays(tape) -> list:
+    """Every ``wp.array`` a Tape's backward pass reads ``.grad`` from: arguments of recorded kernel launches
+    (including arrays inside ``@wp.struct`` arguments) and arrays registered by ``record_func`` (``wp.copy``).
+
+    Each array once, in recording order.
+    """
+    seen: dict[int, Any] = {}
+
+    def add(value):
+        if isinstance(value, warp.array):
+            seen.setdefault(id(value), value)
+        elif is_struct_instance(value):
+            for arr in _struct_arrays(value):
+                seen.setdefault(id(arr), arr)
+
+    for launch in tape.launches:
+        if callable(launch):
+            continue
+        for value in list(launch[3]) + list(launch[4]):
+            add(value)
+    for value in list(tape.gradients):
+        add(value)
+    return list(seen.values())
+
+
+@contextlib.contextmanager
+def no_active_tape():
+    """Run the body with no ``wp.Tape`` active, then restore the caller's Tape (if any).
+
+    The bridge records on its own Tape; launches inside a bridged op must not land on a Tape the caller
+    happens to hold open around PyTorch code, and a second Tape cannot be entered while one is active.
+    """
+    warp.init()  # no-op once initialised; before it there is no runtime to hold a Tape
+    saved = context.runtime.tape
+    context.runtime.tape = None
+    try:
+        yield
+    finally:
+        context.runtime.tape = saved

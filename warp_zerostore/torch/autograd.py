@@ -1,0 +1,160 @@
+"""The ``torch.autograd.Function`` behind every bridged op: record in forward, replay fresh in backward.
+
+Forward wraps the inputs (zero copy), allocates the outputs and, when some input needs a gradient, records the
+op's launches on its own ``wp.Tape``. Every array that carries a gradient (inputs that need one, float
+outputs, temporaries the op made with ``requires_grad=True``) has one at record time, so Warp records
+``wp.copy``/``assign`` between them as it does on any Tape.
+
+Each backward call is independent: gradient buffers that an earlier call released are replaced by fresh zeroed
+ones, ``grad_output`` is COPIED into the outputs' gradient buffers (store adjoints that zero what they read, or
+loads that add into an output's gradient, touch the bridge's copy, never the caller's tensor), the Tape runs
+backward, the inputs' gradient buffers are returned to PyTorch as they are (no copy), and every gradient buffer
+is released. Nothing is written into a leaf's ``.grad`` by Warp, so PyTorch's accumulation of the returned
+gradient is the only one. Calling backward again (``retain_graph=True``, gradcheck's reentrancy check)
+gives the same result.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+import warp
+
+from .. import _compat
+from . import arrays, streams
+
+
+class DoubleBackwardError(RuntimeError):
+    """Raised when a gradient computed by a bridged op is differentiated again."""
+
+
+@dataclass
+class Recording:
+    """What forward leaves for backward."""
+
+    op: object
+    device: torch.device
+    #: per op input: its Warp array and the tensor it wraps, or None (non-tensor, or needs no gradient)
+    inputs: list
+    #: per op output: its Warp array and tensor, or None when the output is not differentiable
+    outputs: list
+    tape: object = None
+    #: arrays with a gradient the bridge did not allocate (temporaries made with requires_grad=True)
+    temporaries: list = field(default_factory=list)
+    #: the bridge's gradient buffers, by id of their array, as the tensors PyTorch allocated
+    grads: dict = field(default_factory=dict)
+
+    def acquire(self) -> None:
+        """Give every array a zeroed gradient buffer: forward's on the first backward, fresh ones after."""
+        for pair in self.inputs + self.outputs:
+            if pair is not None and pair[0].grad is None:
+                self.grads[id(pair[0])] = arrays.attach_grad(*pair)
+        for array in self.temporaries:
+            if array.grad is None:
+                array.requires_grad = True  # Warp allocates it zeroed
+
+    def release(self) -> None:
+        """Drop every gradient buffer (the returned ones now belong to PyTorch)."""
+        self.tape.gradients.clear()
+        for pair in self.inputs + self.outputs:
+            if pair is not None:
+                pair[0].grad = None
+        for array in self.temporaries:
+            array.grad = None
+        self.grads.clear()
+
+    def replay(self, grad_outputs) -> list:
+        """Input gradients (tensors, or None) for one backward call; see the module docstring."""
+        self.acquire()
+        try:
+            for pair, grad_output in zip(self.outputs, grad_outputs):
+                if pair is not None and grad_output is not None:
+                    self.grads[id(pair[0])].copy_(grad_output)
+            self.tape.backward()
+            return [None if pair is None else self.grads[id(pair[0])] for pair in self.inputs]
+        finally:
+            self.release()
+
+
+class WarpFunction(torch.autograd.Function):
+    """``WarpFunction.apply(op, *arguments)``; ``op`` is a :class:`warp_zerostore.torch.ops.WarpOp`."""
+
+    @staticmethod
+    def forward(ctx, op, *values):
+        ctx.set_materialize_grads(False)
+        record = any(ctx.needs_input_grad[1:])
+        device = op.device_of(values)
+        with streams.on_torch_stream(device), _compat.no_active_tape():
+            call = op.prepare(values, device)
+            if not record:
+                op.run(call)
+            else:
+                recording = Recording(
+                    op,
+                    device,
+                    inputs=[
+                        pair if isinstance(v, torch.Tensor) and v.requires_grad and _differentiable(pair) else None
+                        for pair, v in zip(call.inputs, values)
+                    ],
+                    outputs=[pair if _differentiable(pair) else None for pair in call.outputs],
+                )
+                recording.acquire()  # before recording: Warp records wp.copy only between arrays with gradients
+                with warp.Tape() as recording.tape:
+                    op.run(call)
+                owned = {id(pair[0]) for pair in recording.inputs + recording.outputs if pair is not None}
+                recording.temporaries = [
+                    a for a in _compat.tape_arrays(recording.tape) if a.grad is not None and id(a) not in owned
+                ]
+                ctx.recording = recording
+        out_tensors = tuple(tensor for _, tensor in call.outputs)
+        ctx.mark_non_differentiable(*(tensor for array, tensor in call.outputs if not _differentiable((array, tensor))))
+        if record:
+            # PyTorch's version counters then catch an input or output modified in place before backward
+            ctx.save_for_backward(*(v for v in values if isinstance(v, torch.Tensor)), *out_tensors)
+        return out_tensors
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        recording: Recording = ctx.recording
+        ctx.saved_tensors  # noqa: B018 - raises if an input or output was modified in place since forward
+        if all(g is None for g, pair in zip(grad_outputs, recording.outputs) if pair is not None):
+            return (None,) * (len(recording.inputs) + 1)
+        with torch.no_grad(), streams.on_torch_stream(recording.device), _compat.no_active_tape():
+            grads = recording.replay(grad_outputs)
+        grads = [g if need else None for g, need in zip(grads, ctx.needs_input_grad[1:])]
+        if torch.is_grad_enabled():  # create_graph=True: these gradients must refuse a second differentiation
+            grads = _refuse_double_backward(recording.op, grads)
+        return (None, *grads)
+
+
+def _differentiable(pair) -> bool:
+    """An (array, tensor) pair of a floating-point array; non-tensor arguments come as (value, None)."""
+    return pair[1] is not None and arrays.is_differentiable(pair[0].dtype)
+
+
+class _DifferentiableOnce(torch.autograd.Function):
+    """Identity on gradients whose own backward raises :class:`DoubleBackwardError`."""
+
+    @staticmethod
+    def forward(ctx, message, *grads):
+        ctx.message = message
+        return tuple(g.view_as(g) for g in grads)
+
+    @staticmethod
+    def backward(ctx, *_):
+        raise DoubleBackwardError(ctx.message)
+
+
+def _refuse_double_backward(op, grads: list) -> list:
+    present = [g for g in grads if g is not None]
+    if not present:
+        return grads
+    message = (
+        f"{op.describe()} is differentiable once: its gradient was differentiated again (double backward, "
+        f"e.g. create_graph=True then backward, gradgradcheck, Hessian-vector products), which the bridge does "
+        f"not support. Keep this op out of the double-differentiated path, or write the gradient as a "
+        f"bridged op of its own."
+    )
+    wrapped = iter(_DifferentiableOnce.apply(message, *(g.detach().requires_grad_() for g in present)))
+    return [None if g is None else next(wrapped) for g in grads]
