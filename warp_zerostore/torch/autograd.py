@@ -85,7 +85,7 @@ class WarpFunction(torch.autograd.Function):
         ctx.set_materialize_grads(False)
         record = any(ctx.needs_input_grad[1:])
         device = op.device_of(values)
-        with streams.on_torch_stream(device), _compat.no_active_tape():
+        with streams.on_torch_device(device), _compat.no_active_tape():
             call = op.prepare(values, device)
             if not record:
                 op.run(call)
@@ -117,14 +117,14 @@ class WarpFunction(torch.autograd.Function):
     @staticmethod
     def backward(ctx, *grad_outputs):
         recording: Recording = ctx.recording
-        ctx.saved_tensors  # noqa: B018 - raises if an input or output was modified in place since forward
+        saved = ctx.saved_tensors  # raises if an input or output was modified in place since forward
         if all(g is None for g, pair in zip(grad_outputs, recording.outputs) if pair is not None):
             return (None,) * (len(recording.inputs) + 1)
-        with torch.no_grad(), streams.on_torch_stream(recording.device), _compat.no_active_tape():
+        with torch.no_grad(), streams.torch_stream(recording.device), _compat.no_active_tape():
             grads = recording.replay(grad_outputs)
         grads = [g if need else None for g, need in zip(grads, ctx.needs_input_grad[1:])]
         if torch.is_grad_enabled():  # create_graph=True: these gradients must refuse a second differentiation
-            grads = _refuse_double_backward(recording.op, grads)
+            grads = _refuse_double_backward(recording.op, grads, [*saved, *grad_outputs])
         return (None, *grads)
 
 
@@ -134,21 +134,28 @@ def _differentiable(pair) -> bool:
 
 
 class _DifferentiableOnce(torch.autograd.Function):
-    """Identity on gradients whose own backward raises :class:`DoubleBackwardError`."""
+    """Identity on gradients, in the graph of what they depend on; its backward raises DoubleBackwardError.
+
+    The gradients come out of Warp with no graph, so this node takes the op's inputs and incoming gradients
+    that require grad as extra (unused) arguments: differentiating a gradient with respect to any of them
+    reaches this node, which refuses. (A node hanging off detached copies would be pruned by the engine and
+    give silent zeros.)
+    """
 
     @staticmethod
-    def forward(ctx, message, *grads):
+    def forward(ctx, message, count, *tensors):
         ctx.message = message
-        return tuple(g.view_as(g) for g in grads)
+        return tuple(g.view_as(g) for g in tensors[:count])
 
     @staticmethod
     def backward(ctx, *_):
         raise DoubleBackwardError(ctx.message)
 
 
-def _refuse_double_backward(op, grads: list) -> list:
+def _refuse_double_backward(op, grads: list, depends_on: list) -> list:
     present = [g for g in grads if g is not None]
-    if not present:
+    depends_on = [t for t in depends_on if t is not None and t.requires_grad]
+    if not present or not depends_on:
         return grads
     message = (
         f"{op.describe()} is differentiable once: its gradient was differentiated again (double backward, "
@@ -156,5 +163,5 @@ def _refuse_double_backward(op, grads: list) -> list:
         f"not support. Keep this op out of the double-differentiated path, or write the gradient as a "
         f"bridged op of its own."
     )
-    wrapped = iter(_DifferentiableOnce.apply(message, *(g.detach().requires_grad_() for g in present)))
+    wrapped = iter(_DifferentiableOnce.apply(message, len(present), *present, *depends_on))
     return [None if g is None else next(wrapped) for g in grads]

@@ -140,8 +140,9 @@ class WarpOp:
         return outputs[0] if len(outputs) == 1 else outputs
 
     def device_of(self, values) -> torch.device:
-        for value in values:
+        for param, value in zip(self.inputs, values):
             if isinstance(value, torch.Tensor):
+                arrays.check_device(param, value, value.device, param.name)
                 return value.device
         raise ValueError(f"{self.describe()} got no tensor argument, so it has no device to run on; pass a tensor.")
 

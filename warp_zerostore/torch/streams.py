@@ -1,10 +1,13 @@
 """Where a bridged op's Warp work runs: PyTorch's device, and on CUDA PyTorch's current stream.
 
 Running Warp on the very stream PyTorch is using (the default stream or any ``torch.cuda.stream(s)`` the caller
-set, in forward and in backward, where autograd restores the forward's stream) orders Warp's launches after
-PyTorch's pending work and PyTorch's later work after Warp's, with no host synchronisation. Entering the scope
-also makes that stream wait (an event, on the GPU) for work already queued on Warp's own current stream of the
-device. Never ``wp.synchronize*``.
+set; in backward, autograd makes the forward's stream current again) orders Warp's launches after PyTorch's
+pending work and PyTorch's later work after Warp's, with no host synchronisation. Switching to it also makes it
+wait (a device-side event, not a host sync) for work already queued on Warp's previous current stream of that
+device. Nothing here calls ``wp.synchronize*``.
+
+Backward only switches the device's stream (per-device state): PyTorch may run the backward passes of
+different GPUs in parallel threads, and Warp's default device is process-wide.
 """
 
 from __future__ import annotations
@@ -16,23 +19,42 @@ import warp
 
 
 @contextlib.contextmanager
-def on_torch_stream(device: torch.device):
-    """Make ``device`` Warp's current device, and on CUDA PyTorch's current stream Warp's current stream.
+def torch_stream(device: torch.device):
+    """Yield ``device`` as a Warp device; on CUDA, PyTorch's current stream there is Warp's meanwhile.
 
     Example::
 
         import torch
-        from warp_zerostore.torch.streams import on_torch_stream
+        from warp_zerostore.torch.streams import torch_stream
 
-        with on_torch_stream(torch.device("cpu")) as wp_device:
+        with torch_stream(torch.device("cpu")) as wp_device:
             assert wp_device.is_cpu
     """
     warp.init()  # no-op once initialised; device_from_torch needs the runtime
     wp_device = warp.device_from_torch(device)
-    with warp.ScopedDevice(wp_device):
-        if wp_device.is_cuda:
-            stream = warp.stream_from_torch(torch.cuda.current_stream(device))
-            with warp.ScopedStream(stream, sync_enter=True):
-                yield wp_device
-        else:
-            yield wp_device
+    if not wp_device.is_cuda:
+        yield wp_device
+        return
+    saved = warp.get_stream(wp_device)
+    warp.set_stream(warp.stream_from_torch(torch.cuda.current_stream(device)), device=wp_device, sync=True)
+    try:
+        yield wp_device
+    finally:
+        warp.set_stream(saved, device=wp_device, sync=False)
+
+
+@contextlib.contextmanager
+def on_torch_device(device: torch.device):
+    """:func:`torch_stream`, with ``device`` also Warp's default device (for launches that name none).
+
+    Example::
+
+        import torch
+        import warp
+        from warp_zerostore.torch.streams import on_torch_device
+
+        with on_torch_device(torch.device("cpu")):
+            assert warp.get_device().is_cpu
+    """
+    with torch_stream(device) as wp_device, warp.ScopedDevice(wp_device):
+        yield wp_device
