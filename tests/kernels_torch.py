@@ -86,9 +86,3 @@ def _overwriting(flag):
 #: per zero_store flag: (write_2x, write_3x, write_twice), the seed program's overwrite in two launches / one kernel
 OVERWRITING = {flag: _overwriting(flag) for flag in (True, False, None)}
 
-
-@wp.kernel
-def sq_norm(h: wp.array(dtype=wp.vec3d), y: wp.array(dtype=wp.float64)):
-    """y = |h|^2 per row: the DDP test's loss goes through this."""
-    i = wp.tid()
-    y[i] = wp.dot(h[i], h[i])
