@@ -86,3 +86,9 @@ def _overwriting(flag):
 #: per zero_store flag: (write_2x, write_3x, write_twice), the seed program's overwrite in two launches / one kernel
 OVERWRITING = {flag: _overwriting(flag) for flag in (True, False, None)}
 
+
+
+@wp.kernel
+def multiply(a: wp.array(dtype=wp.float64), b: wp.array(dtype=wp.float64), out: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    out[i] = a[i] * b[i]

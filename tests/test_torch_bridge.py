@@ -52,6 +52,15 @@ def square_via_copy(x: wp.array(dtype=wp.float64), y: wp.array(dtype=wp.float64)
     wp.copy(y, t)
 
 
+@wpt.op(outputs={"y": "x", "z": "x"})
+def copy_from_output(x: wp.array(dtype=wp.float64), y: wp.array(dtype=wp.float64), z: wp.array(dtype=wp.float64)):
+    """y = x^2, copied (wp.copy) into a temporary t, z = t * x: the copy reads the output's gradient buffer."""
+    t = wp.zeros_like(x, requires_grad=True)
+    wp.launch(K.square_into, dim=x.shape, inputs=[x, y])
+    wp.copy(t, y)
+    wp.launch(K.multiply, dim=x.shape, inputs=[t, x, z])
+
+
 def _seed_program(flag):
     write_2x, write_3x, _ = K.OVERWRITING[flag]
 
@@ -192,6 +201,10 @@ def test_temporaries_and_copies_inside_an_op(device):
     x.grad = None
     square_via_copy(x).sum().backward()
     torch.testing.assert_close(x.grad, 2 * x.detach())
+    x.grad = None
+    y, z = copy_from_output(x)
+    (y + z).sum().backward()
+    torch.testing.assert_close(x.grad, 2 * x.detach() + 3 * x.detach() ** 2)
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -223,6 +236,7 @@ def test_gradcheck_gather_vectors_temporaries(device):
     assert _gradcheck(mat_vec, (m, v))
     assert _gradcheck(cube_sum, (x,))
     assert _gradcheck(square_via_copy, (x,))
+    assert _gradcheck(copy_from_output, (x,))
 
 
 def test_gradcheck_non_contiguous_input(device):

@@ -134,16 +134,24 @@ def is_differentiable(dtype) -> bool:
 
 def output_array(dtype, shape: tuple, device: torch.device):
     """``(array, tensor)``: a zero-filled output, allocated by PyTorch and seen by Warp without a copy."""
-    tensor = torch.zeros(
+    tensor = torch.empty(
         (*shape, *_compat.dtype_shape(dtype)),
         dtype=warp.dtype_to_torch(_compat.dtype_scalar_type(dtype)),
         device=device,
     )
-    return warp.from_torch(tensor, dtype=dtype, requires_grad=False), tensor
+    array = warp.from_torch(tensor, dtype=dtype, requires_grad=False)
+    array.zero_()
+    return array, tensor
 
 
-def attach_grad(array, like: torch.Tensor) -> torch.Tensor:
-    """Give ``array`` a fresh zeroed gradient buffer allocated by PyTorch; return it as a tensor."""
-    grad = torch.zeros_like(like, memory_format=torch.contiguous_format)
+def attach_grad(array, like: torch.Tensor, zero: bool = True) -> torch.Tensor:
+    """Give ``array`` a fresh gradient buffer allocated by PyTorch (zeroed unless ``zero=False``); return it.
+
+    Buffers are zeroed by Warp (a memset on the op's stream) rather than ``torch.zeros``: same result, and on a
+    busy CPU it does not wait for PyTorch's intra-op thread pool.
+    """
+    grad = torch.empty_like(like, memory_format=torch.contiguous_format)
     array.grad = warp.from_torch(grad, dtype=array.dtype, requires_grad=False)
+    if zero:
+        array.grad.zero_()
     return grad

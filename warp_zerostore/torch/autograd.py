@@ -46,13 +46,19 @@ class Recording:
     grads: dict = field(default_factory=dict)
 
     def acquire(self) -> None:
-        """Give every array a zeroed gradient buffer: forward's on the first backward, fresh ones after."""
-        for pair in self.inputs + self.outputs:
+        """Give every array a gradient buffer: zeroed for inputs and temporaries; the outputs' ones are
+        overwritten by :meth:`replay` (forward's buffers on the first backward, fresh ones after)."""
+        for pair in self.inputs:
             if pair is not None and pair[0].grad is None:
                 self.grads[id(pair[0])] = arrays.attach_grad(*pair)
+        for pair in self.outputs:
+            if pair is not None and pair[0].grad is None:
+                self.grads[id(pair[0])] = arrays.attach_grad(*pair, zero=False)
         for array in self.temporaries:
             if array.grad is None:
                 array.requires_grad = True  # Warp allocates it zeroed
+            else:
+                array.grad.zero_()  # a forward wp.copy from an output copied that output's unset gradient
 
     def release(self) -> None:
         """Drop every gradient buffer (the returned ones now belong to PyTorch)."""
@@ -69,7 +75,11 @@ class Recording:
         self.acquire()
         try:
             for pair, grad_output in zip(self.outputs, grad_outputs):
-                if pair is not None and grad_output is not None:
+                if pair is None:
+                    continue
+                if grad_output is None:
+                    pair[0].grad.zero_()
+                else:
                     self.grads[id(pair[0])].copy_(grad_output)
             self.tape.backward()
             return [None if pair is None else self.grads[id(pair[0])] for pair in self.inputs]
