@@ -464,8 +464,10 @@ def test_input_modified_in_place_before_backward_is_caught(device):
 # The seed example (README, examples/) and the module's other names
 
 
-def test_seed_example_runs():
-    runpy.run_path(str(ROOT / "examples" / "torch_seed.py"), run_name="torch_seed_example")
+@pytest.mark.parametrize("example", ["torch_seed.py", "torch_multi_launch.py"])
+def test_examples_run(example):
+    module = runpy.run_path(str(ROOT / "examples" / example), run_name=example[:-3])
+    module["main"]()
 
 
 def test_warp_torch_interop_names_still_resolve():
