@@ -88,12 +88,13 @@ class Recording:
 
 
 class WarpFunction(torch.autograd.Function):
-    """``WarpFunction.apply(op, *arguments)``; ``op`` is a :class:`warp_zerostore.torch.ops.WarpOp`."""
+    """``WarpFunction.apply(op, record, *arguments)``; ``op`` is a :class:`warp_zerostore.torch.ops.WarpOp`,
+    ``record`` whether grad mode was on at the call and some argument requires grad (inside ``forward`` grad
+    mode is always off, and ``ctx.needs_input_grad`` ignores it)."""
 
     @staticmethod
-    def forward(ctx, op, *values):
+    def forward(ctx, op, record, *values):
         ctx.set_materialize_grads(False)
-        record = any(ctx.needs_input_grad[1:])
         device = op.device_of(values)
         with streams.on_torch_device(device), _compat.no_active_tape():
             call = op.prepare(values, device)
@@ -129,13 +130,13 @@ class WarpFunction(torch.autograd.Function):
         recording: Recording = ctx.recording
         saved = ctx.saved_tensors  # raises if an input or output was modified in place since forward
         if all(g is None for g, pair in zip(grad_outputs, recording.outputs) if pair is not None):
-            return (None,) * (len(recording.inputs) + 1)
+            return (None,) * (len(recording.inputs) + 2)
         with torch.no_grad(), streams.torch_stream(recording.device), _compat.no_active_tape():
             grads = recording.replay(grad_outputs)
-        grads = [g if need else None for g, need in zip(grads, ctx.needs_input_grad[1:])]
+        grads = [g if need else None for g, need in zip(grads, ctx.needs_input_grad[2:])]
         if torch.is_grad_enabled():  # create_graph=True: these gradients must refuse a second differentiation
             grads = _refuse_double_backward(recording.op, grads, [*saved, *grad_outputs])
-        return (None, *grads)
+        return (None, None, *grads)
 
 
 def _differentiable(pair) -> bool:

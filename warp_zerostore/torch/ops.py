@@ -136,7 +136,9 @@ class WarpOp:
         except TypeError as e:
             raise TypeError(f"{self.describe()}: {e}; call it as {self.name}{self.signature}.") from None
         bound.apply_defaults()
-        outputs = WarpFunction.apply(self, *(bound.arguments[p.name] for p in self.inputs))
+        values = [bound.arguments[p.name] for p in self.inputs]
+        record = torch.is_grad_enabled() and any(isinstance(v, torch.Tensor) and v.requires_grad for v in values)
+        outputs = WarpFunction.apply(self, record, *values)
         return outputs[0] if len(outputs) == 1 else outputs
 
     def device_of(self, values) -> torch.device:
