@@ -8,6 +8,13 @@ device. Nothing here calls ``wp.synchronize*``.
 
 Backward only switches the device's stream (per-device state): PyTorch may run the backward passes of
 different GPUs in parallel threads, and Warp's default device is process-wide.
+
+The bridge's own buffers (outputs, gradients) are PyTorch's, so its caching allocator orders their reuse.
+Temporaries an op allocates with Warp (``wp.zeros(..., requires_grad=True)``) live on the op's Tape until
+PyTorch frees the graph, and Warp then frees them on its current stream of the device: on a non-blocking
+PyTorch stream (``torch.cuda.Stream()``) that free is not ordered after the backward's kernels, Warp's own
+caveat for such streams (see ``wp.stream_from_torch``). Allocate those through PyTorch
+(``wp.from_torch(torch.zeros(...), requires_grad=True)``) when running on one.
 """
 
 from __future__ import annotations
