@@ -35,7 +35,9 @@ def two_outputs(
 
 
 @wp.kernel
-def gather_scale(x: wp.array(dtype=wp.float64), index: wp.array(dtype=wp.int64), s: float, y: wp.array(dtype=wp.float64)):
+def gather_scale(
+    x: wp.array(dtype=wp.float64), index: wp.array(dtype=wp.int64), s: float, y: wp.array(dtype=wp.float64)
+):
     """y[i] = s * x[index[i]]^2 (indices may repeat: the adjoint scatters with atomics)."""
     i = wp.tid()
     v = x[index[i]]
@@ -43,7 +45,12 @@ def gather_scale(x: wp.array(dtype=wp.float64), index: wp.array(dtype=wp.int64),
 
 
 @wp.kernel
-def mat_vec(m: wp.array(dtype=wp.mat33d), v: wp.array(dtype=wp.vec3d), out: wp.array(dtype=wp.vec3d), sq: wp.array(dtype=wp.float64)):
+def mat_vec(
+    m: wp.array(dtype=wp.mat33d),
+    v: wp.array(dtype=wp.vec3d),
+    out: wp.array(dtype=wp.vec3d),
+    sq: wp.array(dtype=wp.float64),
+):
     """out = m @ v per element, sq = |v|^2: (N, 3, 3) and (N, 3) tensors as mat33d / vec3d arrays."""
     i = wp.tid()
     out[i] = m[i] * v[i]

@@ -115,7 +115,9 @@ def grads_of(fn, args, requires, leaf, weights_seed=0):
 
     Non-leaf inputs are ``base * 1`` of a leaf ``base``; gradients are read from the leaves.
     """
-    leaves = [a.detach().clone().requires_grad_(r) if isinstance(a, torch.Tensor) and r else a for a, r in zip(args, requires)]
+    leaves = [
+        a.detach().clone().requires_grad_(r) if isinstance(a, torch.Tensor) and r else a for a, r in zip(args, requires)
+    ]
     inputs = [a * 1 if isinstance(a, torch.Tensor) and a.requires_grad and not leaf else a for a in leaves]
     outs = fn(*inputs)
     outs = outs if isinstance(outs, tuple) else (outs,)
@@ -142,7 +144,10 @@ def assert_matches_torch(op, math, args, requires, leaf):
 # Gradients equal PyTorch's own
 
 
-@given(n=st.integers(1, 17), data_seed=st.integers(0, 2**31 - 1), requires=st.tuples(*[st.booleans()] * 3), leaf=st.booleans())
+SIZES, SEEDS, FLAGS = st.integers(1, 17), st.integers(0, 2**31 - 1), st.booleans()
+
+
+@given(n=SIZES, data_seed=SEEDS, requires=st.tuples(FLAGS, FLAGS, FLAGS), leaf=FLAGS)
 def test_seed_matches_torch(device, n, data_seed, requires, leaf):
     if not any(requires):
         requires = (True, False, False)
@@ -151,13 +156,26 @@ def test_seed_matches_torch(device, n, data_seed, requires, leaf):
     assert_matches_torch(seed, seed_math, args, requires, leaf)
 
 
-@given(n=st.integers(1, 17), data_seed=st.integers(0, 2**31 - 1), requires=st.tuples(st.booleans(), st.booleans()), leaf=st.booleans())
+@given(n=SIZES, data_seed=SEEDS, requires=st.tuples(FLAGS, FLAGS), leaf=FLAGS)
 def test_several_outputs_scalars_and_integer_output_match_torch(device, n, data_seed, requires, leaf):
     """Two float outputs, an int32 output (non-differentiable), Python float and int arguments."""
     requires = requires if any(requires) else (True, False)
     g = torch.Generator().manual_seed(data_seed)
     args = [rand(g, n, device=device), rand(g, n, device=device), 0.5, 3]
     assert_matches_torch(two_outputs, two_outputs_math, args, (*requires, False, False), leaf)
+
+
+def test_bridged_ops_chain(device):
+    """One op's output as another's input: gradients flow through both, as through PyTorch ops."""
+    g = torch.Generator().manual_seed(3)
+    args = [rand(g, 6, device=device) for _ in range(2)]
+    assert_matches_torch(
+        lambda a, b: seed(seed(a, b, b), a, b * 0.5),
+        lambda a, b: seed_math(seed_math(a, b, b), a, b * 0.5),
+        args,
+        (True, True),
+        leaf=False,
+    )
 
 
 def test_integer_output_is_not_differentiable(device):
@@ -176,7 +194,7 @@ def test_output_without_gradient(device):
     torch.testing.assert_close(w.grad, 2 * torch.sin(x.detach()) * w.detach())
 
 
-@given(n=st.integers(1, 17), data_seed=st.integers(0, 2**31 - 1), leaf=st.booleans())
+@given(n=SIZES, data_seed=SEEDS, leaf=FLAGS)
 def test_integer_tensor_argument_matches_torch(device, n, data_seed, leaf):
     """An int64 index tensor (repeated indices: the adjoint scatters) and a float scalar, not differentiated."""
     g = torch.Generator().manual_seed(data_seed)
@@ -185,7 +203,7 @@ def test_integer_tensor_argument_matches_torch(device, n, data_seed, leaf):
     assert_matches_torch(gather, gather_math, [x, index, 1.5], (True, False, False), leaf)
 
 
-@given(n=st.integers(1, 9), data_seed=st.integers(0, 2**31 - 1), requires=st.tuples(st.booleans(), st.booleans()))
+@given(n=st.integers(1, 9), data_seed=SEEDS, requires=st.tuples(FLAGS, FLAGS))
 def test_vector_and_matrix_dtypes_match_torch(device, n, data_seed, requires):
     """(N, 3, 3) and (N, 3) float64 tensors are mat33d and vec3d arrays; gradients keep those shapes."""
     if not any(requires):
@@ -357,19 +375,39 @@ def test_non_contiguous_input_is_copied_once(device):
     torch.testing.assert_close(y, x**6)
 
 
-@pytest.mark.parametrize(
-    "call, error, message",
-    [
-        (lambda d: record_pointers(torch.rand(3, dtype=F64, device=d)), TypeError, r"argument 'x' must be a torch.float32 tensor .*x.to\(torch.float32\)"),
-        (lambda d: record_pointers(torch.rand(3, 2, device=d)), ValueError, r"argument 'x' must have 1 dimensions"),
-        (lambda d: mat_vec(torch.rand(2, 3, 3, dtype=F64, device=d), torch.rand(2, 4, dtype=F64, device=d)), ValueError, r"argument 'v' must have 2 dimensions, the last 1 of sizes \(3,\)"),
-        (lambda d: seed([1.0], torch.rand(1, device=d), torch.rand(1, device=d)), TypeError, r"argument 'x0' must be a torch.Tensor"),
-        (lambda d: gather(torch.rand(3, dtype=F64, device=d), torch.zeros(2, dtype=torch.int64, device=d), torch.tensor(2.0)), TypeError, r"argument 's' is annotated .* got a tensor.*s.item\(\)"),
-        (lambda d: gather(torch.rand(3, dtype=F64, device=d), torch.zeros(2, dtype=torch.int32, device=d), 1.0), TypeError, r"argument 'index' must be a torch.int64 tensor"),
-        (lambda d: seed(torch.rand(2, device="meta"), torch.rand(2, device="meta"), torch.rand(2, device="meta")), ValueError, r"argument 'x0' is on meta"),
-        (lambda d: seed(torch.rand(2, device=d)), TypeError, r"op 'seed' .*missing a required argument: 'x1'"),
-    ],
-)
+def _f64(d, *shape):
+    return torch.rand(*shape, dtype=F64, device=d)
+
+
+REFUSED = [
+    (
+        lambda d: record_pointers(_f64(d, 3)),
+        TypeError,
+        r"argument 'x' must be a torch.float32 tensor .*x.to\(torch.float32\)",
+    ),
+    (lambda d: record_pointers(torch.rand(3, 2, device=d)), ValueError, r"argument 'x' must have 1 dimensions"),
+    (
+        lambda d: mat_vec(_f64(d, 2, 3, 3), _f64(d, 2, 4)),
+        ValueError,
+        r"argument 'v' must have 2 dimensions, the last 1 of sizes \(3,\)",
+    ),
+    (lambda d: seed([1.0], _f64(d, 1), _f64(d, 1)), TypeError, r"argument 'x0' must be a torch.Tensor"),
+    (
+        lambda d: gather(_f64(d, 3), torch.zeros(2, dtype=torch.int64, device=d), torch.tensor(2.0)),
+        TypeError,
+        r"argument 's' is annotated .* got a tensor.*s.item\(\)",
+    ),
+    (
+        lambda d: gather(_f64(d, 3), torch.zeros(2, dtype=torch.int32, device=d), 1.0),
+        TypeError,
+        r"argument 'index' must be a torch.int64 tensor",
+    ),
+    (lambda d: seed(*(torch.rand(2, device="meta") for _ in range(3))), ValueError, r"argument 'x0' is on meta"),
+    (lambda d: seed(torch.rand(2, device=d)), TypeError, r"op 'seed' .*missing a required argument: 'x1'"),
+]
+
+
+@pytest.mark.parametrize("call, error, message", REFUSED)
 def test_refused_arguments_are_named(call, error, message, device):
     with pytest.raises(error, match=message):
         call(device)
@@ -439,7 +477,8 @@ def test_cuda_non_default_stream():
         xs = [torch.rand(n, dtype=F64, device="cuda:0", requires_grad=True) for _ in range(3)]
         y = seed(*xs) * 2  # PyTorch consumes Warp's output right away on the same stream
         y.sum().backward()
-        reference = [2 * 2 * x.detach() * (xs[(i + 1) % 3].detach() * xs[(i + 2) % 3].detach()) ** 2 for i, x in enumerate(xs)]
+        x0, x1, x2 = (x.detach() for x in xs)
+        reference = [4 * x0 * (x1 * x2) ** 2, 4 * x1 * (x0 * x2) ** 2, 4 * x2 * (x0 * x1) ** 2]
     stream.synchronize()
     for x, r in zip(xs, reference):
         torch.testing.assert_close(x.grad, r)

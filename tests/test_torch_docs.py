@@ -7,7 +7,9 @@ import textwrap
 
 import pytest
 
-pytest.importorskip("torch", reason="warp_zerostore.torch needs PyTorch: pip install 'warp_zerostore[torch]' (torch==2.13.0)")
+pytest.importorskip(
+    "torch", reason="warp_zerostore.torch needs PyTorch: pip install 'warp_zerostore[torch]' (torch==2.13.0)"
+)
 
 import warp_zerostore.torch as wpt  # noqa: E402
 from warp_zerostore.torch import streams  # noqa: E402

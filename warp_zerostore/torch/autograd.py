@@ -5,8 +5,8 @@ op's launches on its own ``wp.Tape``. Every array that carries a gradient (input
 outputs, temporaries the op made with ``requires_grad=True``) has one at record time, so Warp records
 ``wp.copy``/``assign`` between them as it does on any Tape.
 
-Each backward call is independent: gradient buffers that an earlier call released are replaced by fresh zeroed
-ones, ``grad_output`` is COPIED into the outputs' gradient buffers (store adjoints that zero what they read, or
+Each backward call is independent: it uses forward's gradient buffers the first time and fresh ones after (the
+inputs' and temporaries' zeroed), ``grad_output`` is COPIED into the outputs' gradient buffers (store adjoints that zero what they read, or
 loads that add into an output's gradient, touch the bridge's copy, never the caller's tensor), the Tape runs
 backward, the inputs' gradient buffers are returned to PyTorch as they are (no copy), and every gradient buffer
 is released. Nothing is written into a leaf's ``.grad`` by Warp, so PyTorch's accumulation of the returned
