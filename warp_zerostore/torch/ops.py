@@ -189,7 +189,15 @@ def op(outputs: dict, *, name: str | None = None):
     whose parameter names pick the inputs it gets (``lambda x, n: (x.shape[0], n)``). The op takes the other
     parameters (tensors, or Python values), allocates the outputs zero-filled, calls the function with Warp
     arrays over the tensors' memory, and returns the outputs as tensors: one tensor, or a tuple in the order
-    of ``outputs``. See :mod:`warp_zerostore.torch` for what it guarantees.
+    of ``outputs``.
+
+    Guarantees (details in :mod:`warp_zerostore.torch`): gradients are PyTorch autograd's for the same math;
+    Warp never touches a tensor's ``.grad`` (no leaf double counting); every backward call is independent
+    (``retain_graph``, gradcheck's reentrancy) and leaves ``grad_output`` unchanged; double backward raises
+    :class:`DoubleBackwardError`; contiguous inputs of the right dtype are not copied, others are copied once
+    (non-contiguous) or refused with an error naming the argument; kernels keep their ``zero_store`` flag;
+    on CUDA the work runs on PyTorch's current stream without synchronising the device. The function must
+    write only its outputs.
 
     Example::
 
