@@ -33,7 +33,8 @@ def test_ddp_gradients_equal_single_process(tmp_path):
     model = ddp_model.TinyModel()
     expected = ddp_model.train(model, model, slice(None))
 
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(HERE.parent), str(HERE)]), GLOO_SOCKET_IFNAME="lo")
+    path = [str(HERE.parent), str(HERE), *filter(None, [os.environ.get("PYTHONPATH")])]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(path), GLOO_SOCKET_IFNAME="lo")
     port = _free_port()
     outs = [tmp_path / f"rank{r}.pt" for r in range(WORLD)]
     ranks = [
