@@ -99,3 +99,18 @@ OVERWRITING = {flag: _overwriting(flag) for flag in (True, False, None)}
 def multiply(a: wp.array(dtype=wp.float64), b: wp.array(dtype=wp.float64), out: wp.array(dtype=wp.float64)):
     i = wp.tid()
     out[i] = a[i] * b[i]
+
+
+@wp.struct
+class Scaled:
+    """An array reached through a struct field, with a scale."""
+
+    values: wp.array(dtype=wp.float64)
+    scale: wp.float64
+
+
+@wp.kernel
+def scaled_square(s: Scaled, y: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    v = s.values[i]
+    y[i] = s.scale * v * v

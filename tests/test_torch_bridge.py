@@ -62,6 +62,26 @@ def copy_from_output(x: wp.array(dtype=wp.float64), y: wp.array(dtype=wp.float64
     wp.launch(K.multiply, dim=x.shape, inputs=[t, x, z])
 
 
+@wpt.op(outputs={"y": "x"})
+def through_struct(x: wp.array(dtype=wp.float64), y: wp.array(dtype=wp.float64)):
+    """t = x^2 into a temporary reached through a struct field, then y = 0.5 * t^2 = 0.5 * x^4."""
+    t = wp.zeros_like(x, requires_grad=True)
+    wp.launch(K.square_into, dim=x.shape, inputs=[x, t])
+    s = K.Scaled()
+    s.values = t
+    s.scale = 0.5
+    wp.launch(K.scaled_square, dim=x.shape, inputs=[s, y])
+
+
+@wpt.op(outputs={"y": "x"})
+def input_in_struct(x: wp.array(dtype=wp.float64), y: wp.array(dtype=wp.float64)):
+    """y = 0.25 * x^2, with the op's input reached through a struct field."""
+    s = K.Scaled()
+    s.values = x
+    s.scale = 0.25
+    wp.launch(K.scaled_square, dim=x.shape, inputs=[s, y])
+
+
 def _seed_program(flag):
     write_2x, write_3x, _ = K.OVERWRITING[flag]
 
@@ -266,6 +286,8 @@ def test_gradcheck_gather_vectors_temporaries(device):
     assert _gradcheck(mat_vec, (m, v))
     assert _gradcheck(cube_sum, (x,))
     assert _gradcheck(square_via_copy, (x,))
+    assert _gradcheck(through_struct, (x,))  # its temporary gets a fresh gradient per backward too
+    assert _gradcheck(input_in_struct, (x,))
 
 
 def test_gradcheck_non_contiguous_input(device):

@@ -14,6 +14,8 @@ component stores ``a[i].x = v``   ``address`` + ``indexref``  same up to 1.12 (n
 ``retain_grad`` array flag        absent                      1.13 and later (``ARRAY_FLAG_RETAIN_GRAD``)
 store adjoint in stock Warp       accumulates                 accumulates up to 1.12; zeroes from 1.13
 deterministic mode                absent                      1.19 (also emits ``wp::adj_array_store``)
+``@wp.struct`` array fields       a native descriptor holding the array's grad pointer at assignment, on every
+                                  supported version; re-assigning the field refreshes it
 ``Tape.launches`` entries         ``[kernel, dim, max_blocks,   same
                                   inputs, outputs, device,
                                   block_dim, metadata]``, or a
@@ -325,6 +327,31 @@ def tape_arrays(tape) -> list:
     for value in list(tape.gradients):
         add(value)
     return list(seen.values())
+
+
+def _refresh_struct(instance) -> None:
+    for name in instance._cls.vars:
+        value = getattr(instance, name)
+        if is_struct_instance(value):
+            _refresh_struct(value)
+            setattr(instance, name, value)  # a nested struct is copied into its parent's native descriptor
+        elif isinstance(value, warp.array):
+            setattr(instance, name, value)
+
+
+def refresh_struct_arguments(tape) -> None:
+    """Re-store every array field of the ``@wp.struct`` arguments of a Tape's launches.
+
+    A struct keeps a native descriptor of each array field, with the gradient pointer the array had when it
+    was assigned; Warp's backward reads it. After giving arrays new ``.grad`` buffers, re-assigning the fields
+    makes the descriptors point at the new buffers.
+    """
+    for launch in tape.launches:
+        if callable(launch):
+            continue
+        for value in list(launch[3]) + list(launch[4]):
+            if is_struct_instance(value):
+                _refresh_struct(value)
 
 
 @contextlib.contextmanager

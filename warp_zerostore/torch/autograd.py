@@ -81,6 +81,7 @@ class Recording:
                     pair[0].grad.zero_()
                 else:
                     self.grads[id(pair[0])].copy_(grad_output)
+            _compat.refresh_struct_arguments(self.tape)  # structs hold their arrays' gradient pointers
             self.tape.backward()
             return [None if pair is None else self.grads[id(pair[0])] for pair in self.inputs]
         finally:
