@@ -82,6 +82,15 @@ def input_in_struct(x: wp.array(dtype=wp.float64), y: wp.array(dtype=wp.float64)
     wp.launch(K.scaled_square, dim=x.shape, inputs=[s, y])
 
 
+@wpt.op(outputs={"y": lambda x: x.shape[0] - 1})
+def through_views(x: wp.array(dtype=wp.float64), y: wp.array(dtype=wp.float64)):
+    """y = x[1:]^3 through a slice of the input and a reshaped temporary: views share their array's gradient."""
+    tail = x[1:]
+    t = wp.zeros(tail.shape[0], dtype=wp.float64, requires_grad=True)
+    wp.launch(K.square_into, dim=tail.shape, inputs=[tail, t])
+    wp.launch(K.multiply, dim=tail.shape, inputs=[t.reshape((tail.shape[0],)), tail, y])
+
+
 def _seed_program(flag):
     write_2x, write_3x, _ = K.OVERWRITING[flag]
 
@@ -240,6 +249,9 @@ def test_temporaries_and_copies_inside_an_op(device):
     x.grad = None
     square_via_copy(x).sum().backward()
     torch.testing.assert_close(x.grad, 2 * x.detach())
+    x.grad = None
+    through_views(x).sum().backward()
+    torch.testing.assert_close(x.grad, torch.cat([x.new_zeros(1), 3 * x.detach()[1:] ** 2]))
 
 
 @pytest.mark.xfail(
@@ -288,6 +300,7 @@ def test_gradcheck_gather_vectors_temporaries(device):
     assert _gradcheck(square_via_copy, (x,))
     assert _gradcheck(through_struct, (x,))  # its temporary gets a fresh gradient per backward too
     assert _gradcheck(input_in_struct, (x,))
+    assert _gradcheck(through_views, (x,))
 
 
 def test_gradcheck_non_contiguous_input(device):

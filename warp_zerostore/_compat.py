@@ -289,6 +289,10 @@ def dtype_shape(dtype) -> tuple:
     return tuple(getattr(dtype, "_shape_", ()))
 
 
+def dtype_size_bytes(dtype) -> int:
+    return wtypes.type_size_in_bytes(dtype)
+
+
 def is_struct_instance(value) -> bool:
     return isinstance(value, codegen.StructInstance)
 

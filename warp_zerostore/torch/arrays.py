@@ -155,3 +155,26 @@ def attach_grad(array, like: torch.Tensor, zero: bool = True) -> torch.Tensor:
     if zero:
         array.grad.zero_()
     return grad
+
+
+def grad_span(array) -> tuple:
+    """``(first byte, one past the last byte)`` of the elements of ``array.grad``."""
+    grad = array.grad
+    if grad.size == 0:
+        return grad.ptr, grad.ptr
+    last = sum((n - 1) * stride for n, stride in zip(grad.shape, grad.strides))
+    return grad.ptr, grad.ptr + last + _compat.dtype_size_bytes(grad.dtype)
+
+
+def grad_view(root, offset: int, like):
+    """A gradient array for ``like`` over ``root.grad``'s memory, ``offset`` bytes in (views share gradients)."""
+    start, end = grad_span(root)
+    return warp.array(
+        ptr=start + offset,
+        dtype=like.dtype,
+        shape=like.shape,
+        strides=like.strides,
+        capacity=end - start - offset,
+        device=like.device,
+        copy=False,
+    )

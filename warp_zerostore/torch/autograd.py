@@ -5,8 +5,9 @@ op's launches on its own ``wp.Tape``. Every array that carries a gradient (input
 outputs, temporaries the op made with ``requires_grad=True``) has one at record time, so Warp records
 ``wp.copy``/``assign`` between them as it does on any Tape.
 
-Each backward call is independent: it uses forward's gradient buffers the first time and fresh ones after (the
-inputs' and temporaries' zeroed), ``grad_output`` is COPIED into the outputs' gradient buffers (store adjoints that zero what they read, or
+Each backward call is independent: it uses forward's gradient buffers the first time and fresh ones after
+(the inputs' and temporaries' zeroed; views follow their array), ``grad_output`` is COPIED into the outputs'
+gradient buffers (store adjoints that zero what they read, or
 loads that add into an output's gradient, touch the bridge's copy, never the caller's tensor), the Tape runs
 backward, the inputs' gradient buffers are returned to PyTorch as they are (no copy), and every gradient buffer
 is released. Nothing is written into a leaf's ``.grad`` by Warp, so PyTorch's accumulation of the returned
@@ -42,6 +43,8 @@ class Recording:
     tape: object = None
     #: arrays with a gradient the bridge did not allocate (temporaries made with requires_grad=True)
     temporaries: list = field(default_factory=list)
+    #: (array, root, byte offset): arrays whose gradient is a view into another's (``x[1:]``, ``t.reshape``)
+    aliases: list = field(default_factory=list)
     #: the bridge's gradient buffers, by id of their array, as the tensors PyTorch allocated
     grads: dict = field(default_factory=dict)
 
@@ -59,6 +62,28 @@ class Recording:
                 array.requires_grad = True  # Warp allocates it zeroed
             else:
                 array.grad.zero_()  # a forward wp.copy from an output copied that output's unset gradient
+        for array, root, offset in self.aliases:
+            array.grad = arrays.grad_view(root, offset, array)
+
+    def find_aliases(self, recorded: list) -> None:
+        """Split the recorded arrays with gradients the bridge did not allocate into temporaries (their own
+        gradient buffer) and aliases (views, e.g. ``x[1:]`` of an input, whose gradient is a view of the
+        root's): a fresh buffer for a root must carry its views along, or they write into the old one."""
+        roots = [pair[0] for pair in self.inputs + self.outputs if pair is not None]
+        owned = {id(a) for a in roots}
+        spans = {id(a): arrays.grad_span(a) for a in roots}
+        rest = [a for a in recorded if a.grad is not None and id(a) not in owned]
+        for a in rest:
+            spans[id(a)] = arrays.grad_span(a)
+        # the widest first, so that a view's root is the buffer that contains it, not another view
+        for a in sorted(rest, key=lambda a: spans[id(a)][0] - spans[id(a)][1]):
+            start, end = spans[id(a)]
+            root = next((r for r in roots if spans[id(r)][0] <= start and end <= spans[id(r)][1] and start < end), None)
+            if root is None:
+                roots.append(a)
+                self.temporaries.append(a)
+            else:
+                self.aliases.append((a, root, start - spans[id(root)][0]))
 
     def release(self) -> None:
         """Drop every gradient buffer (the returned ones now belong to PyTorch)."""
@@ -67,6 +92,8 @@ class Recording:
             if pair is not None:
                 pair[0].grad = None
         for array in self.temporaries:
+            array.grad = None
+        for array, _, _ in self.aliases:
             array.grad = None
         self.grads.clear()
 
@@ -114,10 +141,7 @@ class WarpFunction(torch.autograd.Function):
                 recording.acquire()  # before recording: Warp records wp.copy only between arrays with gradients
                 with warp.Tape() as recording.tape:
                     op.run(call)
-                owned = {id(pair[0]) for pair in recording.inputs + recording.outputs if pair is not None}
-                recording.temporaries = [
-                    a for a in _compat.tape_arrays(recording.tape) if a.grad is not None and id(a) not in owned
-                ]
+                recording.find_aliases(_compat.tape_arrays(recording.tape))
                 ctx.recording = recording
         out_tensors = tuple(tensor for _, tensor in call.outputs)
         ctx.mark_non_differentiable(*(tensor for array, tensor in call.outputs if not _differentiable((array, tensor))))
