@@ -4,19 +4,23 @@ WARP ?= 1.19.0
 VENV ?= .venv
 MATRIX ?= 1.9.1 1.10.1 1.12.1 1.19.0
 HYPOTHESIS_PROFILE ?= ci
+# .venv gets the PyTorch bridge's dependency too; the matrix venvs stay small (their torch tests skip).
+EXTRAS ?= test,torch
 export HYPOTHESIS_PROFILE
 
 BIN := $(VENV)/bin
+comma := ,
+STAMP := $(VENV)/.installed-$(WARP)-$(subst $(comma),-,$(EXTRAS))
 
 .PHONY: install demo test test-matrix bench test-warp-suite clean
 
-$(VENV)/.installed-$(WARP): pyproject.toml
+$(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q "warp-lang==$(WARP)" -e ".[test]"
+	$(BIN)/python -m pip install -q "warp-lang==$(WARP)" -e ".[$(EXTRAS)]"
 	touch $@
 
-install: $(VENV)/.installed-$(WARP)
+install: $(STAMP)
 
 demo: install
 	$(BIN)/python -m warp_zerostore demo
@@ -28,7 +32,7 @@ test: install
 test-matrix:
 	@set -e; for v in $(MATRIX); do \
 		echo "=== warp-lang $$v"; \
-		$(MAKE) --no-print-directory test VENV=.venv-warp-$$v WARP=$$v; \
+		$(MAKE) --no-print-directory test VENV=.venv-warp-$$v WARP=$$v EXTRAS=test; \
 	done
 
 bench: install
@@ -36,6 +40,7 @@ bench: install
 	$(BIN)/python benchmarks/bench_build.py
 	$(BIN)/python benchmarks/bench_tiles.py
 	$(BIN)/python benchmarks/bench_testing.py
+	$(BIN)/python benchmarks/bench_torch_bridge.py
 
 # Warp's own unittest modules, with this package imported and with zero_store forced on.
 test-warp-suite: install

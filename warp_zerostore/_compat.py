@@ -18,6 +18,13 @@ tile_store adjoint                accumulates                 zeroes (1.10 and l
 ``tile_global_t::index`` type     ``int``                     ``int``; ``int64_t`` in 1.19
 store adjoint in stock Warp       accumulates                 accumulates up to 1.12; zeroes from 1.13
 deterministic mode                absent                      1.19 (also emits ``wp::adj_array_store``)
+``@wp.struct`` array fields       a native descriptor holding the array's grad pointer at assignment, on every
+                                  supported version; re-assigning the field refreshes it
+``Tape.launches`` entries         ``[kernel, dim, max_blocks,   same
+                                  inputs, outputs, device,
+                                  block_dim, metadata]``, or a
+                                  callable (``record_func``)
+the active Tape                   ``context.runtime.tape``    same (under ``warp._src``)
 ================================  ==========================  ==========================================
 """
 
@@ -358,3 +365,100 @@ def with_scalar_type(dtype, scalar):
     if wtypes.type_is_vector(dtype):
         return wtypes.vector(length=dtype._length_, dtype=scalar)
     return dtype
+
+
+# Kernels' Python functions, dtypes, tapes (used by the PyTorch bridge)
+
+
+def kernel_function(kernel):
+    """The Python function a ``@wp.kernel`` was made from (its signature and annotations)."""
+    return kernel.func
+
+
+dtype_scalar_type = scalar_type
+dtype_shape = element_shape
+
+
+def dtype_size_bytes(dtype) -> int:
+    return wtypes.type_size_in_bytes(dtype)
+
+
+def is_struct_instance(value) -> bool:
+    return isinstance(value, codegen.StructInstance)
+
+
+def _struct_arrays(instance) -> list:
+    out = []
+    for name, var in instance._cls.vars.items():
+        value = getattr(instance, name)
+        if isinstance(value, warp.array):
+            out.append(value)
+        elif is_struct_instance(value):
+            out.extend(_struct_arrays(value))
+    return out
+
+
+def tape_arrays(tape) -> list:
+    """Every ``wp.array`` a Tape's backward pass reads ``.grad`` from: arguments of recorded kernel launches
+    (including arrays inside ``@wp.struct`` arguments) and arrays registered by ``record_func`` (``wp.copy``).
+
+    Each array once, in recording order.
+    """
+    seen: dict[int, Any] = {}
+
+    def add(value):
+        if isinstance(value, warp.array):
+            seen.setdefault(id(value), value)
+        elif is_struct_instance(value):
+            for arr in _struct_arrays(value):
+                seen.setdefault(id(arr), arr)
+
+    for launch in tape.launches:
+        if callable(launch):
+            continue
+        for value in list(launch[3]) + list(launch[4]):
+            add(value)
+    for value in list(tape.gradients):
+        add(value)
+    return list(seen.values())
+
+
+def _refresh_struct(instance) -> None:
+    for name in instance._cls.vars:
+        value = getattr(instance, name)
+        if is_struct_instance(value):
+            _refresh_struct(value)
+            setattr(instance, name, value)  # a nested struct is copied into its parent's native descriptor
+        elif isinstance(value, warp.array):
+            setattr(instance, name, value)
+
+
+def refresh_struct_arguments(tape) -> None:
+    """Re-store every array field of the ``@wp.struct`` arguments of a Tape's launches.
+
+    A struct keeps a native descriptor of each array field, with the gradient pointer the array had when it
+    was assigned; Warp's backward reads it. After giving arrays new ``.grad`` buffers, re-assigning the fields
+    makes the descriptors point at the new buffers.
+    """
+    for launch in tape.launches:
+        if callable(launch):
+            continue
+        for value in list(launch[3]) + list(launch[4]):
+            if is_struct_instance(value):
+                _refresh_struct(value)
+
+
+@contextlib.contextmanager
+def no_active_tape():
+    """Run the body with no ``wp.Tape`` active, then restore the caller's Tape (if any).
+
+    The bridge records on its own Tape; launches inside a bridged op must not land on a Tape the caller
+    happens to hold open around PyTorch code, and a second Tape cannot be entered while one is active.
+    """
+    warp.init()  # no-op once initialised; before it there is no runtime to hold a Tape
+    saved = context.runtime.tape
+    context.runtime.tape = None
+    try:
+        yield
+    finally:
+        context.runtime.tape = saved

@@ -1,0 +1,180 @@
+"""Tensors at a bridged op's boundary: what each parameter accepts, zero-copy wrapping, output allocation.
+
+An ``wp.array(dtype=D, ndim=k)`` parameter takes a tensor of D's scalar type with ``k`` dimensions plus D's
+component shape (``wp.vec3``: a trailing 3, ``wp.mat33``: trailing 3, 3). A contiguous tensor of that dtype
+is wrapped without a copy; a non-contiguous one is copied once to a contiguous tensor; anything else is
+refused with an error naming the argument. Buffers the bridge hands to PyTorch (outputs, gradients) are
+allocated by PyTorch, so its allocator and stream bookkeeping own them.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import warp
+
+from .. import _compat
+
+EMPTY = inspect.Parameter.empty
+
+
+def resolve_annotation(annotation, globals_: dict):
+    """An annotation as an object; string annotations (``from __future__ import annotations``) evaluated."""
+    if isinstance(annotation, str):
+        return eval(annotation, globals_)  # noqa: S307 - the user's own source text, as Warp itself does
+    return annotation
+
+
+def is_array_annotation(annotation) -> bool:
+    """True for ``wp.array(...)`` annotations (not indexed or fabric arrays, which the bridge refuses)."""
+    return isinstance(annotation, warp.array)
+
+
+def describe(annotation) -> str:
+    """``wp.array(dtype=vec3f, ndim=1)`` for messages."""
+    dtype = "Any" if annotation.dtype is Any else getattr(annotation.dtype, "__name__", str(annotation.dtype))
+    return f"wp.array(dtype={dtype}, ndim={annotation.ndim})"
+
+
+@dataclass
+class Param:
+    """One parameter of a bridged op: where errors point, and what it accepts."""
+
+    op: str
+    name: str
+    annotation: Any = EMPTY
+
+    @property
+    def is_array(self) -> bool:
+        return is_array_annotation(self.annotation)
+
+    def where(self) -> str:
+        return f"{self.op}: argument '{self.name}'"
+
+
+def warp_dtype_for(param: Param, tensor: torch.Tensor):
+    """The Warp dtype a tensor becomes for ``param``; raises TypeError naming the argument on a mismatch."""
+    annotation = param.annotation
+    if not param.is_array or annotation.dtype is Any:
+        try:
+            return warp.dtype_from_torch(tensor.dtype)
+        except Exception:
+            raise TypeError(
+                f"{param.where()} is a {tensor.dtype} tensor, which Warp has no dtype for. "
+                f"Convert it, e.g. {param.name}.to(torch.float32)."
+            ) from None
+    expected = warp.dtype_to_torch(_compat.dtype_scalar_type(annotation.dtype))
+    if tensor.dtype != expected:
+        raise TypeError(
+            f"{param.where()} must be a {expected} tensor for {describe(annotation)}, got {tensor.dtype}. "
+            f"Convert it with {param.name}.to({expected}) (the bridge does not change dtypes silently), or "
+            f"annotate the parameter with the Warp dtype you pass (dtype=Any takes the tensor's own)."
+        )
+    return annotation.dtype
+
+
+def check_shape(param: Param, tensor: torch.Tensor, dtype) -> None:
+    """A tensor has the array's dimensions followed by the dtype's component shape (vec3: a trailing 3)."""
+    components = _compat.dtype_shape(dtype)
+    array_ndim = param.annotation.ndim if param.is_array else max(tensor.dim(), 1)
+    ndim = array_ndim + len(components)
+    if tensor.dim() == ndim and tuple(tensor.shape[array_ndim:]) == components:
+        return
+    target = describe(param.annotation) if param.is_array else f"a Warp array of {dtype.__name__}"
+    trailing = f", the last {len(components)} of sizes {components}" if components else ""
+    raise ValueError(
+        f"{param.where()} must have {ndim} dimensions{trailing} for {target}, got shape "
+        f"{tuple(tensor.shape)}. Reshape the tensor or change the parameter's annotation."
+    )
+
+
+def check_device(param: Param, tensor: torch.Tensor, device: torch.device, first: str) -> None:
+    if tensor.device.type not in ("cpu", "cuda"):
+        raise ValueError(f"{param.where()} is on {tensor.device}; Warp runs on 'cpu' and 'cuda' devices only.")
+    if tensor.device != device:
+        raise ValueError(
+            f"{param.where()} is on {tensor.device} but '{first}' is on {device}; all tensors of one call "
+            f"must be on one device. Move it with {param.name}.to('{device}')."
+        )
+
+
+def input_array(param: Param, value, device: torch.device, first: str):
+    """``(warp value, wrapped tensor)`` for one argument: a tensor becomes a Warp array over its memory.
+
+    The array never shares ``value.grad`` (the bridge gives it its own gradient buffer), so nothing lands in a
+    leaf's ``.grad`` except what PyTorch adds from the gradient the op returns. Non-contiguous tensors are
+    copied once (``.contiguous()``); everything else is zero copy. Non-tensor arguments pass through.
+    """
+    if not isinstance(value, torch.Tensor):
+        if param.is_array:
+            raise TypeError(
+                f"{param.where()} must be a torch.Tensor for {describe(param.annotation)}, got "
+                f"{type(value).__name__}. Pass a tensor (e.g. torch.as_tensor({param.name}))."
+            )
+        return value, None
+    if param.annotation is not EMPTY and not param.is_array:
+        raise TypeError(
+            f"{param.where()} is annotated {param.annotation!r}, which takes a Python value, got a tensor. "
+            f"Pass {param.name}.item() for a scalar, or annotate it as wp.array(...)."
+        )
+    check_device(param, value, device, first)
+    dtype = warp_dtype_for(param, value)
+    check_shape(param, value, dtype)
+    tensor = value if value.is_contiguous() else value.contiguous()
+    return warp.from_torch(tensor, dtype=dtype, requires_grad=False), tensor
+
+
+def is_differentiable(dtype) -> bool:
+    """Floating-point arrays carry gradients; integer and boolean ones do not."""
+    return warp.dtype_to_torch(_compat.dtype_scalar_type(dtype)).is_floating_point
+
+
+def output_array(dtype, shape: tuple, device: torch.device):
+    """``(array, tensor)``: a zero-filled output, allocated by PyTorch and seen by Warp without a copy."""
+    tensor = torch.empty(
+        (*shape, *_compat.dtype_shape(dtype)),
+        dtype=warp.dtype_to_torch(_compat.dtype_scalar_type(dtype)),
+        device=device,
+    )
+    array = warp.from_torch(tensor, dtype=dtype, requires_grad=False)
+    array.zero_()
+    return array, tensor
+
+
+def attach_grad(array, like: torch.Tensor, zero: bool = True) -> torch.Tensor:
+    """Give ``array`` a fresh gradient buffer allocated by PyTorch (zeroed unless ``zero=False``); return it.
+
+    Buffers are zeroed by Warp (a memset on the op's stream) rather than ``torch.zeros``: same result, and on a
+    busy CPU it does not wait for PyTorch's intra-op thread pool.
+    """
+    grad = torch.empty_like(like, memory_format=torch.contiguous_format)
+    array.grad = warp.from_torch(grad, dtype=array.dtype, requires_grad=False)
+    if zero:
+        array.grad.zero_()
+    return grad
+
+
+def grad_span(array) -> tuple:
+    """``(first byte, one past the last byte)`` of the elements of ``array.grad``."""
+    grad = array.grad
+    if grad.size == 0:
+        return grad.ptr, grad.ptr
+    last = sum((n - 1) * stride for n, stride in zip(grad.shape, grad.strides))
+    return grad.ptr, grad.ptr + last + _compat.dtype_size_bytes(grad.dtype)
+
+
+def grad_view(root, offset: int, like):
+    """A gradient array for ``like`` over ``root.grad``'s memory, ``offset`` bytes in (views share gradients)."""
+    start, end = grad_span(root)
+    return warp.array(
+        ptr=start + offset,
+        dtype=like.dtype,
+        shape=like.shape,
+        strides=like.strides,
+        capacity=end - start - offset,
+        device=like.device,
+        copy=False,
+    )

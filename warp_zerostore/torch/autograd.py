@@ -1,0 +1,203 @@
+"""The ``torch.autograd.Function`` behind every bridged op: record in forward, replay fresh in backward.
+
+Forward wraps the inputs (zero copy), allocates the outputs and, when some input needs a gradient, records the
+op's launches on its own ``wp.Tape``. Every array that carries a gradient (inputs that need one, float
+outputs, temporaries the op made with ``requires_grad=True``) has one at record time, so Warp records
+``wp.copy``/``assign`` between them as it does on any Tape.
+
+Each backward call is independent: it uses forward's gradient buffers the first time and fresh ones after
+(the inputs' and temporaries' zeroed; views follow their array), ``grad_output`` is COPIED into the outputs'
+gradient buffers (store adjoints that zero what they read, or
+loads that add into an output's gradient, touch the bridge's copy, never the caller's tensor), the Tape runs
+backward, the inputs' gradient buffers are returned to PyTorch as they are (no copy), and every gradient buffer
+is released. Nothing is written into a leaf's ``.grad`` by Warp, so PyTorch's accumulation of the returned
+gradient is the only one. Calling backward again (``retain_graph=True``, gradcheck's reentrancy check)
+gives the same result.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+import warp
+
+from .. import _compat
+from . import arrays, streams
+
+
+class DoubleBackwardError(RuntimeError):
+    """Raised when a gradient computed by a bridged op is differentiated again."""
+
+
+@dataclass
+class Recording:
+    """What forward leaves for backward."""
+
+    op: object
+    device: torch.device
+    #: per op input: its Warp array and the tensor it wraps, or None (non-tensor, or needs no gradient)
+    inputs: list
+    #: per op output: its Warp array and tensor, or None when the output is not differentiable
+    outputs: list
+    tape: object = None
+    #: arrays with a gradient the bridge did not allocate (temporaries made with requires_grad=True)
+    temporaries: list = field(default_factory=list)
+    #: (array, root, byte offset): arrays whose gradient is a view into another's (``x[1:]``, ``t.reshape``)
+    aliases: list = field(default_factory=list)
+    #: the bridge's gradient buffers, by id of their array, as the tensors PyTorch allocated
+    grads: dict = field(default_factory=dict)
+
+    def acquire(self) -> None:
+        """Give every array a gradient buffer: zeroed for inputs and temporaries; the outputs' ones are
+        overwritten by :meth:`replay` (forward's buffers on the first backward, fresh ones after)."""
+        for pair in self.inputs:
+            if pair is not None and pair[0].grad is None:
+                self.grads[id(pair[0])] = arrays.attach_grad(*pair)
+        for pair in self.outputs:
+            if pair is not None and pair[0].grad is None:
+                self.grads[id(pair[0])] = arrays.attach_grad(*pair, zero=False)
+        for array in self.temporaries:
+            if array.grad is None:
+                array.requires_grad = True  # Warp allocates it zeroed
+            else:
+                array.grad.zero_()  # a forward wp.copy from an output copied that output's unset gradient
+        for array, root, offset in self.aliases:
+            array.grad = arrays.grad_view(root, offset, array)
+
+    def find_aliases(self, recorded: list) -> None:
+        """Split the recorded arrays with gradients the bridge did not allocate into temporaries (their own
+        gradient buffer) and aliases (views, e.g. ``x[1:]`` of an input, whose gradient is a view of the
+        root's): a fresh buffer for a root must carry its views along, or they write into the old one."""
+        roots = [pair[0] for pair in self.inputs + self.outputs if pair is not None]
+        owned = {id(a) for a in roots}
+        spans = {id(a): arrays.grad_span(a) for a in roots}
+        rest = [a for a in recorded if a.grad is not None and id(a) not in owned]
+        for a in rest:
+            spans[id(a)] = arrays.grad_span(a)
+        # the widest first, so that a view's root is the buffer that contains it, not another view
+        for a in sorted(rest, key=lambda a: spans[id(a)][0] - spans[id(a)][1]):
+            start, end = spans[id(a)]
+            root = next((r for r in roots if spans[id(r)][0] <= start and end <= spans[id(r)][1] and start < end), None)
+            if root is None:
+                roots.append(a)
+                self.temporaries.append(a)
+            else:
+                self.aliases.append((a, root, start - spans[id(root)][0]))
+
+    def release(self) -> None:
+        """Drop every gradient buffer (the returned ones now belong to PyTorch)."""
+        self.tape.gradients.clear()
+        for pair in self.inputs + self.outputs:
+            if pair is not None:
+                pair[0].grad = None
+        for array in self.temporaries:
+            array.grad = None
+        for array, _, _ in self.aliases:
+            array.grad = None
+        self.grads.clear()
+
+    def replay(self, grad_outputs) -> list:
+        """Input gradients (tensors, or None) for one backward call; see the module docstring."""
+        self.acquire()
+        try:
+            for pair, grad_output in zip(self.outputs, grad_outputs):
+                if pair is None:
+                    continue
+                if grad_output is None:
+                    pair[0].grad.zero_()
+                else:
+                    self.grads[id(pair[0])].copy_(grad_output)
+            _compat.refresh_struct_arguments(self.tape)  # structs hold their arrays' gradient pointers
+            self.tape.backward()
+            return [None if pair is None else self.grads[id(pair[0])] for pair in self.inputs]
+        finally:
+            self.release()
+
+
+class WarpFunction(torch.autograd.Function):
+    """``WarpFunction.apply(op, record, *arguments)``; ``op`` is a :class:`warp_zerostore.torch.ops.WarpOp`,
+    ``record`` whether grad mode was on at the call and some argument requires grad (inside ``forward`` grad
+    mode is always off, and ``ctx.needs_input_grad`` ignores it)."""
+
+    @staticmethod
+    def forward(ctx, op, record, *values):
+        ctx.set_materialize_grads(False)
+        device = op.device_of(values)
+        with streams.on_torch_device(device), _compat.no_active_tape():
+            call = op.prepare(values, device)
+            if not record:
+                op.run(call)
+            else:
+                recording = Recording(
+                    op,
+                    device,
+                    inputs=[
+                        pair if isinstance(v, torch.Tensor) and v.requires_grad and _differentiable(pair) else None
+                        for pair, v in zip(call.inputs, values)
+                    ],
+                    outputs=[pair if _differentiable(pair) else None for pair in call.outputs],
+                )
+                recording.acquire()  # before recording: Warp records wp.copy only between arrays with gradients
+                with warp.Tape() as recording.tape:
+                    op.run(call)
+                recording.find_aliases(_compat.tape_arrays(recording.tape))
+                ctx.recording = recording
+        out_tensors = tuple(tensor for _, tensor in call.outputs)
+        ctx.mark_non_differentiable(*(tensor for array, tensor in call.outputs if not _differentiable((array, tensor))))
+        if record:
+            # PyTorch's version counters then catch an input or output modified in place before backward
+            ctx.save_for_backward(*(v for v in values if isinstance(v, torch.Tensor)), *out_tensors)
+        return out_tensors
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        recording: Recording = ctx.recording
+        saved = ctx.saved_tensors  # raises if an input or output was modified in place since forward
+        if all(g is None for g, pair in zip(grad_outputs, recording.outputs) if pair is not None):
+            return (None,) * (len(recording.inputs) + 2)
+        with torch.no_grad(), streams.torch_stream(recording.device), _compat.no_active_tape():
+            grads = recording.replay(grad_outputs)
+        grads = [g if need else None for g, need in zip(grads, ctx.needs_input_grad[2:])]
+        if torch.is_grad_enabled():  # create_graph=True: these gradients must refuse a second differentiation
+            grads = _refuse_double_backward(recording.op, grads, [*saved, *grad_outputs])
+        return (None, None, *grads)
+
+
+def _differentiable(pair) -> bool:
+    """An (array, tensor) pair of a floating-point array; non-tensor arguments come as (value, None)."""
+    return pair[1] is not None and arrays.is_differentiable(pair[0].dtype)
+
+
+class _DifferentiableOnce(torch.autograd.Function):
+    """Identity on gradients, in the graph of what they depend on; its backward raises DoubleBackwardError.
+
+    The gradients come out of Warp with no graph, so this node takes the op's inputs and incoming gradients
+    that require grad as extra (unused) arguments: differentiating a gradient with respect to any of them
+    reaches this node, which refuses. (A node hanging off detached copies would be pruned by the engine and
+    give silent zeros.)
+    """
+
+    @staticmethod
+    def forward(ctx, message, count, *tensors):
+        ctx.message = message
+        return tuple(g.view_as(g) for g in tensors[:count])
+
+    @staticmethod
+    def backward(ctx, *_):
+        raise DoubleBackwardError(ctx.message)
+
+
+def _refuse_double_backward(op, grads: list, depends_on: list) -> list:
+    present = [g for g in grads if g is not None]
+    depends_on = [t for t in depends_on if t is not None and t.requires_grad]
+    if not present or not depends_on:
+        return grads
+    message = (
+        f"{op.describe()} is differentiable once: its gradient was differentiated again (double backward, "
+        f"e.g. create_graph=True then backward, gradgradcheck, Hessian-vector products), which the bridge does "
+        f"not support. Keep this op out of the double-differentiated path, or write the gradient as a "
+        f"bridged op of its own."
+    )
+    wrapped = iter(_DifferentiableOnce.apply(message, len(present), *present, *depends_on))
+    return [None if g is None else next(wrapped) for g in grads]

@@ -1,0 +1,281 @@
+"""A bridged op: a Python function that launches Warp kernels, called with tensors (``op``, ``kernel_op``).
+
+A :class:`WarpOp` knows the function's parameters (inputs, and the outputs it allocates), checks and wraps
+the arguments of a call, and runs the function; :mod:`.autograd` makes that differentiable.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+import warp
+
+from .. import _compat
+from . import arrays
+from .autograd import WarpFunction
+
+
+@dataclass
+class Output:
+    """An output parameter: its annotation says the dtype, ``spec`` the shape (see :func:`op`)."""
+
+    name: str
+    annotation: Any
+    spec: Any
+
+
+@dataclass
+class Call:
+    """One call's arguments as the function sees them."""
+
+    #: per input: (Warp array or plain value, the tensor a Warp array wraps or None)
+    inputs: list
+    #: per output: (Warp array, the tensor over the same memory)
+    outputs: list
+
+
+def _parameter_names(fn: Callable) -> list:
+    return list(inspect.signature(fn).parameters)
+
+
+def _call_by_name(fn: Callable, by_name: dict):
+    """Call ``fn`` with the arguments its parameter names select (``lambda x: x.shape`` gets ``x``)."""
+    return fn(**{name: by_name[name] for name in _parameter_names(fn)})
+
+
+def _as_shape(value) -> tuple:
+    return (value,) if isinstance(value, int) else tuple(value)
+
+
+class WarpOp:
+    """A differentiable PyTorch op made from a function that launches Warp kernels; see :func:`op`."""
+
+    def __init__(self, fn, outputs: dict, *, signature=None, globals_=None, name=None, location=None):
+        code = getattr(fn, "__code__", None)
+        self.fn = fn
+        self.name = name or getattr(fn, "__qualname__", repr(fn))
+        self.location = location or (f"{code.co_filename}:{code.co_firstlineno}" if code else "unknown location")
+        signature = signature or inspect.signature(fn)
+        globals_ = getattr(fn, "__globals__", {}) if globals_ is None else globals_
+        params = signature.parameters
+        where = self.describe()
+        if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params.values()):
+            raise TypeError(f"{where}: *args and **kwargs parameters are not supported; name every parameter.")
+        if not isinstance(outputs, dict) or not outputs:
+            raise TypeError(
+                f"{where}: outputs must be a non-empty dict from output parameter name to its shape, e.g. "
+                f"outputs={{'y': 'x'}} (y shaped like input x), got {outputs!r}."
+            )
+        unknown = [n for n in outputs if n not in params]
+        if unknown:
+            raise ValueError(
+                f"{where}: outputs names {unknown}, which are not parameters of the function "
+                f"(its parameters: {list(params)}). Add them as parameters the function writes into."
+            )
+        self.order = list(params)
+        self.inputs = [
+            arrays.Param(where, p.name, arrays.resolve_annotation(p.annotation, globals_))
+            for p in params.values()
+            if p.name not in outputs
+        ]
+        input_names = [p.name for p in self.inputs]
+        self.outputs = [
+            self._output(name, arrays.resolve_annotation(params[name].annotation, globals_), spec, input_names)
+            for name, spec in outputs.items()
+        ]
+        self.signature = signature.replace(parameters=[p for p in params.values() if p.name not in outputs])
+        functools.update_wrapper(self, fn, updated=())
+        self.__signature__ = self.signature
+
+    def _output(self, name: str, annotation, spec, input_names: list) -> Output:
+        where = f"{self.describe()}: output '{name}'"
+        if not arrays.is_array_annotation(annotation):
+            raise TypeError(
+                f"{where} must be annotated wp.array(dtype=..., ndim=...) so the bridge knows what to allocate, "
+                f"got {'no annotation' if annotation is arrays.EMPTY else repr(annotation)}."
+            )
+        if isinstance(spec, str):
+            if spec not in input_names:
+                raise ValueError(f"{where} is shaped like '{spec}', which is not an input (inputs: {input_names}).")
+        elif isinstance(spec, int) or (isinstance(spec, tuple) and all(isinstance(n, int) for n in spec)):
+            pass
+        elif callable(spec):
+            missing = [n for n in _parameter_names(spec) if n not in input_names]
+            if missing:
+                raise ValueError(
+                    f"{where}: its shape function takes {missing}, which are not inputs (inputs: {input_names}); "
+                    f"its parameter names pick the inputs it is called with."
+                )
+        else:
+            raise TypeError(
+                f"{where}: shape must be an input's name, an int or tuple of ints, or a function of inputs, "
+                f"got {spec!r}."
+            )
+        if annotation.dtype is Any and not isinstance(spec, str):
+            raise TypeError(
+                f"{where} is annotated with dtype=Any; give it a concrete dtype, or take shape and dtype from an "
+                f"input: outputs={{'{name}': '{input_names[0] if input_names else 'x'}'}}."
+            )
+        return Output(name, annotation, spec)
+
+    def describe(self) -> str:
+        return f"warp_zerostore.torch op '{self.name}' ({self.location})"
+
+    def __repr__(self) -> str:
+        return f"<{self.describe()}{self.signature}>"
+
+    # -- one call -------------------------------------------------------------------------------------------
+
+    def __call__(self, *args, **kwargs):
+        try:
+            bound = self.signature.bind(*args, **kwargs)
+        except TypeError as e:
+            raise TypeError(f"{self.describe()}: {e}; call it as {self.name}{self.signature}.") from None
+        bound.apply_defaults()
+        values = [bound.arguments[p.name] for p in self.inputs]
+        record = torch.is_grad_enabled() and any(isinstance(v, torch.Tensor) and v.requires_grad for v in values)
+        outputs = WarpFunction.apply(self, record, *values)
+        return outputs[0] if len(outputs) == 1 else outputs
+
+    def device_of(self, values) -> torch.device:
+        for param, value in zip(self.inputs, values):
+            if isinstance(value, torch.Tensor):
+                arrays.check_device(param, value, value.device, param.name)
+                return value.device
+        raise ValueError(f"{self.describe()} got no tensor argument, so it has no device to run on; pass a tensor.")
+
+    def prepare(self, values, device: torch.device) -> Call:
+        """Check and wrap the arguments, allocate the outputs (zero-filled, on ``device``)."""
+        first = next(p.name for p, v in zip(self.inputs, values) if isinstance(v, torch.Tensor))
+        inputs = [arrays.input_array(p, v, device, first) for p, v in zip(self.inputs, values)]
+        by_name = {p.name: value for p, (value, _) in zip(self.inputs, inputs)}
+        return Call(inputs, [self._allocate(out, by_name, device) for out in self.outputs])
+
+    def _allocate(self, out: Output, by_name: dict, device: torch.device):
+        where = f"{self.describe()}: output '{out.name}'"
+        dtype = out.annotation.dtype
+        if isinstance(out.spec, str):
+            like = by_name[out.spec]
+            if not isinstance(like, warp.array):
+                raise TypeError(f"{where} is shaped like '{out.spec}', which must then be a tensor, got {like!r}.")
+            shape = like.shape
+            dtype = like.dtype if dtype is Any else dtype
+        elif callable(out.spec):
+            shape = _as_shape(_call_by_name(out.spec, by_name))
+        else:
+            shape = _as_shape(out.spec)
+        if len(shape) != out.annotation.ndim:
+            raise ValueError(
+                f"{where} is {arrays.describe(out.annotation)} but its shape {shape} has {len(shape)} "
+                f"dimensions; make the shape and the annotation's ndim agree."
+            )
+        return arrays.output_array(dtype, shape, device)
+
+    def run(self, call: Call) -> None:
+        by_name = {p.name: value for p, (value, _) in zip(self.inputs, call.inputs)}
+        by_name.update({out.name: array for out, (array, _) in zip(self.outputs, call.outputs)})
+        self.fn(*(by_name[name] for name in self.order))
+
+
+def op(outputs: dict, *, name: str | None = None):
+    """Decorator: a function that launches Warp kernels on Warp arrays becomes a differentiable PyTorch op.
+
+    ``outputs`` maps each output parameter (annotated ``wp.array(dtype=..., ndim=...)``) to its shape: an
+    input's name (same shape, and same dtype when annotated ``dtype=Any``), an int or tuple, or a function
+    whose parameter names pick the inputs it gets (``lambda x, n: (x.shape[0], n)``). The op takes the other
+    parameters (tensors, or Python values), allocates the outputs zero-filled, calls the function with Warp
+    arrays over the tensors' memory, and returns the outputs as tensors: one tensor, or a tuple in the order
+    of ``outputs``.
+
+    Guarantees (details in :mod:`warp_zerostore.torch`): gradients are PyTorch autograd's for the same math;
+    Warp never touches a tensor's ``.grad`` (no leaf double counting); every backward call is independent
+    (``retain_graph``, gradcheck's reentrancy) and leaves ``grad_output`` unchanged; double backward raises
+    :class:`DoubleBackwardError`; contiguous inputs of the right dtype are not copied, others are copied once
+    (non-contiguous) or refused with an error naming the argument; kernels keep their ``zero_store`` flag;
+    on CUDA the work runs on PyTorch's current stream without synchronising the device. The function must
+    write only its outputs.
+
+    Example::
+
+        import torch
+        import warp_zerostore as wp
+        import warp_zerostore.torch as wpt
+
+        @wp.kernel
+        def scale(x: wp.array(dtype=float), s: float, y: wp.array(dtype=float)):
+            i = wp.tid()
+            y[i] = s * x[i]
+
+        @wpt.op(outputs={"y": "x"})
+        def scaled(x: wp.array(dtype=float), s: float, y: wp.array(dtype=float)):
+            wp.launch(scale, dim=x.shape, inputs=[x, s, y])
+
+        x = torch.ones(4, requires_grad=True)
+        scaled(x, 3.0).sum().backward()
+        assert torch.equal(x.grad, torch.full((4,), 3.0))
+    """
+
+    def decorate(fn):
+        return WarpOp(fn, outputs, name=name)
+
+    return decorate
+
+
+def kernel_op(kernel, outputs: dict, *, dim=None, name: str | None = None) -> WarpOp:
+    """One kernel as a differentiable PyTorch op: the shortcut for an :func:`op` that makes one launch.
+
+    The op's parameters are the kernel's, less the ``outputs`` (as in :func:`op`). ``dim`` is the launch
+    grid: an argument's name (its array shape), an int or tuple, or a function of the inputs; by default the
+    shape of the first output.
+
+    Example::
+
+        from typing import Any
+        import torch
+        import warp_zerostore as wp
+        import warp_zerostore.torch as wpt
+
+        @wp.kernel
+        def square(x: wp.array(dtype=Any), y: wp.array(dtype=Any)):
+            i = wp.tid()
+            y[i] = x[i] * x[i]
+
+        squared = wpt.kernel_op(square, outputs={"y": "x"})
+        x = torch.arange(3.0, requires_grad=True)
+        squared(x).sum().backward()
+        assert torch.equal(x.grad, 2 * x.detach())
+    """
+    if not isinstance(kernel, _compat.Kernel):
+        raise TypeError(f"kernel_op takes a @wp.kernel, got {kernel!r}; for a Python function use @wpt.op.")
+    fn = _compat.kernel_function(kernel)
+    signature = inspect.signature(fn)
+    names = list(signature.parameters)
+    first_output = next(iter(outputs), None) if isinstance(outputs, dict) else None
+    label = name or _compat.kernel_key(kernel)
+    if isinstance(dim, str) and dim not in names:
+        raise ValueError(f"kernel_op '{label}': dim names '{dim}', which is not a kernel parameter ({names}).")
+
+    def launch(*args):
+        by_name = dict(zip(names, args))
+        if dim is None or isinstance(dim, str):
+            grid = by_name[dim or first_output].shape
+        elif callable(dim):
+            grid = _as_shape(_call_by_name(dim, by_name))
+        else:
+            grid = dim
+        warp.launch(kernel, dim=grid, inputs=list(args))
+
+    bridged = WarpOp(
+        launch,
+        outputs,
+        signature=signature,
+        globals_=getattr(fn, "__globals__", {}),
+        name=label,
+        location=_compat.kernel_source_location(kernel),
+    )
+    functools.update_wrapper(bridged, fn, updated=())
+    return bridged
