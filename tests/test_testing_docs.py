@@ -19,7 +19,8 @@ README = pathlib.Path(__file__).resolve().parents[1] / "README.md"
 
 def section():
     text = README.read_text()
-    return text[text.index("## Checking your own kernels") : text.index("## How it works")]
+    start = text.index("## Checking your own kernels")
+    return text[start : text.index("\n## ", start + 1)]
 
 
 def load(code, directory, name):
