@@ -61,21 +61,93 @@ def current_copy_mode():
     return modes.validate(config.zero_store, "warp_zerostore.config.zero_store")
 
 
+# Element k of a copy's window is element (offset + k) of an array in row-major (logical) order, as in
+# wp.copy; these kernels walk that order for arrays of 1 to 4 dimensions, contiguous or strided views.
+# _gather_Nd reads a window into a contiguous buffer; _store_Nd adds it into (keep=1) or writes it over (keep=0)
+# a window.
+
+
 @warp.kernel(enable_backward=False)
-def _add_region(dest_grad: warp.array(dtype=Any), src_grad: warp.array(dtype=Any)):
-    i = warp.tid()
-    src_grad[i] = src_grad[i] + dest_grad[i]
+def _gather_1d(a: warp.array(dtype=Any), offset: int, out: warp.array(dtype=Any)):
+    k = warp.tid()
+    out[k] = a[offset + k]
 
 
-def _region(grad, offset: int, count: int, role: str):
-    if not grad.is_contiguous:
-        raise ValueError(
-            f"warp_zerostore: the Tape adjoint of wp.copy/assign needs a contiguous {role} gradient under "
-            "zero_store=True/False; copy into a contiguous array, or record this copy with "
-            "warp_zerostore.copy_zero_store(None) to keep Warp's own adjoint."
-        )
-    flat = grad.flatten()
-    return flat[offset : offset + count]
+@warp.kernel(enable_backward=False)
+def _gather_2d(a: warp.array2d(dtype=Any), offset: int, out: warp.array(dtype=Any)):
+    k = warp.tid()
+    f = offset + k
+    out[k] = a[f // a.shape[1], f % a.shape[1]]
+
+
+@warp.kernel(enable_backward=False)
+def _gather_3d(a: warp.array3d(dtype=Any), offset: int, out: warp.array(dtype=Any)):
+    k = warp.tid()
+    f = offset + k
+    out[k] = a[f // (a.shape[1] * a.shape[2]), (f // a.shape[2]) % a.shape[1], f % a.shape[2]]
+
+
+@warp.kernel(enable_backward=False)
+def _gather_4d(a: warp.array4d(dtype=Any), offset: int, out: warp.array(dtype=Any)):
+    k = warp.tid()
+    f = offset + k
+    s3 = a.shape[3]
+    s23 = a.shape[2] * s3
+    out[k] = a[f // (a.shape[1] * s23), (f // s23) % a.shape[1], (f // s3) % a.shape[2], f % s3]
+
+
+@warp.kernel(enable_backward=False)
+def _store_1d(a: warp.array(dtype=Any), offset: int, values: warp.array(dtype=Any), keep: int):
+    k = warp.tid()
+    if keep:
+        a[offset + k] = a[offset + k] + values[k]
+    else:
+        a[offset + k] = values[k]
+
+
+@warp.kernel(enable_backward=False)
+def _store_2d(a: warp.array2d(dtype=Any), offset: int, values: warp.array(dtype=Any), keep: int):
+    k = warp.tid()
+    f = offset + k
+    i = f // a.shape[1]
+    j = f % a.shape[1]
+    if keep:
+        a[i, j] = a[i, j] + values[k]
+    else:
+        a[i, j] = values[k]
+
+
+@warp.kernel(enable_backward=False)
+def _store_3d(a: warp.array3d(dtype=Any), offset: int, values: warp.array(dtype=Any), keep: int):
+    k = warp.tid()
+    f = offset + k
+    i = f // (a.shape[1] * a.shape[2])
+    j = (f // a.shape[2]) % a.shape[1]
+    l = f % a.shape[2]
+    if keep:
+        a[i, j, l] = a[i, j, l] + values[k]
+    else:
+        a[i, j, l] = values[k]
+
+
+@warp.kernel(enable_backward=False)
+def _store_4d(a: warp.array4d(dtype=Any), offset: int, values: warp.array(dtype=Any), keep: int):
+    k = warp.tid()
+    f = offset + k
+    s3 = a.shape[3]
+    s23 = a.shape[2] * s3
+    i = f // (a.shape[1] * s23)
+    j = (f // s23) % a.shape[1]
+    l = (f // s3) % a.shape[2]
+    m = f % s3
+    if keep:
+        a[i, j, l, m] = a[i, j, l, m] + values[k]
+    else:
+        a[i, j, l, m] = values[k]
+
+
+_GATHER = {1: _gather_1d, 2: _gather_2d, 3: _gather_3d, 4: _gather_4d}
+_STORE = {1: _store_1d, 2: _store_2d, 3: _store_3d, 4: _store_4d}
 
 
 def _adj_copy(adj_dest, adj_src, dest_offset=0, src_offset=0, count=0, stream=None, dest_retain_grad=False, **_):
@@ -88,11 +160,17 @@ def _adj_copy(adj_dest, adj_src, dest_offset=0, src_offset=0, count=0, stream=No
         )
     if count == 0:
         count = min(adj_dest.size - dest_offset, adj_src.size - src_offset)
-    dest_region = _region(adj_dest, dest_offset, count, "destination")
-    src_region = _region(adj_src, src_offset, count, "source")
-    warp.launch(_add_region, dim=count, inputs=[dest_region, src_region], device=adj_src.device, stream=stream)
+    if count <= 0:
+        return
+    device = adj_src.device
+    window = warp.empty(count, dtype=adj_dest.dtype, device=device)
+    warp.launch(_GATHER[adj_dest.ndim], dim=count, inputs=[adj_dest, dest_offset, window], device=device, stream=stream)
+    warp.launch(_STORE[adj_src.ndim], dim=count, inputs=[adj_src, src_offset, window, 1], device=device, stream=stream)
     if mode and not dest_retain_grad:
-        dest_region.zero_()
+        window.zero_()
+        warp.launch(
+            _STORE[adj_dest.ndim], dim=count, inputs=[adj_dest, dest_offset, window, 0], device=device, stream=stream
+        )
 
 
 def _wrap_record_func(original):
