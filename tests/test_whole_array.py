@@ -142,3 +142,21 @@ def test_2d_window(flag, device):
     if flag:
         expected.flat[2:5] = 0.0
     np.testing.assert_array_equal(dest.grad.numpy(), expected)
+
+
+@wp.kernel
+def total(a: wp.array(dtype=float), out: wp.array(dtype=float)):
+    wp.atomic_add(out, 0, a[wp.tid()])
+
+
+@pytest.mark.parametrize("flag", [True, False])
+def test_overlapping_self_copy(flag, device):
+    """y[1:4] = y[0:3] in place: zero mode gives the analytic gradient [2, 1, 1, 0] of sum(y)."""
+    y = wp.array([1.0, 2.0, 3.0, 4.0], dtype=float, requires_grad=True, device=device)
+    loss = wp.zeros(1, dtype=float, requires_grad=True, device=device)
+    with wp.Tape() as tape, wp.copy_zero_store(flag):
+        wp.copy(y, y, dest_offset=1, src_offset=0, count=3)
+        wp.launch(total, dim=4, inputs=[y, loss], device=device)
+    tape.backward(loss)
+    np.testing.assert_array_equal(y.numpy(), [1.0, 1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(y.grad.numpy(), [2.0, 1.0, 1.0, 0.0] if flag else [2.0, 2.0, 2.0, 1.0])

@@ -165,12 +165,11 @@ def _adj_copy(adj_dest, adj_src, dest_offset=0, src_offset=0, count=0, stream=No
     device = adj_src.device
     window = warp.empty(count, dtype=adj_dest.dtype, device=device)
     warp.launch(_GATHER[adj_dest.ndim], dim=count, inputs=[adj_dest, dest_offset, window], device=device, stream=stream)
-    warp.launch(_STORE[adj_src.ndim], dim=count, inputs=[adj_src, src_offset, window, 1], device=device, stream=stream)
     if mode and not dest_retain_grad:
-        window.zero_()
-        warp.launch(
-            _STORE[adj_dest.ndim], dim=count, inputs=[adj_dest, dest_offset, window, 0], device=device, stream=stream
-        )
+        # zero before adding: a self-copy's windows may overlap, and the source's share must survive
+        zeros = warp.zeros(count, dtype=adj_dest.dtype, device=device)
+        warp.launch(_STORE[adj_dest.ndim], dim=count, inputs=[adj_dest, dest_offset, zeros, 0], device=device, stream=stream)
+    warp.launch(_STORE[adj_src.ndim], dim=count, inputs=[adj_src, src_offset, window, 1], device=device, stream=stream)
 
 
 def _wrap_record_func(original):
