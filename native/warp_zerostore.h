@@ -214,7 +214,8 @@ CUDA_CALLABLE inline void component_store(const array_t<T>& buf, V value, Access
 // ---------------------------------------------------------------------------------------------------------
 // wp.tile_store(a, t, offset=...): the adjoint of wp::tile_store. A tile store overwrites a block of global
 // memory, so each element of the block behaves as a[i] = v. All threads of the block take part.
-// WP_ZS_TILE_INDEX_T is the element-index type of the installed Warp's tile_global_t::index.
+// WP_ZS_TILE_INDEX_T is the element-index type of the installed Warp's tile_global_t::index;
+// WP_ZS_HAS_TILE_GRAD_ZERO_GLOBAL says whether its tiles have grad_zero_global (Warp >= 1.10).
 
 template <bool Zero, typename T, typename AdjTile, typename Coord>
 CUDA_CALLABLE inline void tile_store_adjoint(array_t<T>& dest, Coord c, array_t<T>& adj_dest, AdjTile& adj_t)
@@ -228,6 +229,9 @@ CUDA_CALLABLE inline void tile_store_adjoint(array_t<T>& dest, Coord c, array_t<
     adj_t.grad_add(block);
 
     if (Zero && may_zero(dest)) {
+#if WP_ZS_HAS_TILE_GRAD_ZERO_GLOBAL
+        adj_t.grad_zero_global(block);  // Warp >= 1.10: each thread zeroes the elements it read
+#else
         using Strided = tile_layout_strided_t<typename AdjTile::Layout::Shape>;
         WP_TILE_SYNC();  // every thread has read its part of the block
         for (int linear = WP_TILE_THREAD_IDX; linear < Strided::Size; linear += WP_TILE_BLOCK_DIM) {
@@ -236,6 +240,7 @@ CUDA_CALLABLE inline void tile_store_adjoint(array_t<T>& dest, Coord c, array_t<
                 block.data.grad[idx] = T {};
         }
         WP_TILE_SYNC();
+#endif
     }
 }
 

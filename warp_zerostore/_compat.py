@@ -89,19 +89,26 @@ HAS_RETAIN_GRAD: bool = "retain_grad" in inspect.signature(warp.array.__init__).
 # Warp >= 1.19 emits component stores into array elements as differentiable "slot" stores itself.
 HAS_SLOT_STORES: bool = hasattr(Adjoint, "array_slot_adjoint")
 
-def _tile_index_type() -> str:
-    """The element-index type of ``tile_global_t::index`` in the installed Warp's tile.h (int, later int64_t)."""
+def _tile_header() -> str:
+    """The installed Warp's native tile.h, read to detect what its tiles offer."""
     import pathlib  # noqa: PLC0415
 
-    header = pathlib.Path(warp.__file__).parent / "native" / "tile.h"
     try:
-        text = header.read_text(encoding="utf-8", errors="replace")
+        return (pathlib.Path(warp.__file__).parent / "native" / "tile.h").read_text(encoding="utf-8", errors="replace")
     except OSError:
-        return "int64_t" if WARP_VERSION >= (1, 13, 0) else "int"
-    return "int64_t" if "bool index(const Coord& coord, int64_t& out)" in text else "int"
+        return ""
 
 
-TILE_INDEX_TYPE: str = _tile_index_type()
+_TILE_H = _tile_header()
+
+# The element-index type of tile_global_t::index: int, int64_t in 1.19.
+if _TILE_H:
+    TILE_INDEX_TYPE: str = "int64_t" if "bool index(const Coord& coord, int64_t& out)" in _TILE_H else "int"
+else:
+    TILE_INDEX_TYPE = "int64_t" if WARP_VERSION >= (1, 13, 0) else "int"
+
+# Warp >= 1.10 tiles can zero the global gradient block they read (grad_zero_global).
+HAS_TILE_GRAD_ZERO_GLOBAL: bool = ("grad_zero_global" in _TILE_H) if _TILE_H else WARP_VERSION >= (1, 10, 0)
 
 # Warp >= 1.10 zeroes in its stock tile_store adjoint; 1.9 accumulates.
 STOCK_TILE_STORE_ZEROES: bool = WARP_VERSION >= (1, 10, 0)

@@ -53,6 +53,7 @@ def module_prelude() -> str:
         f"// ---- begin warp_zerostore/native/{HEADER_NAME} ----\n"
         f"#define WP_ZS_HAS_RETAIN_GRAD {1 if _compat.HAS_RETAIN_GRAD else 0}\n"
         f"#define WP_ZS_TILE_INDEX_T {_compat.TILE_INDEX_TYPE}\n"
+        f"#define WP_ZS_HAS_TILE_GRAD_ZERO_GLOBAL {1 if _compat.HAS_TILE_GRAD_ZERO_GLOBAL else 0}\n"
         f"{header_text()}\n"
         f"// ---- end warp_zerostore/native/{HEADER_NAME} ----\n"
     )
