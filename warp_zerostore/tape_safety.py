@@ -1,0 +1,409 @@
+"""Overwrite safety on the Tape: hazards that name the bug, and snapshots that make in-place updates differentiable.
+
+Warp's backward pass replays each recorded kernel against arrays as they are at ``backward()`` time, not as
+they were when the launch was recorded. :class:`Tape` watches recorded launches for three hazards:
+
+* **overwrite** (write after write): elements one launch wrote are written again by a later launch. A real
+  error only when the later kernel does not zero its store adjoints (``zero_store=True``, or Warp >= 1.13's
+  stock behaviour); otherwise it is kept in ``tape.hazards`` with ``real=False`` and not warned about.
+* **stale read** (write after read): a launch changes an array that an earlier launch, or the same launch,
+  reads; the earlier launch's backward will re-read the new values.
+* **mutated after record**: an array a recorded launch reads changed outside recorded launches (``assign``,
+  ``fill_``, NumPy/Torch writes through shared memory, untaped launches), found by content checksums at the
+  next recorded launch that touches it, or at ``backward()``.
+
+Precision: written elements come from a content diff (copy before the launch, compare after), so they are
+element-precise, but a store of the value already there is invisible. Reads are per argument: "launch j reads
+``x``" means the kernel's source reads some element of ``x`` (:mod:`.kernel_access`), so a later write to any
+element of ``x`` is a stale read of it, even if the elements differ (conservative: no instrumented kernels).
+
+``snapshot=True`` saves, before a recorded launch, every array it may write that a recorded launch (earlier
+or this one) reads, and restores them in reverse order during ``backward()``; when ``backward()`` returns,
+arrays hold their values from the end of the forward pass again.
+
+Checks and snapshots act only on launches made through ``warp.launch`` / ``warp.launch_tiled`` (which the
+Tape intercepts while it is entered with checks or snapshots on); with ``check="off"`` and
+``snapshot=False`` (the default) the Tape is Warp's own and launches are untouched.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import sys
+import warnings
+
+import numpy as np
+import warp
+
+from . import _compat, config, modes
+from .kernel_access import argument_access
+
+CHECK_LEVELS = ("off", "warn", "error")
+
+OVERWRITE = "overwrite"
+STALE_READ = "stale read"
+MUTATED = "mutated after record"
+KINDS = (OVERWRITE, STALE_READ, MUTATED)
+
+
+class OverwriteWarning(UserWarning):
+    """A recorded launch sequence whose backward pass reads or accumulates the wrong values."""
+
+
+class OverwriteError(RuntimeError):
+    """Raised by ``Tape(check="error")`` at the launch that creates a hazard (at ``backward()`` for mutations)."""
+
+
+def validate_check(value, where: str) -> str:
+    if value not in CHECK_LEVELS:
+        raise ValueError(f"{where} must be one of 'off', 'warn', 'error', got {value!r}")
+    return value
+
+
+@dataclasses.dataclass(frozen=True)
+class Site:
+    """One recorded launch of one kernel: index in ``tape.launches``, the kernel, the argument, where launched."""
+
+    launch: int
+    kernel: str
+    argument: str
+    location: str
+
+    def describe(self) -> str:
+        return f"kernel '{self.kernel}' (launch #{self.launch} at {self.location}), argument '{self.argument}'"
+
+
+@dataclasses.dataclass(frozen=True)
+class Hazard:
+    """One distinct hazard. ``writer`` changed values that ``reader`` (stale read, mutation) or an earlier
+    ``writer`` (overwrite: ``earlier``) depends on. ``real`` is False for an overwrite whose later writer zeroes
+    its store adjoints."""
+
+    kind: str
+    writer: Site | None
+    reader: Site | None = None
+    earlier: Site | None = None
+    real: bool = True
+    elements: int = 0
+
+    def key(self) -> tuple:
+        def site(s):
+            return None if s is None else (s.kernel, s.argument, s.location)
+
+        return (self.kind, site(self.writer), site(self.reader), site(self.earlier), self.real)
+
+    def message(self) -> str:
+        if self.kind == OVERWRITE:
+            verdict = (
+                "a real error: the later kernel does not zero its store adjoints, so the gradient of the "
+                "overwritten values leaks into the earlier launch; decorate it with @wp.kernel(zero_store=True)"
+                if self.real
+                else "safe: the later kernel zeroes its store adjoints"
+            )
+            return (
+                f"overwrite: {self.elements} element(s) written by {self.earlier.describe()} are written again by "
+                f"{self.writer.describe()}; {verdict}."
+            )
+        if self.kind == STALE_READ:
+            same = self.reader.launch == self.writer.launch
+            return (
+                f"stale read: {self.writer.describe()} changes {self.elements} element(s) of an array that "
+                f"{'the same launch reads as' if same else self.reader.describe() + ' reads;'}"
+                f"{' argument ' + repr(self.reader.argument) + ';' if same else ''} its backward pass will re-read "
+                "the new values. Write to a new array, or record with wp.Tape(snapshot=True)."
+            )
+        return (
+            f"mutated after record: the array read by {self.reader.describe()} changed after the launch was "
+            f"recorded, outside any recorded kernel launch (wp.copy, assign, fill_, NumPy or Torch writes, untaped launches; "
+            f"found {'at launch #' + str(self.writer.launch) + ' at ' + self.writer.location if self.writer else 'at backward()'}); "
+            "its backward pass will read the new values. Do not modify arrays a Tape will re-read, or copy them."
+        )
+
+
+# Every hazard any Tape finds, while ``python -m warp_zerostore check`` collects them.
+_sink: list | None = None
+
+
+def _call_site() -> str:
+    skip = _compat.warp_package_dirs() + (os.path.dirname(__file__) + os.sep,)
+    frame = sys._getframe(2)
+    while frame is not None and frame.f_code.co_filename.startswith(skip):
+        frame = frame.f_back
+    if frame is None:
+        return "<unknown>"
+    return f"{frame.f_code.co_filename}:{frame.f_lineno}"
+
+
+def _host_copy(arr) -> np.ndarray:
+    return np.array(arr.numpy(), copy=True)
+
+
+def _element_bytes(values: np.ndarray, shape: tuple) -> np.ndarray:
+    return np.ascontiguousarray(values).view(np.uint8).reshape(tuple(shape) + (-1,))
+
+
+def _changed(before: np.ndarray, after: np.ndarray, shape: tuple) -> np.ndarray:
+    """Bool per Warp element (a vec3 is one element): its bytes differ."""
+    return np.any(_element_bytes(before, shape) != _element_bytes(after, shape), axis=-1)
+
+
+def _checksum(values: np.ndarray) -> str:
+    return hashlib.blake2b(np.ascontiguousarray(values).tobytes(), digest_size=16).hexdigest()
+
+
+def _zeroes_store_adjoints(kernel) -> bool:
+    mode = modes.effective_mode(kernel)
+    return mode is True or (mode is None and _compat.STOCK_STORE_ZEROES)
+
+
+def _device_copy(arr):
+    with _compat.no_active_tape():
+        return warp.clone(arr, requires_grad=False)
+
+
+def _copy_into(dest, src) -> None:
+    with _compat.no_active_tape():
+        warp.copy(dest, src)
+
+
+class _Restore:
+    """A Tape entry run by ``backward()`` just before the adjoint of the launch it follows: the arrays that
+    launch wrote get their pre-launch values back."""
+
+    def __init__(self, pairs):
+        self.pairs = pairs  # [(array, snapshot)]
+
+    def __call__(self):
+        for arr, snap in self.pairs:
+            _copy_into(arr, snap)
+
+
+class _Tracked:
+    """What the Tape knows about one array."""
+
+    def __init__(self, arr):
+        self.array = arr  # keeps id() unique while tracked
+        self.checksum = None  # content after the last recorded launch that touched it
+        self.last_writer = None  # np.int64 per element: launch index of the last recorded writer, -1 none
+        self.writer_sites: dict = {}  # launch index -> Site
+        self.readers: dict = {}  # (kernel, argument, location) -> Site of the first such read
+        self.read = False
+
+
+def _launch_hook(original, args, kwargs):
+    tape = _compat.active_tape()
+    if isinstance(tape, Tape) and tape._intercepts():
+        return tape._recorded_launch(original, args, kwargs)
+    return original(*args, **kwargs)
+
+
+class Tape(_compat.WarpTape):
+    """Warp's Tape, with overwrite checks and snapshots.
+
+    ``check``: ``"off"`` (default: ``warp_zerostore.config.check``), ``"warn"`` (an :class:`OverwriteWarning`
+    per distinct real hazard) or ``"error"`` (:class:`OverwriteError` at the launch that creates it, or at
+    ``backward()`` for a mutation). Every hazard found, real or not, is in ``tape.hazards``.
+    ``snapshot=True`` makes in-place updates of arrays that recorded launches read differentiable;
+    ``tape.snapshot_bytes`` says how much it saved, ``tape.reset()`` frees it.
+
+    Example::
+
+        import warp_zerostore as wp
+
+        @wp.kernel(zero_store=True)
+        def square_in_place(x: wp.array(dtype=float)):
+            i = wp.tid()
+            x[i] = x[i] * x[i]
+
+        x = wp.array([3.0], dtype=float, requires_grad=True)
+        tape = wp.Tape(snapshot=True)
+        with tape:
+            wp.launch(square_in_place, dim=1, inputs=[x])
+            wp.launch(square_in_place, dim=1, inputs=[x])
+        tape.backward(grads={x: wp.array([1.0], dtype=float)})
+        assert x.grad.numpy()[0] == 108.0  # d(x**4)/dx at 3
+        assert x.numpy()[0] == 81.0 and tape.snapshot_bytes == 8
+    """
+
+    def __init__(self, check=None, snapshot: bool = False):
+        super().__init__()
+        self.check = validate_check(config.check if check is None else check, "Tape(check=...)")
+        self.snapshot = bool(snapshot)
+        self.hazards: list = []
+        self._hazard_keys: set = set()
+        self._hooked = False
+        self._clear_tracking()
+
+    def _clear_tracking(self):
+        self._tracked: dict = {}
+        self._snapshotted: dict = {}  # id -> array with at least one snapshot
+        self.snapshot_bytes = 0
+
+    def _intercepts(self) -> bool:
+        return self.check != "off" or self.snapshot
+
+    # -- entering and leaving: the launch hook exists only while a checking or snapshotting Tape is entered
+
+    def __enter__(self):
+        result = super().__enter__()
+        if self._intercepts():
+            _compat.install_launch_hook(_launch_hook)
+            self._hooked = True
+        return result
+
+    def __exit__(self, exc_type, exc_value, traceback):
+        try:
+            return super().__exit__(exc_type, exc_value, traceback)
+        finally:
+            if self._hooked:
+                self._hooked = False
+                _compat.remove_launch_hook()
+
+    # -- recording
+
+    def _track(self, arr) -> _Tracked:
+        tracked = self._tracked.get(id(arr))
+        if tracked is None:
+            tracked = self._tracked[id(arr)] = _Tracked(arr)
+        return tracked
+
+    def _recorded_launch(self, original, args, kwargs):
+        a = _compat.launch_arguments(args, kwargs)
+        if a.get("adjoint") or not a.get("record_tape", True) or a.get("record_cmd"):
+            return original(*args, **kwargs)
+        kernel = a["kernel"]
+        access = argument_access(kernel)
+        values = list(a.get("inputs") or []) + list(a.get("outputs") or [])
+        arrays = []  # (label, array), each array once (first label)
+        seen = set()
+        for label, value in zip(_compat.kernel_argument_labels(kernel), values):
+            if label in access and isinstance(value, warp.array) and id(value) not in seen:
+                seen.add(id(value))
+                arrays.append((label, value))
+        location = _call_site()
+        index = len(self.launches)
+        checking = self.check != "off"
+        found = []
+
+        before = {}
+        if checking:
+            for label, arr in arrays:
+                before[label] = _host_copy(arr)
+                tracked = self._tracked.get(id(arr))
+                if tracked is not None and tracked.read and tracked.checksum != _checksum(before[label]):
+                    for reader in tracked.readers.values():
+                        found.append(Hazard(MUTATED, writer=Site(index, kernel.key, label, location), reader=reader))
+
+        snapshots = []
+        if self.snapshot:
+            for label, arr in arrays:
+                use = access[label]
+                tracked = self._tracked.get(id(arr))
+                if use.writes and (use.reads or (tracked is not None and tracked.read)):
+                    snapshots.append((label, arr, _device_copy(arr)))
+
+        result = original(*args, **kwargs)
+        if len(self.launches) <= index:  # not recorded (e.g. the Tape was left inside the launch)
+            return result
+        kernel = self.launches[index][0]  # the overload actually launched
+
+        for label, arr in arrays:
+            if access[label].reads:
+                tracked = self._track(arr)
+                tracked.read = True
+                site = Site(index, kernel.key, label, location)
+                tracked.readers.setdefault((site.kernel, site.argument, site.location), site)
+
+        if checking:
+            for label, arr in arrays:
+                after = _host_copy(arr)
+                tracked = self._track(arr)
+                changed = _changed(before[label], after, arr.shape)
+                count = int(changed.sum())
+                if count:
+                    found.extend(self._write_hazards(tracked, changed, count, kernel, label, location, index, access))
+                tracked.checksum = _checksum(after)
+            # A snapshot of an array the launch did not change is not needed.
+            snapshots = [s for s in snapshots if _changed(before[s[0]], _host_copy(s[1]), s[1].shape).any()]
+
+        if snapshots:
+            for _, arr, snap in snapshots:
+                self._snapshotted[id(arr)] = arr
+                self.snapshot_bytes += snap.size * _compat.dtype_size_bytes(snap.dtype)
+            self.launches.append(_Restore([(arr, snap) for _, arr, snap in snapshots]))
+
+        self._report(found, stacklevel=5)  # _report <- here <- hook <- warp.launch <- the user's line
+        return result
+
+    def _write_hazards(self, tracked, changed, count, kernel, label, location, index, access):
+        found = []
+        writer = Site(index, kernel.key, label, location)
+        use = access[label]
+        if tracked.last_writer is None:
+            tracked.last_writer = np.full(changed.shape, -1, dtype=np.int64)
+        if use.stores:  # accumulation over earlier values (atomic_add) is exact, not an overwrite
+            earlier = tracked.last_writer[changed]
+            earlier = earlier[earlier >= 0]
+            if earlier.size:
+                launches, counts = np.unique(earlier, return_counts=True)
+                for j, n in zip(launches.tolist(), counts.tolist()):
+                    found.append(
+                        Hazard(
+                            OVERWRITE,
+                            writer=writer,
+                            earlier=tracked.writer_sites[j],
+                            real=not _zeroes_store_adjoints(kernel),
+                            elements=int(n),
+                        )
+                    )
+        for reader in tracked.readers.values():
+            found.append(Hazard(STALE_READ, writer=writer, reader=reader, elements=count))
+        tracked.last_writer[changed] = index
+        tracked.writer_sites[index] = writer
+        return found
+
+    def _report(self, found, stacklevel: int):
+        errors = []
+        for hazard in found:
+            if hazard.key() in self._hazard_keys:
+                continue
+            self._hazard_keys.add(hazard.key())
+            self.hazards.append(hazard)
+            if _sink is not None:
+                _sink.append(hazard)
+            if not hazard.real:
+                continue
+            if self.check == "error":
+                errors.append(hazard)
+            elif self.check == "warn":
+                warnings.warn(OverwriteWarning(hazard.message()), stacklevel=stacklevel)
+        if errors:
+            raise OverwriteError("\n".join(h.message() for h in errors))
+
+    # -- backward and reset
+
+    def _check_mutations(self):
+        found = []
+        for tracked in self._tracked.values():
+            if tracked.read and tracked.checksum is not None:
+                if _checksum(_host_copy(tracked.array)) != tracked.checksum:
+                    for reader in tracked.readers.values():
+                        found.append(Hazard(MUTATED, writer=None, reader=reader))
+        self._report(found, stacklevel=4)  # _report <- here <- backward <- the user's line
+
+    def backward(self, loss=None, grads=None):
+        if self.check != "off":
+            self._check_mutations()
+        final = [(arr, _device_copy(arr)) for arr in self._snapshotted.values()]
+        try:
+            super().backward(loss=loss, grads=grads)
+        finally:
+            for arr, copy in final:  # the forward pass's final values, again
+                _copy_into(arr, copy)
+
+    def reset(self):
+        """Clear the recorded launches, zero the gradients and free the snapshots (``hazards`` are kept)."""
+        super().reset()
+        self._clear_tracking()
