@@ -337,3 +337,41 @@ def test_check_command_passes_a_clean_script_and_its_arguments(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     assert "args ['--steps', '3'] warp_zerostore.tape_safety" in done.stdout
     assert "warp_zerostore check: 0 hazard(s)" in done.stdout
+
+
+# -- the README's example and the public docstrings' examples run as written
+
+
+def _run_example(code, tmp_path, name):
+    import importlib.util
+    import textwrap
+
+    path = tmp_path / f"{name}.py"
+    path.write_text(textwrap.dedent(code))
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        del sys.modules[name]
+
+
+def test_readme_tape_safety_example(tmp_path):
+    import pathlib
+    import re
+
+    text = (pathlib.Path(ROOT) / "README.md").read_text()
+    section = text.split("## Tape safety", 1)[1].split("\n## ", 1)[0]
+    (code,) = re.findall(r"```python\n(.*?)```", section, re.S)
+    with pytest.warns(wp.OverwriteWarning):
+        _run_example(code, tmp_path, "readme_tape_safety")
+
+
+@pytest.mark.parametrize("obj", ["Tape", "argument_access"])
+def test_docstring_example(obj, tmp_path):
+    import warp_zerostore.kernel_access as kernel_access
+
+    target = {"Tape": wp.Tape, "argument_access": kernel_access.argument_access}[obj]
+    code = target.__doc__.split("Example::", 1)[1]
+    _run_example(code, tmp_path, f"doc_{obj.lower()}")
