@@ -19,7 +19,7 @@ README = pathlib.Path(__file__).resolve().parents[1] / "README.md"
 
 def section():
     text = README.read_text()
-    return text[text.index("## Checking your own kernels") : text.index("## How it works")]
+    return text[text.index("## Checking your own kernels") : text.index("## PyTorch bridge")]
 
 
 def load(code, directory, name):
