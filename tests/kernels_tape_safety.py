@@ -47,6 +47,26 @@ def mul_into(a: wp.array(dtype=f64), b: wp.array(dtype=f64), c: wp.array(dtype=f
     c[i] = a[i] * b[i]
 
 
+@wp.kernel(zero_store=True)
+def twist_in_place(a: wp.array(dtype=wp.vec3d)):
+    i = wp.tid()
+    p = a[i]
+    a[i] = wp.vec3d(p[1] * p[2], p[0] + p[2] * p[2], wp.sin(p[0]))
+
+
+@wp.kernel
+def twist_out(a: wp.array(dtype=wp.vec3d), out: wp.array(dtype=wp.vec3d)):
+    i = wp.tid()
+    p = a[i]
+    out[i] = wp.vec3d(p[1] * p[2], p[0] + p[2] * p[2], wp.sin(p[0]))
+
+
+@wp.kernel
+def vec_loss(a: wp.array(dtype=wp.vec3d), loss: wp.array(dtype=f64)):
+    p = a[wp.tid()]
+    wp.atomic_add(loss, 0, p[0] * p[0] + f64(2.0) * p[1] + f64(3.0) * p[2] * p[1])
+
+
 # Their one-array-per-write twins
 
 

@@ -105,6 +105,26 @@ def test_reading_x_and_writing_y_is_not_a_hazard(device):
     assert tape.hazards == []
 
 
+def test_views_of_one_buffer_are_connected_element_by_element(device):
+    x, y = arr([1.0, 2.0, 3.0, 4.0], device), arr([0.0, 0.0], device)
+    tape = wp.Tape(check="warn")
+    with pytest.warns(wp.OverwriteWarning, match="stale read: kernel 'fill_keep'.*changes 1 element.*double_into"):
+        with tape:
+            wp.launch(k.double_into, dim=2, inputs=[x[0:2], y], device=device)  # reads x[0], x[1]
+            wp.launch(k.fill_keep, dim=2, inputs=[x[1:3], 0, f64(5.0)], device=device)  # writes x[1], x[2]
+    (hazard,) = tape.hazards
+    assert hazard.elements == 1
+
+
+def test_a_view_written_after_another_view_was_read_is_not_a_hazard_when_disjoint(device):
+    x, y = arr([1.0, 2.0, 3.0, 4.0], device), arr([0.0, 0.0], device)
+    tape = wp.Tape(check="error")
+    with tape:
+        wp.launch(k.double_into, dim=2, inputs=[x[0:2], y], device=device)
+        wp.launch(k.fill_keep, dim=2, inputs=[x[2:4], 0, f64(5.0)], device=device)
+    assert tape.hazards == []
+
+
 def test_in_place_update_is_a_stale_read_of_its_own_launch(device):
     a = arr([2.0], device)
     tape = wp.Tape(check="warn")
@@ -231,6 +251,61 @@ def test_snapshot_and_check_together_still_report(device):
     with pytest.warns(wp.OverwriteWarning):
         tape, got, ref, _ = euler_gradients(device, steps=3, snapshot=True, check="warn")
     np.testing.assert_allclose(got[0], ref[0], rtol=1e-10)
+
+
+def test_snapshots_of_a_strided_vec3_view_and_an_empty_array(device):
+    rng = np.random.default_rng(1)
+    start = rng.uniform(-1, 1, (8, 3))
+    # reference: one array per step
+    a0 = wp.array(start[::2], dtype=wp.vec3d, device=device, requires_grad=True)
+    a1 = wp.empty_like(a0, requires_grad=True)
+    a2 = wp.empty_like(a0, requires_grad=True)
+    ref_loss = wp.zeros(1, dtype=f64, device=device, requires_grad=True)
+    with wp.Tape() as ref:
+        wp.launch(k.twist_out, dim=4, inputs=[a0], outputs=[a1], device=device)
+        wp.launch(k.twist_out, dim=4, inputs=[a1], outputs=[a2], device=device)
+        wp.launch(k.vec_loss, dim=4, inputs=[a2, ref_loss], device=device)
+    ref.backward(ref_loss)
+    # in place on every other row of a larger array (a non-contiguous view)
+    base = wp.array(start, dtype=wp.vec3d, device=device, requires_grad=True)
+    view = base[::2]
+    empty = wp.zeros(0, dtype=wp.vec3d, device=device, requires_grad=True)
+    loss = wp.zeros(1, dtype=f64, device=device, requires_grad=True)
+    tape = wp.Tape(snapshot=True, check="warn")
+    with pytest.warns(wp.OverwriteWarning, match="twist_in_place"):
+        with tape:
+            wp.launch(k.twist_in_place, dim=0, inputs=[empty], device=device)
+            wp.launch(k.twist_in_place, dim=4, inputs=[view], device=device)
+            wp.launch(k.twist_in_place, dim=4, inputs=[view], device=device)
+            wp.launch(k.vec_loss, dim=4, inputs=[view, loss], device=device)
+    tape.backward(loss)
+    np.testing.assert_allclose(loss.numpy(), ref_loss.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(base.grad.numpy()[::2], a0.grad.numpy(), rtol=1e-10)
+    np.testing.assert_array_equal(base.grad.numpy()[1::2], 0.0)
+    np.testing.assert_array_equal(base.numpy()[1::2], start[1::2])  # rows the view skips are untouched
+    np.testing.assert_allclose(view.numpy(), a2.numpy(), rtol=1e-12)
+    assert tape.snapshot_bytes == 2 * 4 * 24  # the empty array's launch changed nothing: no copy kept
+
+
+def test_snapshot_of_a_view_overwritten_after_the_whole_array_was_read(device):
+    def run(snapshot):
+        x = arr([0.5, 1.5, -1.0, 2.0], device)
+        y = arr([0.0] * 4, device)
+        loss = wp.zeros(1, dtype=f64, device=device, requires_grad=True)
+        tape = wp.Tape(snapshot=snapshot)
+        with tape:
+            wp.launch(k.accumulate, dim=4, inputs=[x, loss], device=device)  # reads all of x
+            wp.launch(k.square_in_place, dim=2, inputs=[x[1:3]], device=device)  # then changes x[1], x[2]
+            wp.launch(k.accumulate, dim=4, inputs=[x, loss], device=device)
+        tape.backward(loss)
+        return x.grad.numpy(), tape.snapshot_bytes
+
+    # loss = sum x^2 + sum x'^2 with x'[1:3] = x[1:3]^2: d/dx = 2x + (2x or 4x^3)
+    expected = np.array([2 * 0.5 + 2 * 0.5, 2 * 1.5 + 4 * 1.5**3, 2 * -1.0 + 4 * -1.0, 2 * 2.0 + 2 * 2.0])
+    grad, saved = run(snapshot=True)
+    np.testing.assert_allclose(grad, expected, rtol=1e-12)
+    assert saved == 2 * 8  # the view, not the whole array
+    assert not np.allclose(run(snapshot=False)[0], expected)
 
 
 # -- snapshots: drawn in-place programs against their one-array-per-write twins

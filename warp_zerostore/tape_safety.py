@@ -146,6 +146,8 @@ def _element_bytes(values: np.ndarray, shape: tuple) -> np.ndarray:
 
 def _changed(before: np.ndarray, after: np.ndarray, shape: tuple) -> np.ndarray:
     """Bool per Warp element (a vec3 is one element): its bytes differ."""
+    if before.size == 0:
+        return np.zeros(shape, dtype=bool)
     return np.any(_element_bytes(before, shape) != _element_bytes(after, shape), axis=-1)
 
 
@@ -181,16 +183,48 @@ class _Restore:
 
 
 class _Tracked:
-    """What the Tape knows about one array."""
+    """What the Tape knows about one array object (its content, for mutation checks)."""
 
     def __init__(self, arr):
         self.array = arr  # keeps id() unique while tracked
-        self.checksum = None  # content after the last recorded launch that touched it
-        self.last_writer = None  # np.int64 per element: launch index of the last recorded writer, -1 none
-        self.writer_sites: dict = {}  # launch index -> Site
+        self.checksum = None  # content after the last recorded launch that passed it
         self.readers: dict = {}  # (kernel, argument, location) -> Site of the first such read
         self.read = False
 
+
+# Elements are tracked by memory address (per device), so views of one buffer (x, x[1:], x[::2]) are connected.
+
+
+def _addresses(arr) -> np.ndarray:
+    """The address of each element of an array (its shape), from its pointer and byte strides."""
+    out = np.full(arr.shape, int(arr.ptr or 0), dtype=np.int64)
+    for axis, (size, stride) in enumerate(zip(arr.shape, arr.strides)):
+        index_shape = [1] * len(arr.shape)
+        index_shape[axis] = size
+        out = out + (np.arange(size, dtype=np.int64) * int(stride)).reshape(index_shape)
+    return out
+
+
+def _span(arr) -> tuple:
+    """``[first, last)`` bytes an array's elements occupy."""
+    if arr.size == 0 or not arr.ptr:
+        return (0, 0)
+    first = int(arr.ptr) + sum(min(0, (n - 1) * s) for n, s in zip(arr.shape, arr.strides))
+    last = int(arr.ptr) + sum(max(0, (n - 1) * s) for n, s in zip(arr.shape, arr.strides))
+    return (first, last + _compat.dtype_size_bytes(arr.dtype))
+
+
+class _Memory:
+    """Per device: which recorded launch last wrote each address, and which addresses each read site read."""
+
+    def __init__(self):
+        self.written = np.zeros(0, dtype=np.int64)  # sorted addresses
+        self.writer = np.zeros(0, dtype=np.int64)  # index into Tape._sites, aligned with ``written``
+        self.reads: dict = {}  # (kernel, argument, location) -> [Site, sorted addresses]
+        self.read_spans: set = set()  # [first, last) of every array a recorded launch read
+
+    def overlaps_read(self, span) -> bool:
+        return any(first < span[1] and span[0] < last for first, last in self.read_spans)
 
 def _launch_hook(original, args, kwargs):
     tape = _compat.active_tape()
@@ -238,6 +272,8 @@ class Tape(_compat.WarpTape):
 
     def _clear_tracking(self):
         self._tracked: dict = {}
+        self._memory: dict = {}  # device -> _Memory
+        self._sites: list = []  # writer Sites, indexed from _Memory.writer
         self._snapshotted: dict = {}  # id -> array with at least one snapshot
         self.snapshot_bytes = 0
 
@@ -300,8 +336,7 @@ class Tape(_compat.WarpTape):
         if self.snapshot:
             for label, arr in arrays:
                 use = access[label]
-                tracked = self._tracked.get(id(arr))
-                if use.writes and (use.reads or (tracked is not None and tracked.read)):
+                if use.writes and arr.size and (use.reads or self._memory_of(arr).overlaps_read(_span(arr))):
                     snapshots.append((label, arr, _device_copy(arr)))
 
         result = original(*args, **kwargs)
@@ -310,20 +345,30 @@ class Tape(_compat.WarpTape):
         kernel = self.launches[index][0]  # the overload actually launched
 
         for label, arr in arrays:
-            if access[label].reads:
+            if access[label].reads and arr.size:
                 tracked = self._track(arr)
                 tracked.read = True
                 site = Site(index, kernel.key, label, location)
-                tracked.readers.setdefault((site.kernel, site.argument, site.location), site)
+                key = (site.kernel, site.argument, site.location)
+                tracked.readers.setdefault(key, site)
+                memory = self._memory_of(arr)
+                memory.read_spans.add(_span(arr))
+                if checking:
+                    addresses = np.unique(_addresses(arr))
+                    entry = memory.reads.get(key)
+                    if entry is None:
+                        memory.reads[key] = [site, addresses]
+                    else:
+                        entry[1] = np.union1d(entry[1], addresses)
 
         if checking:
             for label, arr in arrays:
                 after = _host_copy(arr)
                 tracked = self._track(arr)
                 changed = _changed(before[label], after, arr.shape)
-                count = int(changed.sum())
-                if count:
-                    found.extend(self._write_hazards(tracked, changed, count, kernel, label, location, index, access))
+                if changed.any():
+                    writer = Site(index, kernel.key, label, location)
+                    found.extend(self._write_hazards(arr, changed, writer, kernel, access[label]))
                 tracked.checksum = _checksum(after)
             # A snapshot of an array the launch did not change is not needed.
             snapshots = [s for s in snapshots if _changed(before[s[0]], _host_copy(s[1]), s[1].shape).any()]
@@ -337,31 +382,39 @@ class Tape(_compat.WarpTape):
         self._report(found, stacklevel=5)  # _report <- here <- hook <- warp.launch <- the user's line
         return result
 
-    def _write_hazards(self, tracked, changed, count, kernel, label, location, index, access):
+    def _memory_of(self, arr) -> _Memory:
+        key = str(arr.device)
+        memory = self._memory.get(key)
+        if memory is None:
+            memory = self._memory[key] = _Memory()
+        return memory
+
+    def _write_hazards(self, arr, changed, writer: Site, kernel, use) -> list:
         found = []
-        writer = Site(index, kernel.key, label, location)
-        use = access[label]
-        if tracked.last_writer is None:
-            tracked.last_writer = np.full(changed.shape, -1, dtype=np.int64)
+        memory = self._memory_of(arr)
+        written = np.unique(_addresses(arr)[changed])
+        earlier = np.isin(memory.written, written, assume_unique=True)
         if use.stores:  # accumulation over earlier values (atomic_add) is exact, not an overwrite
-            earlier = tracked.last_writer[changed]
-            earlier = earlier[earlier >= 0]
-            if earlier.size:
-                launches, counts = np.unique(earlier, return_counts=True)
-                for j, n in zip(launches.tolist(), counts.tolist()):
-                    found.append(
-                        Hazard(
-                            OVERWRITE,
-                            writer=writer,
-                            earlier=tracked.writer_sites[j],
-                            real=not _zeroes_store_adjoints(kernel),
-                            elements=int(n),
-                        )
+            sites, counts = np.unique(memory.writer[earlier], return_counts=True)
+            for site, count in zip(sites.tolist(), counts.tolist()):
+                found.append(
+                    Hazard(
+                        OVERWRITE,
+                        writer=writer,
+                        earlier=self._sites[site],
+                        real=not _zeroes_store_adjoints(kernel),
+                        elements=int(count),
                     )
-        for reader in tracked.readers.values():
-            found.append(Hazard(STALE_READ, writer=writer, reader=reader, elements=count))
-        tracked.last_writer[changed] = index
-        tracked.writer_sites[index] = writer
+                )
+        for reader, addresses in memory.reads.values():
+            count = np.intersect1d(addresses, written, assume_unique=True).size
+            if count:
+                found.append(Hazard(STALE_READ, writer=writer, reader=reader, elements=int(count)))
+        self._sites.append(writer)
+        addresses = np.concatenate([memory.written[~earlier], written])
+        writers = np.concatenate([memory.writer[~earlier], np.full(written.size, len(self._sites) - 1, np.int64)])
+        order = np.argsort(addresses, kind="stable")
+        memory.written, memory.writer = addresses[order], writers[order]
         return found
 
     def _report(self, found, stacklevel: int):
