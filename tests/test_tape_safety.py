@@ -114,6 +114,8 @@ def test_views_of_one_buffer_are_connected_element_by_element(device):
             wp.launch(k.fill_keep, dim=2, inputs=[x[1:3], 0, f64(5.0)], device=device)  # writes x[1], x[2]
     (hazard,) = tape.hazards
     assert hazard.elements == 1
+    tape.backward(grads={y: wp.ones(2, dtype=f64, device=device)})
+    assert len(tape.hazards) == 1  # x changed through a recorded launch on a view of it: not a mutation
 
 
 def test_a_view_written_after_another_view_was_read_is_not_a_hazard_when_disjoint(device):

@@ -16,6 +16,7 @@ Precision: written elements come from a content diff (copy before the launch, co
 element-precise, but a store of the value already there is invisible. Reads are per argument: "launch j reads
 ``x``" means the kernel's source reads some element of ``x`` (:mod:`.kernel_access`), so a later write to any
 element of ``x`` is a stale read of it, even if the elements differ (conservative: no instrumented kernels).
+Elements are identified by memory address per device, so views of one buffer (``x``, ``x[1:]``) are connected.
 
 ``snapshot=True`` saves, before a recorded launch, every array it may write that a recorded launch (earlier
 or this one) reads, and restores them in reverse order during ``backward()``; when ``backward()`` returns,
@@ -362,6 +363,7 @@ class Tape(_compat.WarpTape):
                         entry[1] = np.union1d(entry[1], addresses)
 
         if checking:
+            changed_spans = []
             for label, arr in arrays:
                 after = _host_copy(arr)
                 tracked = self._track(arr)
@@ -369,7 +371,15 @@ class Tape(_compat.WarpTape):
                 if changed.any():
                     writer = Site(index, kernel.key, label, location)
                     found.extend(self._write_hazards(arr, changed, writer, kernel, access[label]))
+                    changed_spans.append((str(arr.device), _span(arr)))
                 tracked.checksum = _checksum(after)
+            # Other arrays over the same memory (views) changed through a recorded launch too: not a mutation.
+            passed = {id(arr) for _, arr in arrays}
+            for other in self._tracked.values():
+                if id(other.array) not in passed and other.checksum is not None:
+                    span, device = _span(other.array), str(other.array.device)
+                    if any(d == device and a < span[1] and span[0] < b for d, (a, b) in changed_spans):
+                        other.checksum = _checksum(_host_copy(other.array))
             # A snapshot of an array the launch did not change is not needed.
             snapshots = [s for s in snapshots if _changed(before[s[0]], _host_copy(s[1]), s[1].shape).any()]
 
