@@ -153,3 +153,26 @@ def euler_per_step(x0, v0, steps, dt, tape):
             vs.append(v_next)
         wp.launch(euler_loss, dim=x0.shape[0], inputs=[xs[-1], vs[-1], loss], device=x0.device)
     return xs[0], vs[0], xs[-1], vs[-1], loss
+
+
+@wp.kernel
+def copy_first_half_to_second(a: wp.array(dtype=f64)):
+    i = wp.tid()
+    a[i + a.shape[0] // 2] = a[i] * a[i]
+
+
+@wp.kernel
+def sum_first_half(a: wp.array(dtype=f64), loss: wp.array(dtype=f64)):
+    i = wp.tid()
+    if i < a.shape[0] // 2:
+        wp.atomic_add(loss, 0, a[i])
+
+
+@wp.func
+def first(a: wp.array(dtype=f64)):
+    return a[0]
+
+
+@wp.kernel
+def read_through_a_function(a: wp.array(dtype=f64), b: wp.array(dtype=f64)):
+    b[wp.tid()] = first(a)

@@ -127,6 +127,36 @@ def test_a_view_written_after_another_view_was_read_is_not_a_hazard_when_disjoin
     assert tape.hazards == []
 
 
+def test_reads_are_per_element_within_one_launch_and_across_launches(device):
+    a = arr([1.0, 2.0, 0.0, 0.0], device)
+    loss = wp.zeros(1, dtype=f64, device=device, requires_grad=True)
+    tape = wp.Tape(check="error")
+    with tape:
+        wp.launch(k.sum_first_half, dim=4, inputs=[a, loss], device=device)  # reads a[0], a[1] only
+        wp.launch(k.copy_first_half_to_second, dim=2, inputs=[a], device=device)  # reads a[0:2], writes a[2:4]
+    assert tape.hazards == []
+    with pytest.raises(wp.OverwriteError, match="stale read: kernel 'fill_keep'.*changes 1 element.*sum_first_half"):
+        with tape:
+            wp.launch(k.fill_keep, dim=2, inputs=[a, 1, f64(5.0)], device=device)  # a[1] (read), a[2] (not)
+
+
+def test_read_twins_mark_indexed_reads_and_fall_back_to_the_whole_argument():
+    from warp_zerostore import read_instrumentation
+
+    assert read_instrumentation.twin(k.copy_first_half_to_second)[1] == ["a"]
+    assert read_instrumentation.twin(k.fill_keep) is None  # reads nothing
+    assert read_instrumentation.twin(k.read_through_a_function) is None  # `a` passed to a @wp.func: whole
+
+
+def test_a_whole_argument_read_is_conservative(device):
+    a, b = arr([1.0, 2.0, 3.0, 4.0], device), arr([0.0] * 4, device)
+    tape = wp.Tape(check="warn")
+    with pytest.warns(wp.OverwriteWarning, match="changes 2 element.*read_through_a_function"):
+        with tape:
+            wp.launch(k.read_through_a_function, dim=4, inputs=[a, b], device=device)  # reads a[0] only
+            wp.launch(k.fill_keep, dim=2, inputs=[a, 2, f64(5.0)], device=device)  # reported anyway
+
+
 def test_in_place_update_is_a_stale_read_of_its_own_launch(device):
     a = arr([2.0], device)
     tape = wp.Tape(check="warn")

@@ -559,3 +559,13 @@ def warp_package_dirs() -> tuple:
     import os  # noqa: PLC0415
 
     return (os.path.dirname(warp.__file__) + os.sep,)
+
+
+def kernel_source(kernel) -> str:
+    """The dedented Python source of a kernel's function, decorators included, as Warp read it."""
+    return kernel.adj.source
+
+
+def launch_original(*args, **kwargs):
+    """Warp's ``launch``, not the Tape's hook (for the Tape's own helper launches)."""
+    return _LAUNCH_ORIGINAL(*args, **kwargs)

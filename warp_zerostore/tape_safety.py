@@ -13,10 +13,11 @@ they were when the launch was recorded. :class:`Tape` watches recorded launches 
   next recorded launch that touches it, or at ``backward()``.
 
 Precision: written elements come from a content diff (copy before the launch, compare after), so they are
-element-precise, but a store of the value already there is invisible. Reads are per argument: "launch j reads
-``x``" means the kernel's source reads some element of ``x`` (:mod:`.kernel_access`), so a later write to any
-element of ``x`` is a stale read of it, even if the elements differ (conservative: no instrumented kernels).
-Elements are identified by memory address per device, so views of one buffer (``x``, ``x[1:]``) are connected.
+element-precise, but a store of the value already there is invisible. Read elements come from an instrumented
+twin of the kernel (:mod:`.read_instrumentation`) run on copies before the launch, for arguments read by full
+element indexing (``x[i]``, ``x[i, j]``); other arguments the kernel's source reads (:mod:`.kernel_access`)
+count as read in whole (conservative). Elements are identified by memory address per device, so views of one
+buffer (``x``, ``x[1:]``) are connected.
 
 ``snapshot=True`` saves, before a recorded launch, every array it may write that a recorded launch (earlier
 or this one) reads, and restores them in reverse order during ``backward()``; when ``backward()`` returns,
@@ -39,6 +40,7 @@ import numpy as np
 import warp
 
 from . import _compat, config, modes
+from . import read_instrumentation
 from .kernel_access import argument_access
 
 CHECK_LEVELS = ("off", "warn", "error")
@@ -325,7 +327,10 @@ class Tape(_compat.WarpTape):
         found = []
 
         before = {}
+        read_masks = {}
         if checking:
+            if any(access[label].reads for label, _ in arrays):
+                read_masks = read_instrumentation.element_reads(kernel, a, _device_copy)
             for label, arr in arrays:
                 before[label] = _host_copy(arr)
                 tracked = self._tracked.get(id(arr))
@@ -355,7 +360,9 @@ class Tape(_compat.WarpTape):
                 memory = self._memory_of(arr)
                 memory.read_spans.add(_span(arr))
                 if checking:
-                    addresses = np.unique(_addresses(arr))
+                    addresses = _addresses(arr)
+                    mask = read_masks.get(label)
+                    addresses = np.unique(addresses[mask] if mask is not None else addresses)
                     entry = memory.reads.get(key)
                     if entry is None:
                         memory.reads[key] = [site, addresses]
