@@ -5,7 +5,7 @@ the twin takes an extra ``int32`` array per such argument and, before each state
 stores 1 at ``idx`` in it. Checking Tapes run the twin on device copies of the launch's arrays (so the real
 arrays change once), then the real launch. Arguments read any other way (a row ``x[i]`` of a 2-D array, passed
 to a function, tiles, read in a ``while`` test) keep the whole-argument read of :mod:`.kernel_access`, as do
-kernels with ``@wp.struct`` arguments (a struct's arrays would be written for real) and kernels whose twin
+kernels with ``@wp.struct``, indexed or fabric array arguments (those arrays would be written for real) and kernels whose twin
 cannot be built. The twin is forward-only and built once per kernel, in its own module.
 """
 
@@ -104,6 +104,8 @@ def _build(kernel):
     params = _compat.kernel_parameters(kernel)
     if any(not _compat.is_array_type(t) and hasattr(t, "vars") for _, t in params):
         return None  # @wp.struct arguments: their arrays would be written for real
+    if any(_compat.is_array_type(t) and not _compat.is_plain_array_type(t) for _, t in params):
+        return None  # indexed or fabric arrays are not copied: the same
     ndims = {label: _compat.array_type_ndim(t) for label, t in params if label in access and access[label].reads}
     if not ndims:
         return None
