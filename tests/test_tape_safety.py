@@ -253,6 +253,12 @@ def euler_gradients(device, steps=50, n=16, snapshot=True, check="off"):
     x, v, loss = k.euler_in_place(x0, v0, steps, 0.01, tape)
     final = (x.numpy().copy(), v.numpy().copy())
     tape.backward(loss)
+    if snapshot:  # a second backward sees the same forward values again
+        first = (x.grad.numpy().copy(), v.grad.numpy().copy())
+        tape.zero()
+        tape.backward(loss)
+        np.testing.assert_array_equal(x.grad.numpy(), first[0])
+        np.testing.assert_array_equal(v.grad.numpy(), first[1])
     ref = (rx.grad.numpy(), rv.grad.numpy(), rx_end.numpy(), rv_end.numpy(), rloss.numpy())
     return tape, (x.grad.numpy(), v.grad.numpy(), x.numpy(), v.numpy(), loss.numpy()), ref, final
 
