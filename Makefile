@@ -41,6 +41,7 @@ bench: install
 	$(BIN)/python benchmarks/bench_tiles.py
 	$(BIN)/python benchmarks/bench_testing.py
 	$(BIN)/python benchmarks/bench_torch_bridge.py
+	$(BIN)/python benchmarks/bench_tape_safety.py
 
 # Warp's own unittest modules, with this package imported and with zero_store forced on.
 test-warp-suite: install

@@ -19,7 +19,7 @@ def test_every_warp_name_is_here():
     assert set(dir(warp)) <= set(dir(wp))
 
 
-@pytest.mark.parametrize("name", ["autograd", "types", "utils", "array", "vec3", "Tape", "launch", "func", "struct"])
+@pytest.mark.parametrize("name", ["autograd", "types", "utils", "array", "vec3", "launch", "func", "struct"])
 def test_names_resolve_to_warp_objects(name):
     assert getattr(wp, name) is getattr(warp, name)
 
@@ -27,6 +27,8 @@ def test_names_resolve_to_warp_objects(name):
 def test_overrides_are_only_what_the_package_adds():
     assert wp.kernel is not warp.kernel
     assert wp.set_module_options is not warp.set_module_options
+    # wp.Tape is Warp's Tape with overwrite checks and snapshots, off by default (tests/test_tape_safety.py)
+    assert issubclass(wp.Tape, warp.Tape) and wp.Tape is not warp.Tape
     assert wp.config.version == warp.config.version
 
 

@@ -2,7 +2,8 @@
 
 Use it in place of Warp: ``import warp_zerostore as wp``. Everything ``warp`` offers is here unchanged;
 this package adds ``@wp.kernel(zero_store=...)``, the ``zero_store`` module option, the process default
-``warp_zerostore.config.zero_store`` and :func:`effective_zero_store`. With every default left at None,
+``warp_zerostore.config.zero_store``, :func:`effective_zero_store`, and a :class:`Tape` with overwrite checks
+and snapshots (``check=``, ``snapshot=``). With every default left at None,
 importing it changes nothing for any kernel.
 """
 
@@ -15,6 +16,7 @@ from . import codegen_ext as _codegen_ext
 from . import config, submodules as _submodules, whole_array as _whole_array
 from .api import effective_zero_store, get_module_options, kernel, set_module_options
 from .native import HeaderNotFoundError
+from .tape_safety import OverwriteError, OverwriteWarning, Tape
 
 __version__ = "0.1.0"
 
@@ -33,6 +35,9 @@ _OWN = {
     "copy_zero_store",
     "config",
     "HeaderNotFoundError",
+    "Tape",
+    "OverwriteWarning",
+    "OverwriteError",
     "__version__",
 }
 

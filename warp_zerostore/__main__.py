@@ -1,4 +1,4 @@
-"""Command line: ``python -m warp_zerostore demo | warp-suite``."""
+"""Command line: ``python -m warp_zerostore demo | warp-suite | check SCRIPT.py [args]``."""
 
 from __future__ import annotations
 
@@ -16,6 +16,11 @@ def main(argv=None) -> int:
     suite.add_argument(
         "--zero-store", choices=["none", "true", "false"], default="none", help="process default to force"
     )
+    check = sub.add_parser(
+        "check", help="run a script with every Tape checking for overwrite hazards; exit 1 if any was found"
+    )
+    check.add_argument("script")
+    check.add_argument("script_args", nargs=argparse.REMAINDER, help="arguments passed to the script")
     args = parser.parse_args(argv)
 
     import warp_zerostore as wp  # noqa: PLC0415  (import late: argparse errors need no Warp)
@@ -26,6 +31,10 @@ def main(argv=None) -> int:
 
         demo_module.run(args.device)
         return 0
+    if args.command == "check":
+        from . import check_command  # noqa: PLC0415
+
+        return check_command.run(args.script, args.script_args)
     from . import warp_suite  # noqa: PLC0415
 
     value = {"none": None, "true": True, "false": False}[args.zero_store]

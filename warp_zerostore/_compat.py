@@ -25,6 +25,12 @@ deterministic mode                absent                      1.19 (also emits `
                                   block_dim, metadata]``, or a
                                   callable (``record_func``)
 the active Tape                   ``context.runtime.tape``    same (under ``warp._src``)
+``Tape.record_launch``            called by ``launch()``      same; ``warp.launch`` and
+                                  *after* the kernel ran      ``context.launch`` are separate names
+                                                              (``launch_tiled`` calls the latter)
+the ``Tape`` class                ``warp.Tape``,              ``warp.Tape``, ``warp._src.tape.Tape``,
+                                  ``warp.tape.Tape``          ``warp.tape.Tape`` (re-export)
+a kernel's parsed source          ``kernel.adj.tree``         same (the ``ast.Module`` Warp compiles)
 ================================  ==========================  ==========================================
 """
 
@@ -469,3 +475,104 @@ def no_active_tape():
         yield
     finally:
         context.runtime.tape = saved
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Tape safety: the Tape class, the launch entry points, kernels' parsed source
+
+
+#: Warp's own Tape class, captured at import (before ``python -m warp_zerostore check`` replaces the names).
+WarpTape = tape_module.Tape
+
+
+def kernel_tree(kernel):
+    """The ``ast.Module`` of a kernel's Python source, as Warp parsed it (one ``FunctionDef``)."""
+    return kernel.adj.tree
+
+
+def kernel_argument_labels(kernel) -> list:
+    return [arg.label for arg in kernel.adj.args]
+
+
+def active_tape():
+    return context.runtime.tape if getattr(context, "runtime", None) is not None else None
+
+
+def _launch_owners() -> list:
+    return [(warp, "launch"), (context, "launch")]
+
+
+_LAUNCH_ORIGINAL = context.launch
+_launch_users = 0
+
+
+def install_launch_hook(hook) -> None:
+    """Make ``warp.launch`` / ``context.launch`` call ``hook(original, args, kwargs)``; counted, so nested users
+    share one installation. Only tapes with checks or snapshots install it: plain launches stay untouched."""
+    global _launch_users
+    _launch_users += 1
+    if _launch_users > 1:
+        return
+
+    def launch(*args, **kwargs):
+        return hook(_LAUNCH_ORIGINAL, args, kwargs)
+
+    launch.__wrapped__ = _LAUNCH_ORIGINAL  # type: ignore[attr-defined]
+    for owner, attr in _launch_owners():
+        setattr(owner, attr, launch)
+
+
+def remove_launch_hook() -> None:
+    global _launch_users
+    _launch_users = max(0, _launch_users - 1)
+    if _launch_users == 0:
+        for owner, attr in _launch_owners():
+            setattr(owner, attr, _LAUNCH_ORIGINAL)
+
+
+_LAUNCH_PARAMETERS = inspect.signature(_LAUNCH_ORIGINAL)
+
+
+def launch_arguments(args, kwargs) -> dict:
+    """``launch()``'s arguments by name (kernel, dim, inputs, outputs, adjoint, record_tape, record_cmd, ...)."""
+    bound = _LAUNCH_PARAMETERS.bind(*args, **kwargs)
+    bound.apply_defaults()
+    return dict(bound.arguments)
+
+
+def tape_namespaces() -> list:
+    """Every ``(owner, "Tape")`` a user script may take Warp's Tape class from."""
+    owners = [(warp, "Tape"), (tape_module, "Tape")]
+    public = sys.modules.get("warp.tape")
+    if public is not None and public is not tape_module and hasattr(public, "Tape"):
+        owners.append((public, "Tape"))
+    return owners
+
+
+@contextlib.contextmanager
+def tape_class_replaced(cls):
+    """Within the block, ``warp.Tape`` (and the tape modules' ``Tape``) is ``cls``."""
+    saved = [(owner, attr, getattr(owner, attr)) for owner, attr in tape_namespaces()]
+    for owner, attr, _ in saved:
+        setattr(owner, attr, cls)
+    try:
+        yield
+    finally:
+        for owner, attr, value in saved:
+            setattr(owner, attr, value)
+
+
+def warp_package_dirs() -> tuple:
+    import os  # noqa: PLC0415
+
+    return (os.path.dirname(warp.__file__) + os.sep,)
+
+
+def kernel_source(kernel) -> str:
+    """The dedented Python source of a kernel's function, decorators included, as Warp read it."""
+    return kernel.adj.source
+
+
+def launch_original(*args, **kwargs):
+    """Warp's ``launch``, not the Tape's hook (for the Tape's own helper launches)."""
+    return _LAUNCH_ORIGINAL(*args, **kwargs)

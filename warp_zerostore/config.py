@@ -1,7 +1,8 @@
 """Process-wide settings of warp_zerostore, and a pass-through to ``warp.config``.
 
 ``warp_zerostore.config.zero_store`` is the process default for every kernel the process builds (also
-kernels defined with plain ``import warp``). Any other attribute reads and writes ``warp.config``, so
+kernels defined with plain ``import warp``). ``warp_zerostore.config.check`` (``"off"``, ``"warn"``,
+``"error"``) is the default ``check`` of :class:`warp_zerostore.Tape`. Any other attribute reads and writes ``warp.config``, so
 ``import warp_zerostore as wp; wp.config.verify_fp = True`` works as it does with Warp.
 """
 
@@ -12,7 +13,7 @@ import types
 
 import warp
 
-_OWN = {"zero_store": None}
+_OWN = {"zero_store": None, "check": "off"}
 
 
 class _ConfigModule(types.ModuleType):
@@ -22,6 +23,11 @@ class _ConfigModule(types.ModuleType):
         return getattr(warp.config, name)
 
     def __setattr__(self, name, value):
+        if name == "check":  # the default of warp_zerostore.Tape(check=...)
+            from .tape_safety import validate_check  # noqa: PLC0415
+
+            _OWN[name] = validate_check(value, "warp_zerostore.config.check")
+            return
         if name in _OWN:
             from . import modes, _compat  # noqa: PLC0415  (late: modes imports this module)
 
