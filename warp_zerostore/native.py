@@ -33,27 +33,29 @@ def header_path() -> Path:
 
 
 @functools.lru_cache(maxsize=None)
-def _header_text(path: str, mtime_ns: int) -> str:
-    return Path(path).read_text(encoding="utf-8")
-
-
-def header_text() -> str:
-    path = header_path()
-    return _header_text(str(path), path.stat().st_mtime_ns)
-
-
-def header_digest() -> str:
-    """Digest of what flagged modules include; part of each flagged kernel's hash."""
-    return hashlib.sha256(module_prelude().encode("utf-8")).hexdigest()
-
-
-def module_prelude() -> str:
-    """The text placed into the source of a module that holds a flagged kernel (CPU and CUDA alike)."""
-    return (
+def _prelude(path: str, mtime_ns: int) -> tuple[str, str]:
+    """(prelude text, its digest) for one version of the header file; read and hashed once."""
+    text = (
         f"// ---- begin warp_zerostore/native/{HEADER_NAME} ----\n"
         f"#define WP_ZS_HAS_RETAIN_GRAD {1 if _compat.HAS_RETAIN_GRAD else 0}\n"
         f"#define WP_ZS_TILE_INDEX_T {_compat.TILE_INDEX_TYPE}\n"
         f"#define WP_ZS_HAS_TILE_GRAD_ZERO_GLOBAL {1 if _compat.HAS_TILE_GRAD_ZERO_GLOBAL else 0}\n"
-        f"{header_text()}\n"
+        f"{Path(path).read_text(encoding='utf-8')}\n"
         f"// ---- end warp_zerostore/native/{HEADER_NAME} ----\n"
     )
+    return text, hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _current_prelude() -> tuple[str, str]:
+    path = header_path()
+    return _prelude(str(path), path.stat().st_mtime_ns)
+
+
+def module_prelude() -> str:
+    """The text placed into the source of a module that holds a flagged kernel (CPU and CUDA alike)."""
+    return _current_prelude()[0]
+
+
+def header_digest() -> str:
+    """Digest of what flagged modules include; part of each flagged kernel's hash."""
+    return _current_prelude()[1]
