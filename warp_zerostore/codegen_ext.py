@@ -195,21 +195,16 @@ def _wrap_add_builtin_call(original):
 
 
 class _CodegenPlan:
-    def __init__(self, builder):
-        self.kernel_modes = {}
+    """What a flagged module's code generation needs: each kernel's mode and the helpers to rename."""
+
+    def __init__(self, builder, kernel_modes: dict):
+        self.kernel_modes = kernel_modes  # id(kernel) -> mode
+        used = set(kernel_modes.values())
+        self.single_mode = next(iter(used)) if len(used) == 1 else _UNSET
+        self.variant_modes = sorted(m for m in used if m is not None)
         self.helper_names = [_compat.function_native_name(f) for f in _compat.builder_functions(builder)]
         self.function_pieces: list[str] = []
         self.first_piece: str | None = None
-
-    def set_modes(self, kernels):
-        self.kernel_modes = {id(k): modes.effective_mode(k) for k in kernels}
-        used = set(self.kernel_modes.values())
-        self.single_mode = used.pop() if len(used) == 1 else _UNSET
-        self.variant_modes = sorted(m for m in set(self.kernel_modes.values()) if m is not None)
-
-    @property
-    def flagged(self) -> bool:
-        return bool(self.variant_modes)
 
     def note(self, piece: str) -> None:
         if self.first_piece is None:
@@ -238,7 +233,7 @@ def _wrap_codegen_kernel(original):
         plan = _state.codegen
         if plan is None:
             return text
-        mode = plan.kernel_modes.get(id(kernel), modes.effective_mode(kernel))
+        mode = plan.kernel_modes[id(kernel)] if id(kernel) in plan.kernel_modes else modes.effective_mode(kernel)
         mixed = plan.single_mode is _UNSET
         text = store_rewrite.rewrite_for_mode(text, mode, plan.helper_names, rename=mixed)
         plan.note(text)
@@ -249,11 +244,10 @@ def _wrap_codegen_kernel(original):
 
 def _wrap_builder_codegen(original):
     def codegen(self, device, *args, **kwargs):
-        kernels = list(self.kernels)
-        plan = _CodegenPlan(self)
-        plan.set_modes(kernels)
-        if not plan.flagged:
+        kernel_modes = {id(k): modes.effective_mode(k) for k in self.kernels}
+        if all(mode is None for mode in kernel_modes.values()):
             return original(self, device, *args, **kwargs)
+        plan = _CodegenPlan(self, kernel_modes)
 
         prelude = native.module_prelude()
         previous = _state.codegen
