@@ -5,7 +5,7 @@ VENV ?= .venv
 MATRIX ?= 1.9.1 1.10.1 1.12.1 1.19.0
 HYPOTHESIS_PROFILE ?= ci
 # .venv gets the PyTorch bridge's dependency too; the matrix venvs stay small (their torch tests skip).
-EXTRAS ?= test,torch
+EXTRAS ?= test,torch,newton
 export HYPOTHESIS_PROFILE
 
 BIN := $(VENV)/bin
