@@ -1,4 +1,4 @@
-"""Command line: ``python -m warp_zerostore demo | warp-suite | check SCRIPT.py [args]``."""
+"""Command line: ``python -m warp_zerostore demo | warp-suite | check SCRIPT.py [args] | check -m MODULE [args]``."""
 
 from __future__ import annotations
 
@@ -19,8 +19,9 @@ def main(argv=None) -> int:
     check = sub.add_parser(
         "check", help="run a script with every Tape checking for overwrite hazards; exit 1 if any was found"
     )
-    check.add_argument("script")
-    check.add_argument("script_args", nargs=argparse.REMAINDER, help="arguments passed to the script")
+    check.add_argument("-m", dest="module", action="store_true", help="run the target as a module (python -m)")
+    check.add_argument("script", help="the script (or, with -m, the module) to run")
+    check.add_argument("script_args", nargs=argparse.REMAINDER, help="arguments passed to the program")
     args = parser.parse_args(argv)
 
     import warp_zerostore as wp  # noqa: PLC0415  (import late: argparse errors need no Warp)
@@ -34,7 +35,7 @@ def main(argv=None) -> int:
     if args.command == "check":
         from . import check_command  # noqa: PLC0415
 
-        return check_command.run(args.script, args.script_args)
+        return check_command.run(args.script, args.script_args, as_module=args.module)
     from . import warp_suite  # noqa: PLC0415
 
     value = {"none": None, "true": True, "false": False}[args.zero_store]
