@@ -90,6 +90,13 @@ def _helper_access(helper, parameter: str, depth: int) -> ArgumentAccess | None:
 _HELPER_CACHE: dict = {}
 
 
+def is_truth_test(node, parent) -> bool:
+    """``if x:``, ``while x:``, ``not x``, ``x and ...``: a test whether an optional array argument is None."""
+    if isinstance(parent, (ast.If, ast.While, ast.IfExp)) and parent.test is node:
+        return True
+    return isinstance(parent, ast.BoolOp) or (isinstance(parent, ast.UnaryOp) and isinstance(parent.op, ast.Not))
+
+
 class _Visitor(ast.NodeVisitor):
     def __init__(self, names, namespace: dict | None = None, depth: int = 0):
         self.access = {name: ArgumentAccess() for name in names}
@@ -111,6 +118,8 @@ class _Visitor(ast.NodeVisitor):
             self._element(parent, access)
         elif isinstance(parent, ast.Attribute) and parent.attr in METADATA_ATTRIBUTES:
             pass
+        elif is_truth_test(node, parent):
+            pass  # `if x:` / `not x` asks whether an optional array was passed, not its values
         elif isinstance(parent, ast.Call) and (node in parent.args or node in [k.value for k in parent.keywords]):
             name = parent.func.attr if isinstance(parent.func, ast.Attribute) else getattr(parent.func, "id", "")
             helper = resolve_helper(parent, self.namespace) if self.depth < HELPER_DEPTH else None

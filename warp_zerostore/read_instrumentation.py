@@ -36,7 +36,14 @@ import numpy as np
 import warp
 
 from . import _compat
-from .kernel_access import HELPER_DEPTH, METADATA_ATTRIBUTES, argument_access, helper_parameter, resolve_helper
+from .kernel_access import (
+    HELPER_DEPTH,
+    METADATA_ATTRIBUTES,
+    argument_access,
+    helper_parameter,
+    is_truth_test,
+    resolve_helper,
+)
 
 _PREFIX = "_wzs_"
 _FLAGS = ("before", "after", "written")
@@ -114,14 +121,14 @@ class _ReadMarker:
         made = _helper_twin(helper, tuple((p, self.ndims[label]) for p, label in zip(parameters, labels)), self.depth)
         if made is None:
             return labels
-        name, function = made
+        name, function, whole = made
         self.module_names[name] = function
         call.func = ast.Name(id=name, ctx=ast.Load())
         for label in labels:
             for flag in _FLAGS:
                 call.args.append(ast.Name(id=_shadow(label, flag), ctx=ast.Load()))
         self.in_helpers.update(id(node) for node, _ in passed)
-        return []
+        return [label for parameter, label in zip(parameters, labels) if parameter in whole]
 
     def _reads(self, nodes) -> list:
         marks = []
@@ -198,7 +205,7 @@ class _ReadMarker:
                     continue
                 if isinstance(parent, ast.Attribute) and parent.attr in METADATA_ATTRIBUTES:
                     continue
-                if isinstance(parent, ast.arg):
+                if is_truth_test(node, parent):
                     continue
                 out.add(node.id)
         return out
@@ -238,7 +245,8 @@ def _add_shadow_parameters(function: ast.FunctionDef, ndims: dict) -> None:
 
 
 def _helper_twin(helper, parameters: tuple, depth: int):
-    """``(unique name, @wp.func twin)`` of a helper marking its ``parameters`` ((name, ndim), ...), or None."""
+    """``(unique name, @wp.func twin, parameters it cannot mark)`` of a helper marking its ``parameters``
+    ((name, ndim), ...), or None."""
     key = (id(helper), parameters)
     cached = _HELPER_TWINS.get(key)
     if cached is not None and cached[0] is helper:
@@ -252,13 +260,13 @@ def _helper_twin(helper, parameters: tuple, depth: int):
         names: dict = {}
         marker = _ReadMarker(ndims, _namespace(helper), names, depth + 1)
         function.body = marker.body(function.body)
-        if not (marker.whole | marker.used_otherwise(function)):
-            _add_shadow_parameters(function, ndims)
-            digest = hashlib.sha256(ast.unparse(tree).encode()).hexdigest()[:12]
-            function.name = f"{function.name}_wzs_{digest}"
-            source = ast.unparse(ast.fix_missing_locations(tree))
-            module = _load_module(source, _namespace(helper), names)
-            made = (function.name, warp.func(getattr(module, function.name)))
+        whole = marker.whole | marker.used_otherwise(function)  # parameters the caller counts as read in whole
+        _add_shadow_parameters(function, ndims)
+        digest = hashlib.sha256(ast.unparse(tree).encode()).hexdigest()[:12]
+        function.name = f"{function.name}_wzs_{digest}"
+        source = ast.unparse(ast.fix_missing_locations(tree))
+        module = _load_module(source, _namespace(helper), names)
+        made = (function.name, warp.func(getattr(module, function.name)), whole)
     except Exception:  # noqa: BLE001 - the caller then counts the arrays as read in whole
         made = None
     _HELPER_TWINS[key] = (helper, made)
