@@ -315,24 +315,48 @@ def twin(kernel):
     return built
 
 
+def _shadows(kernel, label: str, shape: tuple, device, flags: int) -> list:
+    """Zeroed int32 shadow arrays for one argument, reused from launch to launch (a launch zeroes them)."""
+    key = (id(kernel), label, tuple(shape), str(device))
+    pool = _SHADOWS.get(key)
+    if pool is None or len(pool) != flags:
+        pool = _SHADOWS[key] = [warp.zeros(shape, dtype=warp.int32, device=device) for _ in range(flags)]
+    else:
+        for shadow in pool:
+            shadow.zero_()
+    return pool
+
+
+_SHADOWS: dict = {}
+
+
 def element_reads(kernel, launch: dict, copy_array) -> dict:
     """``{label: ElementReads}`` for the arguments the twin marks (``launch``: ``launch()``'s arguments by name).
 
-    ``copy_array(arr)`` makes a device copy; the twin runs on copies, so the real arrays are not touched.
+    ``copy_array(arr)`` makes a device copy; the twin runs on copies of the arrays the kernel may write, so the
+    real arrays are not touched.
     """
     made = twin(kernel)
     if made is None:
         return {}
     variant, labels, shadowed = made
+    access = argument_access(kernel)
     values = list(launch.get("inputs") or []) + list(launch.get("outputs") or [])
-    by_label = dict(zip(_compat.kernel_argument_labels(kernel), values))
-    copies = [copy_array(v) if isinstance(v, warp.array) else v for v in values]
+    names = _compat.kernel_argument_labels(kernel)
+    by_label = dict(zip(names, values))
+    copies = [
+        copy_array(v) if isinstance(v, warp.array) and (label not in access or access[label].writes) else v
+        for label, v in zip(names, values)
+    ]
     shadows = {}
     for label in shadowed:
         arr = by_label[label]
         shape = arr.shape if isinstance(arr, warp.array) else (0,)
         device = arr.device if isinstance(arr, warp.array) else launch.get("device")
-        shadows[label] = [warp.zeros(shape, dtype=warp.int32, device=device) for _ in _FLAGS]
+        if access[label].writes:
+            shadows[label] = _shadows(kernel, label, shape, device, 3)
+        else:  # never written: one array serves as before, after and written (every read is simply a read)
+            shadows[label] = _shadows(kernel, label, shape, device, 1) * 3
     try:
         with _compat.no_active_tape():
             _compat.launch_original(
@@ -348,7 +372,12 @@ def element_reads(kernel, launch: dict, copy_array) -> dict:
         return {}
     out = {}
     for label in labels:
-        if isinstance(by_label[label], warp.array):
+        if not isinstance(by_label[label], warp.array):
+            continue
+        if access[label].writes:
             before, after, written = (s.numpy() != 0 for s in shadows[label])
-            out[label] = ElementReads(before, after, written)
+        else:
+            before = shadows[label][0].numpy() != 0
+            after = written = np.zeros_like(before)
+        out[label] = ElementReads(before, after, written)
     return out

@@ -56,6 +56,7 @@ class Region:
         self.reads: dict = {}  # read-site key -> [Site, bool bitmap]
         self.read_any = np.zeros(slots, dtype=bool)
         self.arrays: dict = {}  # id -> tracked array object over this region (views refresh their checksums)
+        self.alive = True  # False once merged into a larger region
 
     def _absorb(self, other: Region) -> None:
         """Copy another (smaller or coarser) region's tables into this one."""
@@ -99,6 +100,7 @@ class AddressBook:
         region = Region(start, stop, unit)
         for r in overlapping:
             region._absorb(r)
+            r.alive = False
         self.starts[lo:hi] = [start]
         self.regions[lo:hi] = [region]
         return region, (addresses(arr) - region.start) // region.unit

@@ -291,6 +291,8 @@ class _ArrayUse:
     after: np.ndarray | None = None  # host copy from after the launch
     marks: read_instrumentation.ElementReads | None = None  # element reads, when the read twin ran
     saved: object = None  # device copy from before the launch (snapshot)
+    checksum: str | None = None  # of ``before``, once computed
+    located: tuple | None = None  # (Region, slot per element), once looked up for this launch
 
     def read_mask(self, which: str) -> np.ndarray | None:
         """Elements read ``before`` / ``after`` the launch wrote them, None: the whole array (no twin)."""
@@ -442,7 +444,9 @@ class Tape(_compat.WarpTape):
             if wanted:
                 use.saved = _device_copy(use.array)
             tracked = self._tracked.get(id(use.array))
-            if checking and tracked is not None and tracked.read and tracked.checksum != _checksum(use.before):
+            if checking and tracked is not None and tracked.read:
+                use.checksum = _checksum(use.before)
+            if checking and tracked is not None and tracked.read and tracked.checksum != use.checksum:
                 for reader in tracked.readers.values():
                     found.append(Hazard(MUTATED, writer=launch.site(use.label), reader=reader))
         return found
@@ -455,18 +459,25 @@ class Tape(_compat.WarpTape):
             if use.access.reads and use.array.size:
                 self._record_read(launch, use, use.read_mask("before"))
         changed_regions = []
+        # An array the kernel does not write keeps its values, unless it shares memory with one it writes.
+        written_regions = {id(self._locate(u)[0]) for u in launch.uses if u.access.writes and u.array.size}
         for use in launch.uses:
             if use.before is None:
                 continue
-            use.after = _host_copy(use.array)
+            unchanged = not use.access.writes and (
+                not use.array.size or id(self._locate(use)[0]) not in written_regions
+            )
+            use.after = use.before if unchanged else _host_copy(use.array)
             if not checking:
                 continue
             tracked = self._track(use.array)
-            changed = _changed(use.before, use.after, use.array.shape)
-            if changed.any():
-                found.extend(self._write_hazards(launch, use, changed))
-                changed_regions.append((use.array, self._region(use.array)[0]))
-            tracked.checksum = _checksum(use.after)
+            if not unchanged:
+                changed = _changed(use.before, use.after, use.array.shape)
+                if changed.any():
+                    found.extend(self._write_hazards(launch, use, changed))
+                    changed_regions.append((use.array, self._locate(use)[0]))
+                use.checksum = None
+            tracked.checksum = use.checksum if use.checksum is not None else _checksum(use.after)
         # A thread's read of its own write: not stale for this launch's writes, but it is for later writers.
         for use in launch.uses:
             if use.access.reads and use.array.size and use.marks is not None and use.marks.after.any():
@@ -520,6 +531,12 @@ class Tape(_compat.WarpTape):
         region.arrays[id(arr)] = arr
         return region, slots
 
+    def _locate(self, use: _ArrayUse):
+        """The use's region and slots, looked up once per launch (regions only grow within a launch)."""
+        if use.located is None or not use.located[0].alive:
+            use.located = self._region(use.array)
+        return use.located
+
     def _read_before(self, arr) -> bool:
         """Did a recorded launch read any element of ``arr``?"""
         if not arr.size:
@@ -533,7 +550,7 @@ class Tape(_compat.WarpTape):
         site = launch.site(use.label)
         key = (site.kernel, site.argument, site.location)
         tracked.readers.setdefault(key, site)
-        region, slots = self._region(use.array)
+        region, slots = self._locate(use)
         read = slots if mask is None else slots[mask]
         entry = region.reads.get(key)
         if entry is None:
@@ -544,8 +561,10 @@ class Tape(_compat.WarpTape):
     def _write_hazards(self, launch: _Launch, use: _ArrayUse, changed) -> list:
         found = []
         writer = launch.site(use.label)
-        region, slots = self._region(use.array)
-        written = np.unique(slots[changed])
+        region, slots = self._locate(use)
+        written = slots[changed]
+        if any(stride == 0 for stride in use.array.strides):  # broadcast: one element at several indices
+            written = np.unique(written)
         if use.access.stores:  # accumulation over earlier values (atomic_add) is exact, not an overwrite
             earlier = region.writer[written]
             sites, counts = np.unique(earlier[earlier >= 0], return_counts=True)
