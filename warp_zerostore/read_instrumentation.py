@@ -2,7 +2,8 @@
 
 For a kernel whose array argument ``x`` is read through full element indexing (``x[i]``, ``x[i, j]``), directly
 or inside user ``@wp.func`` helpers it is passed to (the helpers get instrumented twins too), the twin takes
-three extra ``int32`` arrays per such argument:
+three extra ``int32`` arrays per such argument that the kernel also writes (one, ``read``, for an argument it
+only reads):
 
 * ``written``: set after each statement that stores into ``x[idx]``;
 * ``before``: set where ``x[idx]`` is read while ``written[idx]`` is still 0 (the launch's input value);
@@ -51,8 +52,13 @@ _CACHE: dict = {}
 _HELPER_TWINS: dict = {}
 
 
-def _shadow(label: str, flag: str) -> str:
-    return f"{_PREFIX}{flag}_{label}"
+def _shadow(label: str, flag: str, single: bool = False) -> str:
+    return f"{_PREFIX}read_{label}" if single else f"{_PREFIX}{flag}_{label}"
+
+
+def _flags(single: bool) -> tuple:
+    """The shadow arrays an argument gets: three, or one (``read``) for an argument the kernel never writes."""
+    return ("read",) if single else _FLAGS
 
 
 @dataclasses.dataclass
@@ -89,7 +95,9 @@ def _set(name: str, index, value) -> ast.stmt:
     return ast.Assign(targets=[target], value=value, lineno=0)
 
 
-def _read_mark(label: str, index) -> ast.stmt:
+def _read_mark(label: str, index, single: bool) -> ast.stmt:
+    if single:
+        return _set(_shadow(label, "read", True), index, ast.Constant(value=1))
     written = ast.Subscript(value=ast.Name(id=_shadow(label, "written"), ctx=ast.Load()), slice=copy.deepcopy(index), ctx=ast.Load())
     return ast.If(
         test=ast.Compare(left=written, ops=[ast.Eq()], comparators=[ast.Constant(value=0)]),
@@ -101,8 +109,9 @@ def _read_mark(label: str, index) -> ast.stmt:
 class _ReadMarker:
     """Rewrites a function body: marks reads before, and stores after, each statement; follows helpers."""
 
-    def __init__(self, ndims: dict, namespace: dict, module_names: dict, depth: int = 0):
+    def __init__(self, ndims: dict, namespace: dict, module_names: dict, depth: int = 0, single=frozenset()):
         self.ndims = ndims  # label -> ndim of the arguments being instrumented
+        self.single = single  # labels never written: one shadow, every read simply a read
         self.namespace = namespace  # the function's globals: resolves helper calls
         self.module_names = module_names  # name -> object the twin module must hold (helper twins)
         self.depth = depth
@@ -118,15 +127,20 @@ class _ReadMarker:
         labels = [label for _, label in passed]
         if helper is None or None in parameters or len(set(labels)) != len(labels):
             return labels
-        made = _helper_twin(helper, tuple((p, self.ndims[label]) for p, label in zip(parameters, labels)), self.depth)
+        made = _helper_twin(
+            helper,
+            tuple((p, self.ndims[label], label in self.single) for p, label in zip(parameters, labels)),
+            self.depth,
+        )
         if made is None:
             return labels
         name, function, whole = made
         self.module_names[name] = function
         call.func = ast.Name(id=name, ctx=ast.Load())
         for label in labels:
-            for flag in _FLAGS:
-                call.args.append(ast.Name(id=_shadow(label, flag), ctx=ast.Load()))
+            single = label in self.single
+            for flag in _flags(single):
+                call.args.append(ast.Name(id=_shadow(label, flag, single), ctx=ast.Load()))
         self.in_helpers.update(id(node) for node, _ in passed)
         return [label for parameter, label in zip(parameters, labels) if parameter in whole]
 
@@ -146,7 +160,7 @@ class _ReadMarker:
                     if index is None:
                         self.whole.add(node.value.id)
                     else:
-                        marks.append(_read_mark(node.value.id, index))
+                        marks.append(_read_mark(node.value.id, index, node.value.id in self.single))
         return marks
 
     def _stores(self, statement) -> list:
@@ -160,7 +174,7 @@ class _ReadMarker:
                     and node.value.id in self.ndims
                 ):
                     index = _element_index(node, self.ndims[node.value.id])
-                    if index is not None:
+                    if index is not None and node.value.id not in self.single:
                         marks.append(_set(_shadow(node.value.id, "written"), index, ast.Constant(value=1)))
         return marks
 
@@ -237,11 +251,11 @@ def _namespace(func) -> dict:
     return out
 
 
-def _add_shadow_parameters(function: ast.FunctionDef, ndims: dict) -> None:
+def _add_shadow_parameters(function: ast.FunctionDef, ndims: dict, single) -> None:
     for label, ndim in ndims.items():
-        for flag in _FLAGS:
+        for flag in _flags(label in single):
             annotation = ast.parse(f"_wzs_warp.array(dtype=_wzs_warp.int32, ndim={ndim})", mode="eval").body
-            function.args.args.append(ast.arg(arg=_shadow(label, flag), annotation=annotation))
+            function.args.args.append(ast.arg(arg=_shadow(label, flag, label in single), annotation=annotation))
 
 
 def _helper_twin(helper, parameters: tuple, depth: int):
@@ -256,12 +270,13 @@ def _helper_twin(helper, parameters: tuple, depth: int):
         tree = ast.parse(_compat.function_source(helper))
         function = tree.body[0]
         function.decorator_list = []
-        ndims = dict(parameters)
+        ndims = {p: ndim for p, ndim, _ in parameters}
+        single = frozenset(p for p, _, one in parameters if one)
         names: dict = {}
-        marker = _ReadMarker(ndims, _namespace(helper), names, depth + 1)
+        marker = _ReadMarker(ndims, _namespace(helper), names, depth + 1, single)
         function.body = marker.body(function.body)
         whole = marker.whole | marker.used_otherwise(function)  # parameters the caller counts as read in whole
-        _add_shadow_parameters(function, ndims)
+        _add_shadow_parameters(function, ndims, single)
         digest = hashlib.sha256(ast.unparse(tree).encode()).hexdigest()[:12]
         function.name = f"{function.name}_wzs_{digest}"
         source = ast.unparse(ast.fix_missing_locations(tree))
@@ -288,13 +303,14 @@ def _build(kernel):
     function.decorator_list = []
     func = _compat.kernel_function(kernel)
     names: dict = {}
-    marker = _ReadMarker(ndims, _namespace(func), names)
+    single = frozenset(label for label in ndims if not access[label].writes)
+    marker = _ReadMarker(ndims, _namespace(func), names, 0, single)
     function.body = marker.body(function.body)
     whole = marker.whole | marker.used_otherwise(function)
     if whole >= set(ndims):
         return None
     # Every read argument gets its shadows (a whole-argument one is simply not looked at): helpers may take them.
-    _add_shadow_parameters(function, ndims)
+    _add_shadow_parameters(function, ndims, single)
     function.name = f"{function.name}_reads"
     source = ast.unparse(ast.fix_missing_locations(tree))
     module = _load_module(source, _namespace(func), names)
@@ -353,10 +369,7 @@ def element_reads(kernel, launch: dict, copy_array) -> dict:
         arr = by_label[label]
         shape = arr.shape if isinstance(arr, warp.array) else (0,)
         device = arr.device if isinstance(arr, warp.array) else launch.get("device")
-        if access[label].writes:
-            shadows[label] = _shadows(kernel, label, shape, device, 3)
-        else:  # never written: one array serves as before, after and written (every read is simply a read)
-            shadows[label] = _shadows(kernel, label, shape, device, 1) * 3
+        shadows[label] = _shadows(kernel, label, shape, device, 3 if access[label].writes else 1)
     try:
         with _compat.no_active_tape():
             _compat.launch_original(
