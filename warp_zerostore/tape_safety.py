@@ -363,6 +363,7 @@ class Tape(_compat.WarpTape):
     def _clear_tracking(self):
         self._tracked: dict = {}
         self._books: dict = {}  # device -> AddressBook
+        self._located: dict = {}  # id -> (array, Region, slots)
         self._sites: list = []  # writer Sites, indexed from Region.writer
         self._snapshotted: dict = {}  # id -> array with at least one snapshot
         self.snapshot_bytes = 0
@@ -523,12 +524,17 @@ class Tape(_compat.WarpTape):
         return tracked
 
     def _region(self, arr):
+        """``(Region, slot per element)`` of an array; kept per array object while its region is not merged."""
+        cached = self._located.get(id(arr))
+        if cached is not None and cached[0] is arr and cached[1].alive:
+            return cached[1], cached[2]
         key = str(arr.device)
         book = self._books.get(key)
         if book is None:
             book = self._books[key] = AddressBook()
         region, slots = book.region(arr)
         region.arrays[id(arr)] = arr
+        self._located[id(arr)] = (arr, region, slots)
         return region, slots
 
     def _locate(self, use: _ArrayUse):
