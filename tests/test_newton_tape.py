@@ -61,6 +61,7 @@ def test_featherstone_snapshot_matches_central_differences(chain):
         snap = newton_chain.chain_gradient(model, solver, Q, wp.Tape(snapshot=True))
     assert np.all(np.isfinite(snap))
     np.testing.assert_allclose(snap, fd, rtol=0.02)
+    np.testing.assert_allclose(snap, fd, rtol=0.005)  # 0.03 % measured; the pre-launch restore was 1.5 % off
     assert np.max(np.abs(stock - fd) / np.abs(fd)) > np.max(np.abs(snap - fd) / np.abs(fd))  # the fix matters
 
 
