@@ -3,10 +3,10 @@
 import pathlib
 import re
 
+from helpers import kernels_ptx
+from helpers import kernels_ptx_tiles
 import pytest
 
-import kernels_ptx
-import kernels_ptx_tiles
 import warp_zerostore as wp
 
 

@@ -9,12 +9,12 @@ wherever no overwrite discarded gradient; and the comparisons that pass zero mod
 mode where the semantics differ (negative twins), the reference comparison and check_gradients alike.
 """
 
+from helpers import kernels_property as kp
 import numpy as np
 import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-import kernels_property as kp
 import warp_zerostore.testing as wpt
 from warp_zerostore.testing import reference
 

@@ -5,12 +5,12 @@ import ast
 import pathlib
 from types import SimpleNamespace as NS
 
+from helpers import kernels_property as kp
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import kernels_property as kp
 import warp_zerostore as wp
 from warp_zerostore.testing import array_data, programs, reference
 

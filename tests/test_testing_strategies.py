@@ -1,12 +1,12 @@
 """warp_zerostore.testing strategies for arrays: dtypes, shapes, element bounds, requires_grad, device; and
 check_gradients run over drawn arrays of every dtype kind (zero mode passes, accumulate mode fails)."""
 
+from helpers import kernels_testing as kt
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import kernels_testing as kt
 import warp_zerostore as wp
 from warp_zerostore.testing import GradientMismatch, array_data, arrays, check_gradients, dtypes, shapes
 from warp_zerostore.testing.strategies import KINDS

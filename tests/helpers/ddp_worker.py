@@ -3,11 +3,11 @@
 import datetime
 import sys
 
+from helpers import ddp_model
 import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
-import ddp_model
 import warp_zerostore as wp
 
 
