@@ -3,9 +3,8 @@
 import pathlib
 import re
 
-from helpers import kernels_ptx
-from helpers import kernels_ptx_tiles
 import pytest
+from helpers import kernels_ptx, kernels_ptx_tiles
 
 import warp_zerostore as wp
 

@@ -6,11 +6,11 @@ import os
 import warnings
 
 import pytest
+from helpers.examples import docstring_example, markdown_blocks, run_as_module
 from hypothesis import settings
 
 import warp_zerostore as wp
 import warp_zerostore.testing as wpt
-from helpers.examples import docstring_example, markdown_blocks, run_as_module
 from warp_zerostore import options
 from warp_zerostore.tape import access
 from warp_zerostore.testing import GradientMismatch, reference

@@ -3,10 +3,10 @@
 import pathlib
 import tempfile
 
-from helpers import kernels_plain_warp
 import numpy as np
 import pytest
 import warp
+from helpers import kernels_plain_warp
 from helpers.seed import EXPECTED, run_seed
 
 import warp_zerostore as wp

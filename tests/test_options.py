@@ -1,10 +1,10 @@
 """Resolving the mode (kernel > module > process), rebuilding when it changes, and clear errors."""
 
 
-from helpers import kernels_module_options as kmo
 import numpy as np
 import pytest
 import warp
+from helpers import kernels_module_options as kmo
 from helpers.seed import EXPECTED, run_seed
 
 import warp_zerostore as wp

@@ -9,9 +9,9 @@ wherever no overwrite discarded gradient; and the comparisons that pass zero mod
 mode where the semantics differ (negative twins), the reference comparison and check_gradients alike.
 """
 
-from helpers import kernels_property as kp
 import numpy as np
 import pytest
+from helpers import kernels_property as kp
 from hypothesis import assume, given
 from hypothesis import strategies as st
 

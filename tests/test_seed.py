@@ -2,9 +2,9 @@
 
 import numpy as np
 import pytest
+from helpers.seed import EXPECTED, SEED, run_seed
 
 import warp_zerostore as wp
-from helpers.seed import EXPECTED, SEED, run_seed
 
 
 @pytest.mark.parametrize("flag", [True, False, None])

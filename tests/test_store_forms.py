@@ -210,7 +210,7 @@ def _control_kernels(flag):
     @wp.kernel(zero_store=flag)
     def while_loop(x: wp.array(dtype=float), y: wp.array(dtype=float)):
         i = wp.tid()
-        k = 0
+        k = int(0)
         while k < 2:
             y[i] = float(k + 2) * x[i]
             k += 1

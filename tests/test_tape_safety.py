@@ -7,9 +7,9 @@ import subprocess
 import sys
 import warnings
 
-from helpers import kernels_tape_safety as k
 import numpy as np
 import pytest
+from helpers import kernels_tape_safety as k
 from hypothesis import given
 from hypothesis import strategies as st
 

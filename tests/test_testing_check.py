@@ -1,8 +1,8 @@
 """warp_zerostore.testing.check_gradients and vjp: what they flag, what they do not, and their messages."""
 
-from helpers import kernels_testing as kt
 import numpy as np
 import pytest
+from helpers import kernels_testing as kt
 
 import warp_zerostore as wp
 from warp_zerostore.testing import GradientMismatch, check_gradients, vjp

@@ -1,9 +1,9 @@
 """warp_zerostore.testing programs: Op descriptions, drawn launch sequences, replay hazards, shrinking."""
 
-from helpers import kernels_property as kp
-from helpers import kernels_testing as kt
 import numpy as np
 import pytest
+from helpers import kernels_property as kp
+from helpers import kernels_testing as kt
 from hypothesis import HealthCheck, Phase, find, given, settings
 from hypothesis import strategies as st
 

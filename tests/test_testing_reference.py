@@ -5,9 +5,9 @@ import ast
 import pathlib
 from types import SimpleNamespace as NS
 
-from helpers import kernels_property as kp
 import numpy as np
 import pytest
+from helpers import kernels_property as kp
 from hypothesis import given
 from hypothesis import strategies as st
 

@@ -1,9 +1,9 @@
 """warp_zerostore.testing strategies for arrays: dtypes, shapes, element bounds, requires_grad, device; and
 check_gradients run over drawn arrays of every dtype kind (zero mode passes, accumulate mode fails)."""
 
-from helpers import kernels_testing as kt
 import numpy as np
 import pytest
+from helpers import kernels_testing as kt
 from hypothesis import given
 from hypothesis import strategies as st
 

@@ -1,8 +1,8 @@
 """Tile stores follow the kernel's flag on every supported Warp (1.9 accumulates, 1.10+ zero when unflagged)."""
 
-from helpers import kernels_tiles as kt
 import numpy as np
 import pytest
+from helpers import kernels_tiles as kt
 
 import warp_zerostore as wp
 from warp_zerostore import _compat

@@ -16,8 +16,8 @@ torch = pytest.importorskip(
     "torch", reason="warp_zerostore.torch needs PyTorch: pip install 'warp_zerostore[torch]' (torch==2.13.0)"
 )
 
-from helpers import kernels_torch as K  # noqa: E402
 import warp  # noqa: E402
+from helpers import kernels_torch as K  # noqa: E402
 from helpers.seed import EXPECTED  # noqa: E402
 
 import warp_zerostore as wp  # noqa: E402

@@ -1,10 +1,10 @@
 """A tiny model whose loss goes through a bridged Warp op, trained the same way by one process or by each rank
 of DistributedDataParallel (``ddp_worker.py``)."""
 
-from helpers import kernels_torch_ddp
 import torch
 
 import warp_zerostore.torch as wpt
+from helpers import kernels_torch_ddp
 
 sq_norm = wpt.kernel_op(kernels_torch_ddp.sq_norm, outputs={"y": "h"})
 

@@ -3,12 +3,12 @@
 import datetime
 import sys
 
-from helpers import ddp_model
 import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
 import warp_zerostore as wp
+from helpers import ddp_model
 
 
 def main(rank: int, world: int, port: int, out: str) -> None:
