@@ -451,5 +451,5 @@ def test_check_command_passes_a_clean_script_and_its_arguments(tmp_path):
     )
     done = run_check(str(script), "--steps", "3")
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "args ['--steps', '3'] warp_zerostore.tape_safety" in done.stdout
+    assert "args ['--steps', '3'] warp_zerostore.tape.tape" in done.stdout
     assert "warp_zerostore check: 0 hazard(s)" in done.stdout
