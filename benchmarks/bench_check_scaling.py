@@ -20,12 +20,12 @@ import argparse
 import warnings
 
 import numpy as np
+import warp  # noqa: E402
 from common import interleaved_medians, report
 
-import warp  # noqa: E402
-
 import warp_zerostore as wp  # noqa: E402
-from warp_zerostore import _compat, config, tape_safety  # noqa: E402
+from warp_zerostore import _compat, config  # noqa: E402
+from warp_zerostore.tape import tape as tape_safety  # noqa: E402
 
 
 @wp.kernel

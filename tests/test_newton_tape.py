@@ -15,9 +15,9 @@ import pytest
 newton = pytest.importorskip("newton", reason="newton is not installed (pip install -e '.[newton]', warp-lang >= 1.17)")
 
 import warp  # noqa: E402
+from helpers import newton_chain  # noqa: E402
 
 import warp_zerostore as wp  # noqa: E402
-from helpers import newton_chain  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 Q = [0.3, -0.4]

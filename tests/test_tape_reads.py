@@ -7,10 +7,13 @@ import warnings
 import numpy as np
 import pytest
 import warp
+from helpers import kernels_tape_reads as k
 
 import warp_zerostore as wp
-from helpers import kernels_tape_reads as k
-from warp_zerostore import kernel_access, read_instrumentation, tape_memory, tape_safety
+from warp_zerostore.tape import access as kernel_access
+from warp_zerostore.tape import memory as tape_memory
+from warp_zerostore.tape import read_twin as read_instrumentation
+from warp_zerostore.tape import tape as tape_safety
 
 try:  # the subscript spellings exist from Warp 1.17
     from helpers import kernels_tape_annotations as ka

@@ -2,11 +2,9 @@
 wrench on its bodies (``State.body_f``), and Newton's forward kinematics. Imports Newton: callers skip when it
 is absent."""
 
+import newton
 import numpy as np
 import warp
-
-import newton
-from newton.solvers import SolverFeatherstone
 
 DT = 0.01
 WEIGHTS = (1.0, -2.0, 0.5, 3.0)  # loss = WEIGHTS . (joint_q, joint_qd) after one step

@@ -21,11 +21,11 @@ Two more kinds say what the Tape cannot do, whatever ``check`` is (warned with `
 
 Precision: written elements come from a content diff (copy before the launch, compare after), so they are
 element-precise, but a store of the value already there is invisible. Read elements come from an instrumented
-twin of the kernel (:mod:`.read_instrumentation`) run on copies before the launch, for arguments read by full
+twin of the kernel (:mod:`.read_twin`) run on copies before the launch, for arguments read by full
 element indexing (``x[i]``, ``x[i, j]``), in the kernel or in the ``@wp.func`` helpers it passes them to; other
-arguments the kernel's source reads (:mod:`.kernel_access`) count as read in whole (conservative). A thread
+arguments the kernel's source reads (:mod:`.access`) count as read in whole (conservative). A thread
 reading back what it wrote in the same launch is not a stale read (replay reads the launch's output too).
-Elements are identified by memory address per device (:mod:`.tape_memory`), so views of one buffer are connected.
+Elements are identified by memory address per device (:mod:`.memory`), so views of one buffer are connected.
 
 ``snapshot=True`` saves, before a recorded launch, every array it may write that a recorded launch (earlier
 or this one) reads. During ``backward()``, just before the launch's adjoint, each element gets back the value
@@ -50,11 +50,12 @@ from typing import Callable, Iterator
 import numpy as np
 import warp
 
-from . import _compat, config, modes, read_instrumentation
-from .kernel_access import ArgumentAccess, argument_access
-from .tape_memory import AddressBook, span
-
-CHECK_LEVELS = ("off", "warn", "error")
+from .. import _compat, config
+from ..config import validate_check
+from ..options import effective_mode
+from . import read_twin
+from .access import ArgumentAccess, argument_access
+from .memory import AddressBook, span
 
 OVERWRITE = "overwrite"
 STALE_READ = "stale read"
@@ -72,12 +73,6 @@ class OverwriteWarning(UserWarning):
 
 class OverwriteError(RuntimeError):
     """Raised by ``Tape(check="error")`` at the launch that creates a hazard (at ``backward()`` for mutations)."""
-
-
-def validate_check(value, where: str) -> str:
-    if value not in CHECK_LEVELS:
-        raise ValueError(f"{where} must be one of 'off', 'warn', 'error', got {value!r}")
-    return value
 
 
 @dataclasses.dataclass(frozen=True)
@@ -169,8 +164,10 @@ def hazard_listener(callback: Callable[[Hazard], None]) -> Iterator[None]:
 
     Example::
 
+        import warnings
+
         import warp_zerostore as wp
-        from warp_zerostore.tape_safety import hazard_listener
+        from warp_zerostore.tape import hazard_listener
 
         @wp.kernel
         def square_in_place(x: wp.array(dtype=float)):
@@ -178,9 +175,9 @@ def hazard_listener(callback: Callable[[Hazard], None]) -> Iterator[None]:
 
         found = []
         x = wp.array([3.0], dtype=float, requires_grad=True)
-        with hazard_listener(found.append), wp.Tape(check="warn"):
-            with __import__("warnings").catch_warnings():
-                __import__("warnings").simplefilter("ignore")
+        with hazard_listener(found.append), warnings.catch_warnings():
+            warnings.simplefilter("ignore", wp.OverwriteWarning)
+            with wp.Tape(check="warn"):
                 wp.launch(square_in_place, dim=1, inputs=[x])
         assert [h.kind for h in found] == ["stale read"]
     """
@@ -193,7 +190,7 @@ def hazard_listener(callback: Callable[[Hazard], None]) -> Iterator[None]:
 
 # -- helpers
 
-_PACKAGE_DIR = os.path.dirname(__file__) + os.sep
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(__file__)) + os.sep  # warp_zerostore/
 
 
 def _is_internal(filename: str) -> bool:
@@ -237,7 +234,7 @@ def _checksum(values: np.ndarray) -> str:
 
 
 def _zeroes_store_adjoints(kernel) -> bool:
-    mode = modes.effective_mode(kernel)
+    mode = effective_mode(kernel)
     return mode is True or (mode is None and _compat.STOCK_STORE_ZEROES)
 
 
@@ -289,7 +286,7 @@ class _ArrayUse:
     access: ArgumentAccess
     before: np.ndarray | None = None  # host copy from before the launch
     after: np.ndarray | None = None  # host copy from after the launch
-    marks: read_instrumentation.ElementReads | None = None  # element reads, when the read twin ran
+    marks: read_twin.ElementReads | None = None  # element reads, when the read twin ran
     saved: object = None  # device copy from before the launch (snapshot)
     checksum: str | None = None  # of ``before``, once computed
     located: tuple | None = None  # (Region, slot per element), once looked up for this launch
@@ -401,7 +398,9 @@ class Tape(_compat.WarpTape):
         result = original(*args, **kwargs)
         if _compat.tape_launch_count(self) <= launch.index:  # not recorded (e.g. the Tape was left inside)
             return result
-        launch.kernel = _compat.launch_entry_kernel(self.launches[launch.index]) or launch.kernel  # the overload run
+        entry = self.launches[launch.index]
+        if _compat.is_kernel_launch(entry):
+            launch.kernel = _compat.launch_kernel(entry)  # the overload actually launched
         found += self._after(launch)
         self._save_snapshots(launch)
         self._report(found)
@@ -433,7 +432,7 @@ class Tape(_compat.WarpTape):
         checking = self.check != "off"
         found = []
         if any(use.access.reads for use in launch.uses):
-            marks = read_instrumentation.element_reads(launch.kernel, a, _device_copy)
+            marks = read_twin.element_reads(launch.kernel, a, _device_copy)
             for use in launch.uses:
                 use.marks = marks.get(use.label)
         for use in launch.uses:

@@ -16,7 +16,7 @@ write a stale read. Checking and snapshotting Tapes run the twin on device copie
 (the real arrays change once), then the real launch.
 
 Arguments read any other way (a row ``x[i]`` of a 2-D array, passed to a builtin or to a helper whose source
-cannot be read, tiles, read in a ``while`` test) keep the whole-argument read of :mod:`.kernel_access`, as do
+cannot be read, tiles, read in a ``while`` test) keep the whole-argument read of :mod:`.access`, as do
 kernels with ``@wp.struct``, indexed or fabric array arguments (those arrays would be written for real) and
 kernels whose twin cannot be built. Stores through ``wp.atomic_*`` builtins are not marked as written. The twin
 is forward-only and built once per kernel, in its own module.
@@ -36,8 +36,8 @@ import types
 import numpy as np
 import warp
 
-from . import _compat
-from .kernel_access import (
+from .. import _compat
+from .access import (
     HELPER_DEPTH,
     METADATA_ATTRIBUTES,
     argument_access,

@@ -18,7 +18,8 @@ import sys
 import traceback
 import warnings
 
-from . import _compat, config, tape_safety
+from .. import _compat, config
+from ..tape import tape as tape_safety
 
 #: Exit status when nothing real was found but some launches could not be checked.
 UNCHECKED_STATUS = 3

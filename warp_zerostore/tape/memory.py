@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from . import _compat
+from .. import _compat
 
 
 def addresses(arr) -> np.ndarray:
