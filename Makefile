@@ -14,7 +14,10 @@ STAMP := $(VENV)/.installed-$(WARP)-$(subst $(comma),-,$(EXTRAS))
 
 # `make test` lints first (ruff, and import-linter's layer contracts, which need warp-lang >= 1.10); the
 # matrix venvs skip the lint (LINT=0): it does not depend on the Warp version.
-LINT ?= $(if $(filter 1.9.%,$(WARP)),0,1)
+# (GNU make predefines LINT = lint, so `?=` would never assign: set it unless the command line or environment did.)
+ifeq ($(origin LINT),default)
+LINT := $(if $(filter 1.9.%,$(WARP)),0,1)
+endif
 
 .PHONY: install demo lint test test-matrix bench test-warp-suite clean
 
