@@ -1,0 +1,1 @@
+"""Binomial checkpointing of Warp rollouts (issue 12)."""
