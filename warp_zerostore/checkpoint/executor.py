@@ -194,7 +194,7 @@ class Executor:
         tape.backward()
         for a in internal:
             a.grad.zero_()
-        tape.reset()
+        # Not tape.reset(): it would zero the gradients just computed. The Tape is dropped with its snapshots.
 
     # -- sweeps
 

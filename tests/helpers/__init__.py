@@ -1,0 +1,1 @@
+"""Kernel and helper modules the tests import (``from helpers import kernels_x``)."""
