@@ -32,7 +32,7 @@ class StateLayout:
     """The arrays that make up a state, found the same way in every buffer of the rollout.
 
     ``state`` is a list/tuple of ``wp.array`` or an object whose ``wp.array`` attributes are the state (a Newton
-    ``State``); ``fields`` picks some attributes of an object by name. Arrays are looked up on each use, so a
+    ``State``; private ``_names`` are skipped); ``fields`` picks some attributes of an object by name. Arrays are looked up on each use, so a
     step may rebind an attribute to a new array of the same shape and dtype.
     """
 
@@ -45,7 +45,11 @@ class StateLayout:
             labels = [f"{what}[{i}]" for i in keys]
         else:
             if fields is None:
-                keys = [name for name, value in vars(state).items() if isinstance(value, warp.array)]
+                keys = [
+                    name
+                    for name, value in vars(state).items()
+                    if isinstance(value, warp.array) and not name.startswith("_")
+                ]
             else:
                 keys = list(fields)
             labels = [f"{what}.{name}" for name in keys]
