@@ -1,8 +1,10 @@
 """warp_zerostore.checkpoint: checkpointed rollouts give a full Tape's gradients (float64, in place and
 double-buffered), with Revolve's optimal step count, RAM and disk snapshots, online schedules, clear errors."""
 
+import gc
 import importlib.util
 import os
+import warnings
 
 import numpy as np
 import pytest
@@ -271,6 +273,15 @@ def test_no_files_left_negative_twin(tmp_path):
     assert any(name.endswith(".npy") for name in os.listdir(tmp_path / folder))
     run.close()
     assert os.listdir(tmp_path) == []
+    # A rollout neither reversed nor closed removes its folder when it is collected.
+    run = rollout(
+        lambda s, n: in_place_step(s, n, params, gravity), [x, v], 40, snapshots=1, schedule="multistage",
+        disk_snapshots=4, directory=tmp_path,
+    )
+    assert len(os.listdir(tmp_path)) == 1
+    del run
+    gc.collect()
+    assert os.listdir(tmp_path) == []
 
 
 @pytest.mark.parametrize("in_place", [True, False])
@@ -418,6 +429,28 @@ def test_checking_tape_is_an_error_saying_how_to_combine():
             rollout(lambda s, n: None, [x], 5)
     with wp.Tape():  # negative twin: a plain Tape records it
         rollout(lambda s, n: None, [x], 5)
+
+
+def test_check_runs_on_each_reversed_step():
+    x = wp.array([1.5], dtype=F64, requires_grad=True)
+
+    def step(s, n):
+        wp.launch(k.square_keep, dim=1, inputs=[s[0]])
+        wp.launch(k.square_keep, dim=1, inputs=[s[0]])
+
+    tape = wp.Tape()
+    with pytest.warns(wp.OverwriteWarning, match="overwrite.*square_keep"):
+        with tape:
+            rollout(step, [x], 3, snapshots=1, check="warn")
+        tape.backward(grads={x: wp.ones(1, dtype=F64)})
+    # Negative twin: check="off" (the default) says nothing.
+    x = wp.array([1.5], dtype=F64, requires_grad=True)
+    tape = wp.Tape()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", wp.OverwriteWarning)
+        with tape:
+            rollout(step, [x], 3, snapshots=1)
+        tape.backward(grads={x: wp.ones(1, dtype=F64)})
 
 
 def test_double_buffers_must_match():

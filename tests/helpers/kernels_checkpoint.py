@@ -46,3 +46,10 @@ def loss_kernel(
 ):
     i = wp.tid()
     wp.atomic_add(loss, 0, wp.dot(w[i], x[i]) + wp.float64(0.5) * wp.dot(v[i], v[i]) + wp.dot(x[i], x[i]) * wp.dot(x[i], x[i]))
+
+
+@wp.kernel(zero_store=False)
+def square_keep(x: wp.array(dtype=wp.float64)):
+    """In place, with store adjoints that keep the overwritten gradient: an overwrite hazard when launched twice."""
+    i = wp.tid()
+    x[i] = x[i] * x[i]

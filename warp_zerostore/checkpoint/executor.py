@@ -7,8 +7,8 @@ Reversing step ``n``: the step is run once more on a local Tape (``Forward(n, n 
 a ``warp_zerostore.Tape(snapshot=True)`` for in-place steps, so each launch sees the values it read), and that
 Tape's backward turns the adjoint of state ``n + 1`` (in the ``.grad`` of the arrays holding it) into the
 adjoint of state ``n`` (in the ``.grad`` of the arrays holding that), while parameter gradients accumulate.
-The adjoint of the state is never copied: in place it stays in ``state.grad``; double-buffered, the buffer
-that held state ``n + 1`` is the input of step ``n + 1``... and of step ``n - 1``, whose output adjoint it is.
+The adjoint of the state is never copied: in place it stays in ``state.grad``; double-buffered, the adjoint of
+state ``n`` lands in ``buffers[n % 2].grad``, which is where step ``n - 1`` reads its output adjoint from.
 """
 
 from __future__ import annotations

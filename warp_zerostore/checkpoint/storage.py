@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import weakref
 
 import numpy as np
 import warp
@@ -19,19 +20,29 @@ def _copy_into(dest, src) -> None:
 
 
 class RamStorage:
-    """Snapshots as Warp arrays on the state's device (no gradient buffers)."""
+    """Snapshots as Warp arrays on the state's device (no gradient buffers).
+
+    A deleted snapshot's arrays are kept for the next write (Revolve writes and drops snapshots all through
+    the reverse sweep): no allocation, and no fresh pages to fault in, after the first ``s`` writes.
+    """
 
     def __init__(self):
         self.snapshots: dict = {}  # step -> [wp.array]
-        self.bytes = 0
+        self.spare: list = []  # [[wp.array]] of deleted snapshots, reused by write()
+        self.bytes = 0  # held by snapshots, spare arrays included (they stay allocated)
         self.peak_bytes = 0
         self.peak_count = 0
 
     def write(self, step: int, arrays) -> None:
         self.delete(step)
-        copies = [warp.clone(a, requires_grad=False) for a in arrays]
+        copies = self.spare.pop() if self.spare else None
+        if copies is None:
+            copies = [warp.clone(a, requires_grad=False) for a in arrays]
+            self.bytes += sum(c.capacity for c in copies)
+        else:
+            for dest, src in zip(copies, arrays):
+                _copy_into(dest, src)
         self.snapshots[step] = copies
-        self.bytes += sum(c.capacity for c in copies)
         self.peak_bytes = max(self.peak_bytes, self.bytes)
         self.peak_count = max(self.peak_count, len(self.snapshots))
 
@@ -42,11 +53,12 @@ class RamStorage:
     def delete(self, step: int) -> None:
         copies = self.snapshots.pop(step, None)
         if copies is not None:
-            self.bytes -= sum(c.capacity for c in copies)
+            self.spare.append(copies)
 
     def close(self) -> None:
-        for step in list(self.snapshots):
-            self.delete(step)
+        self.snapshots.clear()
+        self.spare.clear()
+        self.bytes = 0
 
 
 class DiskStorage:
@@ -64,6 +76,8 @@ class DiskStorage:
             )
         os.makedirs(directory, exist_ok=True)
         self.folder = tempfile.mkdtemp(prefix="warp_zerostore_checkpoint_", dir=directory)
+        # A rollout never reversed nor closed still leaves nothing behind once collected (or at exit).
+        self._remove = weakref.finalize(self, shutil.rmtree, self.folder, True)
         self.snapshots: dict = {}  # step -> [path]
         self.sizes: dict = {}  # step -> bytes of array data
         self.bytes = 0
@@ -106,5 +120,5 @@ class DiskStorage:
         self.snapshots.clear()
         self.sizes.clear()
         self.bytes = 0
-        shutil.rmtree(self.folder, ignore_errors=True)
+        self._remove()
 
