@@ -38,8 +38,9 @@ from common import interleaved_medians, report
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests"))
 
-import warp_zerostore as wp  # noqa: E402
 from helpers import kernels_checkpoint as k  # noqa: E402
+
+import warp_zerostore as wp  # noqa: E402
 from warp_zerostore.checkpoint import optimal_step_count, rollout  # noqa: E402
 
 STATE_ARRAYS = 2  # x, v (vec3d)
@@ -166,14 +167,26 @@ def memory_medians(n: int, steps: int, store_steps: int, snapshots: int, repeats
     last = {}
     for _ in range(repeats):
         for side, side_steps in sides.items():
-            cmd = [sys.executable, __file__, "--memory-child", side, "--n", str(n), "--steps", str(side_steps),
-                   "--snapshots", str(snapshots)]
+            cmd = [
+                sys.executable,
+                __file__,
+                "--memory-child",
+                side,
+                "--n",
+                str(n),
+                "--steps",
+                str(side_steps),
+                "--snapshots",
+                str(snapshots),
+            ]
             out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1200, check=True)
             result = json.loads(out.stdout.strip().splitlines()[-1])
             samples[side].append(result["peak_growth_bytes"])
             last[side] = result
-    return {side: {"median_bytes": statistics.median(s), "samples_bytes": s, "child": last[side]}
-            for side, s in samples.items()}
+    return {
+        side: {"median_bytes": statistics.median(s), "samples_bytes": s, "child": last[side]}
+        for side, s in samples.items()
+    }
 
 
 def main() -> None:
@@ -217,35 +230,54 @@ def main() -> None:
     growth = memory["checkpointed"]["median_bytes"]
     store_growth_at_T = memory["store-everything"]["median_bytes"] * T / args.store_steps
     print(f"{n} particles (float64), T = {T} steps, s = {s} snapshots; Revolve evaluations: {evaluations}")
-    print(f"checkpointed forward+backward: median {t_ckpt:.3f} s; one untaped step {t_step * 1e3:.3f} ms; "
-          f"store-everything Tape {t_store:.3f} s for T steps (measured at {args.store_steps} steps, scaled)")
+    print(
+        f"checkpointed forward+backward: median {t_ckpt:.3f} s; one untaped step {t_step * 1e3:.3f} ms; "
+        f"store-everything Tape {t_store:.3f} s for T steps (measured at {args.store_steps} steps, scaled)"
+    )
     print(f"one reversed step (taped step + its backward): {t_reversed * 1e3:.3f} ms")
     print(f"time / ((evaluations - T) x one step + T x one reversed step): {t_ckpt / floor:.3f} (target <= 1.15)")
     print(f"time / (evaluations x one step): {literal:.3f} (the issue's literal ratio, backward kernels included)")
-    print(f"time / ((evaluations - T) x one step + store-everything forward+backward): {bookkeeping:.3f} "
-          "(for comparison)")
-    print(f"peak RSS growth checkpointed: {growth / 2**20:.1f} MiB; must hold {must_hold / 2**20:.1f} MiB; "
-          f"ratio {growth / must_hold:.3f} (target <= 1.1)")
-    print(f"store-everything Tape: {memory['store-everything']['median_bytes'] / 2**20:.1f} MiB at "
-          f"{args.store_steps} steps, extrapolated linearly to {T} steps: {store_growth_at_T / 2**20:.1f} MiB; "
-          f"checkpointed / store-everything: {100 * growth / store_growth_at_T:.2f} % (target < 2 %)")
-    report("checkpoint", {
-        "particles": n, "steps": T, "snapshots": s, "store_steps_measured": args.store_steps,
-        "evaluations": evaluations, "repeats": args.repeats,
-        "median_s": {name: v["median_s"] for name, v in timings.items()},
-        "one_step_ms": t_step * 1e3,
-        "store_everything_s_scaled_to_T": t_store,
-        "one_reversed_step_ms": t_reversed * 1e3,
-        "time_ratio_vs_recompute_plus_reversed_steps": t_ckpt / floor,
-        "time_ratio_literal": literal,
-        "time_ratio_vs_store_everything_plus_recompute": bookkeeping, "time_target": 1.15,
-        "peak_growth_bytes": growth, "must_hold_bytes": must_hold, "memory_ratio_vs_must_hold": growth / must_hold,
-        "memory_target": 1.1,
-        "store_everything_growth_bytes_measured": memory["store-everything"]["median_bytes"],
-        "store_everything_growth_bytes_extrapolated_to_T": store_growth_at_T,
-        "memory_fraction_of_store_everything": growth / store_growth_at_T, "memory_fraction_target": 0.02,
-        "memory": memory, "timings": timings,
-    })
+    print(
+        f"time / ((evaluations - T) x one step + store-everything forward+backward): {bookkeeping:.3f} (for comparison)"
+    )
+    print(
+        f"peak RSS growth checkpointed: {growth / 2**20:.1f} MiB; must hold {must_hold / 2**20:.1f} MiB; "
+        f"ratio {growth / must_hold:.3f} (target <= 1.1)"
+    )
+    print(
+        f"store-everything Tape: {memory['store-everything']['median_bytes'] / 2**20:.1f} MiB at "
+        f"{args.store_steps} steps, extrapolated linearly to {T} steps: {store_growth_at_T / 2**20:.1f} MiB; "
+        f"checkpointed / store-everything: {100 * growth / store_growth_at_T:.2f} % (target < 2 %)"
+    )
+    report(
+        "checkpoint",
+        {
+            "particles": n,
+            "steps": T,
+            "snapshots": s,
+            "store_steps_measured": args.store_steps,
+            "evaluations": evaluations,
+            "repeats": args.repeats,
+            "median_s": {name: v["median_s"] for name, v in timings.items()},
+            "one_step_ms": t_step * 1e3,
+            "store_everything_s_scaled_to_T": t_store,
+            "one_reversed_step_ms": t_reversed * 1e3,
+            "time_ratio_vs_recompute_plus_reversed_steps": t_ckpt / floor,
+            "time_ratio_literal": literal,
+            "time_ratio_vs_store_everything_plus_recompute": bookkeeping,
+            "time_target": 1.15,
+            "peak_growth_bytes": growth,
+            "must_hold_bytes": must_hold,
+            "memory_ratio_vs_must_hold": growth / must_hold,
+            "memory_target": 1.1,
+            "store_everything_growth_bytes_measured": memory["store-everything"]["median_bytes"],
+            "store_everything_growth_bytes_extrapolated_to_T": store_growth_at_T,
+            "memory_fraction_of_store_everything": growth / store_growth_at_T,
+            "memory_fraction_target": 0.02,
+            "memory": memory,
+            "timings": timings,
+        },
+    )
 
 
 if __name__ == "__main__":

@@ -8,11 +8,11 @@ import warnings
 
 import numpy as np
 import pytest
+from helpers import kernels_checkpoint as k
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import warp_zerostore as wp
-from helpers import kernels_checkpoint as k
 from warp_zerostore.checkpoint import CheckpointError, optimal_step_count, rollout
 
 checkpoint_schedules = pytest.importorskip("checkpoint_schedules", reason="needs the checkpoint extra")
@@ -266,8 +266,13 @@ def test_no_files_left_negative_twin(tmp_path):
     p = Problem(40, _FixedData())
     x, v, params, gravity = p.arrays()
     run = rollout(
-        lambda s, n: in_place_step(s, n, params, gravity), [x, v], 40, snapshots=1, schedule="multistage",
-        disk_snapshots=4, directory=tmp_path,
+        lambda s, n: in_place_step(s, n, params, gravity),
+        [x, v],
+        40,
+        snapshots=1,
+        schedule="multistage",
+        disk_snapshots=4,
+        directory=tmp_path,
     )
     (folder,) = os.listdir(tmp_path)
     assert any(name.endswith(".npy") for name in os.listdir(tmp_path / folder))
@@ -275,8 +280,13 @@ def test_no_files_left_negative_twin(tmp_path):
     assert os.listdir(tmp_path) == []
     # A rollout neither reversed nor closed removes its folder when it is collected.
     run = rollout(
-        lambda s, n: in_place_step(s, n, params, gravity), [x, v], 40, snapshots=1, schedule="multistage",
-        disk_snapshots=4, directory=tmp_path,
+        lambda s, n: in_place_step(s, n, params, gravity),
+        [x, v],
+        40,
+        snapshots=1,
+        schedule="multistage",
+        disk_snapshots=4,
+        directory=tmp_path,
     )
     assert len(os.listdir(tmp_path)) == 1
     del run
@@ -302,8 +312,12 @@ def test_online_store_all_without_steps():
     tape = wp.Tape()
     with tape:
         run = rollout(
-            lambda s, n: in_place_step(s, n, params, gravity), [x, v], None, schedule="store_all",
-            until=lambda s, n: n == 12, params=[params, gravity],
+            lambda s, n: in_place_step(s, n, params, gravity),
+            [x, v],
+            None,
+            schedule="store_all",
+            until=lambda s, n: n == 12,
+            params=[params, gravity],
         )
         loss = p.loss(x, v)
     tape.backward(loss)
@@ -361,8 +375,12 @@ def test_inside_a_torch_op():
 
     @wpt.op(outputs={"x": "x0", "v": "v0"})
     def simulate(
-        x0: wp.array(dtype=wp.vec3d), v0: wp.array(dtype=wp.vec3d), params: wp.array(dtype=F64),
-        gravity: wp.array(dtype=F64), x: wp.array(dtype=wp.vec3d), v: wp.array(dtype=wp.vec3d),
+        x0: wp.array(dtype=wp.vec3d),
+        v0: wp.array(dtype=wp.vec3d),
+        params: wp.array(dtype=F64),
+        gravity: wp.array(dtype=F64),
+        x: wp.array(dtype=wp.vec3d),
+        v: wp.array(dtype=wp.vec3d),
     ):
         wp.copy(x, x0)
         wp.copy(v, v0)
@@ -405,9 +423,15 @@ def test_step_changing_shape_or_dtype_is_an_error(change):
 
     def step(s, n):
         if n == 2:
-            s.x = wp.zeros(5, dtype=F64, requires_grad=True) if change == "shape" else wp.zeros(4, dtype=wp.float32, requires_grad=True)
+            s.x = (
+                wp.zeros(5, dtype=F64, requires_grad=True)
+                if change == "shape"
+                else wp.zeros(4, dtype=wp.float32, requires_grad=True)
+            )
 
-    with pytest.raises(CheckpointError, match=rf"step 2 changed state\.x from shape \(4,\).*{change}|step 2 changed state\.x"):
+    with pytest.raises(
+        CheckpointError, match=rf"step 2 changed state\.x from shape \(4,\).*{change}|step 2 changed state\.x"
+    ):
         rollout(step, state, 5)
 
 
@@ -424,7 +448,9 @@ def test_step_rebinding_same_shape_is_fine():
 
 def test_checking_tape_is_an_error_saying_how_to_combine():
     x = wp.zeros(1, dtype=F64, requires_grad=True)
-    with pytest.raises(CheckpointError, match=r"check='warn'.*record the rollout on a Tape without checks.*pass check="):
+    with pytest.raises(
+        CheckpointError, match=r"check='warn'.*record the rollout on a Tape without checks.*pass check="
+    ):
         with wp.Tape(check="warn"):
             rollout(lambda s, n: None, [x], 5)
     with wp.Tape():  # negative twin: a plain Tape records it

@@ -80,7 +80,12 @@ def test_newton_spring_cage_checkpointed_matches_full_tape():
     tape = warp.Tape()
     with tape:
         run = rollout(
-            newton_step(solver, control), s0, STEPS, snapshots=SNAPSHOTS, out=s1, fields=FIELDS,
+            newton_step(solver, control),
+            s0,
+            STEPS,
+            snapshots=SNAPSHOTS,
+            out=s1,
+            fields=FIELDS,
             params=[model.spring_rest_length],
         )
         warp.launch(distance_to_target, dim=1, inputs=[run.state.particle_q, target, loss])

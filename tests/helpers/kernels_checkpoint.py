@@ -15,8 +15,11 @@ def force(x: wp.vec3d, v: wp.vec3d, k: wp.float64, c: wp.float64, g: wp.float64)
 
 @wp.kernel(zero_store=True)
 def kick_in_place(
-    x: wp.array(dtype=wp.vec3d), v: wp.array(dtype=wp.vec3d), params: wp.array(dtype=wp.float64),
-    gravity: wp.array(dtype=wp.float64), n: int,
+    x: wp.array(dtype=wp.vec3d),
+    v: wp.array(dtype=wp.vec3d),
+    params: wp.array(dtype=wp.float64),
+    gravity: wp.array(dtype=wp.float64),
+    n: int,
 ):
     i = wp.tid()
     v[i] = v[i] + wp.float64(DT) * force(x[i], v[i], params[0], params[1], gravity[n])
@@ -30,8 +33,13 @@ def drift_in_place(x: wp.array(dtype=wp.vec3d), v: wp.array(dtype=wp.vec3d)):
 
 @wp.kernel
 def euler_step(
-    x_in: wp.array(dtype=wp.vec3d), v_in: wp.array(dtype=wp.vec3d), params: wp.array(dtype=wp.float64),
-    gravity: wp.array(dtype=wp.float64), n: int, x_out: wp.array(dtype=wp.vec3d), v_out: wp.array(dtype=wp.vec3d),
+    x_in: wp.array(dtype=wp.vec3d),
+    v_in: wp.array(dtype=wp.vec3d),
+    params: wp.array(dtype=wp.float64),
+    gravity: wp.array(dtype=wp.float64),
+    n: int,
+    x_out: wp.array(dtype=wp.vec3d),
+    v_out: wp.array(dtype=wp.vec3d),
 ):
     i = wp.tid()
     v = v_in[i] + wp.float64(DT) * force(x_in[i], v_in[i], params[0], params[1], gravity[n])
@@ -41,11 +49,15 @@ def euler_step(
 
 @wp.kernel
 def loss_kernel(
-    x: wp.array(dtype=wp.vec3d), v: wp.array(dtype=wp.vec3d), w: wp.array(dtype=wp.vec3d),
+    x: wp.array(dtype=wp.vec3d),
+    v: wp.array(dtype=wp.vec3d),
+    w: wp.array(dtype=wp.vec3d),
     loss: wp.array(dtype=wp.float64),
 ):
     i = wp.tid()
-    wp.atomic_add(loss, 0, wp.dot(w[i], x[i]) + wp.float64(0.5) * wp.dot(v[i], v[i]) + wp.dot(x[i], x[i]) * wp.dot(x[i], x[i]))
+    wp.atomic_add(
+        loss, 0, wp.dot(w[i], x[i]) + wp.float64(0.5) * wp.dot(v[i], v[i]) + wp.dot(x[i], x[i]) * wp.dot(x[i], x[i])
+    )
 
 
 @wp.kernel(zero_store=False)

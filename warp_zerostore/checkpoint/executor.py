@@ -76,7 +76,9 @@ class Executor:
     def storage(self, kind):
         found = self.storages.get(kind)
         if found is None:
-            found = self.storages[kind] = RamStorage() if kind == self.cs.StorageType.RAM else DiskStorage(self.directory)
+            found = self.storages[kind] = (
+                RamStorage() if kind == self.cs.StorageType.RAM else DiskStorage(self.directory)
+            )
         return found
 
     # -- running one step

@@ -123,7 +123,9 @@ def rollout(
     if disk_snapshots < 0 or (disk_snapshots and schedule != "multistage"):
         raise CheckpointError("rollout(disk_snapshots=...) is for schedule='multistage' (a count >= 0)")
     if schedule == "multistage" and disk_snapshots and directory is None:
-        raise CheckpointError("rollout(schedule='multistage', disk_snapshots=...) needs directory=... for the .npy files")
+        raise CheckpointError(
+            "rollout(schedule='multistage', disk_snapshots=...) needs directory=... for the .npy files"
+        )
     if schedule == "two_level" and directory is None:
         raise CheckpointError("rollout(schedule='two_level') keeps its periodic snapshots on disk: give directory=...")
     if check not in ("off", "warn", "error"):

@@ -88,7 +88,9 @@ class StateLayout:
         for field, arr in zip(self.fields, self.arrays(state)):
             label = field.label.replace("state", what, 1) if what != "state" else field.label
             if not isinstance(arr, warp.array):
-                raise CheckpointError(f"{after} replaced {label} with {type(arr).__name__}; a step must keep it a wp.array")
+                raise CheckpointError(
+                    f"{after} replaced {label} with {type(arr).__name__}; a step must keep it a wp.array"
+                )
             if tuple(arr.shape) != field.shape or arr.dtype != field.dtype:
                 raise CheckpointError(
                     f"{after} changed {label} from shape {field.shape}, dtype {warp.types.type_repr(field.dtype)} to "

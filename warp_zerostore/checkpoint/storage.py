@@ -121,4 +121,3 @@ class DiskStorage:
         self.sizes.clear()
         self.bytes = 0
         self._remove()
-
