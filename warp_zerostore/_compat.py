@@ -576,3 +576,31 @@ def kernel_source(kernel) -> str:
 def launch_original(*args, **kwargs):
     """Warp's ``launch``, not the Tape's hook (for the Tape's own helper launches)."""
     return _LAUNCH_ORIGINAL(*args, **kwargs)
+
+
+# ---- JAX bridge (issue 13)
+# Warp's JAX FFI: ``warp.jax_callable`` / ``warp.jax_kernel`` from 1.13 on, ``warp.jax_experimental.ffi``
+# (same calls) from 1.10; 1.9 has only the old custom-call path, which the bridge does not use.
+
+
+def jax_ffi_module():
+    """The module holding Warp's FFI ``jax_callable`` and ``jax_kernel``, or None on a Warp without it."""
+    if hasattr(warp, "jax_callable") and hasattr(warp, "jax_kernel"):
+        return warp
+    try:
+        from warp.jax_experimental import ffi  # noqa: PLC0415 - public on 1.10-1.12, imports jax
+    except ImportError:
+        return None
+    return ffi if hasattr(ffi, "jax_callable") else None
+
+
+def warp_dtype_from_numpy(np_dtype):
+    """The Warp scalar type of a NumPy (or JAX) dtype, or None."""
+    import numpy as np  # noqa: PLC0415
+
+    return wtypes.np_dtype_to_warp_type.get(np.dtype(np_dtype))
+
+
+def is_scalar_type(t) -> bool:
+    """True for Warp's scalar value types (``float32``, ``int64``, ``bool``, ...)."""
+    return t in wtypes.scalar_types

@@ -1,0 +1,1 @@
+def jax_kernel(*a, **k): raise NotImplementedError
