@@ -26,6 +26,14 @@ _whole_array.install()
 
 copy_zero_store = _whole_array.copy_zero_store
 
+
+def jax_kernel(kernel, *args, **kwargs):
+    """Warp's ``jax_kernel``; a differentiable ``zero_store=True`` kernel goes through :mod:`warp_zerostore.jax`
+    (whose backward never writes JAX's cotangents). See ``warp_zerostore.jax.jax_kernel``."""
+    from .jax import stock  # noqa: PLC0415 - JAX is an optional dependency
+
+    return stock.jax_kernel(kernel, *args, **kwargs)
+
 #: What this package defines or overrides; every other name resolves to ``warp``.
 _OWN = {
     "kernel",
@@ -33,6 +41,7 @@ _OWN = {
     "get_module_options",
     "effective_zero_store",
     "copy_zero_store",
+    "jax_kernel",
     "config",
     "HeaderNotFoundError",
     "Tape",
