@@ -129,6 +129,17 @@ def test_shared_cotangent_for_two_outputs_is_never_written(jit):
     _rev(two_outputs, [x])
 
 
+def test_accumulate_kernel_cotangent_is_read_in_place_and_never_written():
+    """A kernel without zero_store=True gets JAX's cotangent itself (no copy): its adjoint only reads it."""
+    xa, xb = _data(6, 1), _data(6, 2)
+    ct = jnp.full(6, 2.0, dtype=F64)
+    _, vjp = jax.vjp(double_store_accumulate, xa, xb)
+    ga, gb = vjp(ct)
+    np.testing.assert_array_equal(ga, np.full(6, 4.0))
+    np.testing.assert_array_equal(gb, np.full(6, 6.0))
+    np.testing.assert_array_equal(ct, np.full(6, 2.0))
+
+
 def test_facade_jax_kernel_never_writes_the_cotangent():
     """wp.jax_kernel with a zero_store=True kernel goes through the bridge (Warp's own zeroes ct: issue 13)."""
     f = wp.jax_kernel(K.two_outputs, num_outputs=2, enable_backward=True)

@@ -53,12 +53,42 @@ def host_scalar(array, p: Param, where: str):
     return values.flat[0].item()
 
 
+class Scratch:
+    """Private buffers kept between calls (one per role, argument and shape): allocating them costs more
+    than the launch for small arrays. Calls into one FFI function never overlap (Warp holds a lock)."""
+
+    LIMIT = 64  # distinct shapes kept; beyond that the cache starts over
+
+    def __init__(self):
+        self.buffers: dict = {}
+
+    def like(self, role: str, name: str, array):
+        key = (role, name, array.shape, array.dtype, str(array.device))
+        buffer = self.buffers.get(key)
+        if buffer is None:
+            if len(self.buffers) >= self.LIMIT:
+                self.buffers.clear()
+            buffer = self.buffers[key] = warp.empty_like(array)
+        return buffer
+
+    def zeros_like(self, role: str, name: str, array):
+        buffer = self.like(role, name, array)
+        buffer.zero_()
+        return buffer
+
+    def copy_of(self, role: str, name: str, array):
+        buffer = self.like(role, name, array)
+        warp.copy(buffer, array)
+        return buffer
+
+
 class Calls:
     """The forward and backward host functions of one op specialization."""
 
     def __init__(self, op, spec: Specialization):
         self.op = op
         self.spec = spec
+        self.scratch = Scratch()
         params = op.params
         self.inputs = [p for p in params if p.takes_input]
         self.returns = [p for p in params if p.returns_output]
@@ -115,7 +145,8 @@ class Calls:
                 warp.copy(outs[p.name], ins[p.name])
                 values[p.name] = outs[p.name]
             else:
-                outs[p.name].zero_()
+                if self.op.zero_outputs:
+                    outs[p.name].zero_()
                 values[p.name] = outs[p.name]
         with _compat.no_active_tape():
             self.op.run(values)
@@ -130,12 +161,19 @@ class Calls:
                 values[p.name] = ins[p.name] if p.is_array else host_scalar(ins[p.name], p, self.op.describe())
                 adjoints[p.name] = grads.get(p.name)
             elif p.role == IN_OUT:
-                values[p.name] = warp.clone(ins[p.name])  # the value before the op; the op may write it again
+                values[p.name] = self.scratch.copy_of(IN_OUT, p.name, ins[p.name])  # the value before the op
                 adjoints[p.name] = grads.get(p.name)
                 if p.name in grads:
                     warp.copy(grads[p.name], cts[p.name])
             else:
-                values[p.name] = warp.zeros_like(results[p.name])  # outputs start zeroed, as in the forward
-                adjoints[p.name] = warp.clone(cts[p.name]) if p.name in cts else None
+                values[p.name] = self.scratch.zeros_like(OUTPUT, p.name, results[p.name])  # as in the forward
+                adjoints[p.name] = self._private_cotangent(p, cts)
         with _compat.no_active_tape():
             self.op.run_backward(values, adjoints)
+
+    def _private_cotangent(self, p: Param, cts: dict):
+        if p.name not in cts:
+            return None
+        if not self.op.writes_output_adjoints:
+            return cts[p.name]  # the adjoint only reads it (a kernel without zero_store=True)
+        return self.scratch.copy_of(CT, p.name, cts[p.name])

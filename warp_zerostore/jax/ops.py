@@ -117,9 +117,15 @@ def _like(p):
 class JaxOp:
     """A differentiable JAX function made from Warp launches; see :func:`op` and :func:`kernel_op`."""
 
-    def __init__(self, fn: Callable, outputs: dict, in_out=(), *, name=None, module=None, location=None):
+    #: whether the backward may write the adjoint buffers of outputs (then it gets private cotangent copies)
+    writes_output_adjoints = True
+
+    def __init__(
+        self, fn: Callable, outputs: dict, in_out=(), *, zero_outputs=True, name=None, module=None, location=None
+    ):
         code = getattr(fn, "__code__", None)
         self.fn = fn
+        self.zero_outputs = zero_outputs
         self.name = name or getattr(fn, "__qualname__", repr(fn))
         self.location = location or (f"{code.co_filename}:{code.co_firstlineno}" if code else "unknown location")
         self.module = module or getattr(fn, "__module__", __name__)
@@ -190,8 +196,8 @@ class JaxOp:
 class FunctionOp(JaxOp):
     """A function of several launches; its backward replays them on a Tape (see :func:`op`)."""
 
-    def __init__(self, fn, outputs, in_out=(), *, snapshot: bool = False, name=None):
-        super().__init__(fn, outputs, in_out, name=name)
+    def __init__(self, fn, outputs, in_out=(), *, snapshot: bool = False, zero_outputs=True, name=None):
+        super().__init__(fn, outputs, in_out, zero_outputs=zero_outputs, name=name)
         self.snapshot = snapshot
 
     def run(self, values: dict) -> None:
@@ -215,9 +221,9 @@ class FunctionOp(JaxOp):
 class KernelOp(JaxOp):
     """One kernel launch; its backward is the kernel's adjoint launch (see :func:`kernel_op`)."""
 
-    def __init__(self, kernel, outputs, in_out=(), *, dim=None, name=None):
+    def __init__(self, kernel, outputs, in_out=(), *, dim=None, zero_outputs=True, name=None):
         fn = _compat.kernel_function(kernel)
-        super().__init__(fn, outputs, in_out, name=name or kernel.key, module=fn.__module__)
+        super().__init__(fn, outputs, in_out, zero_outputs=zero_outputs, name=name or kernel.key, module=fn.__module__)
         self.kernel = kernel
         self.dim = dim
         if in_out and _zero_store(kernel) is not True:
@@ -226,6 +232,12 @@ class KernelOp(JaxOp):
                 f"(@wp.kernel(zero_store=True)): without it the store's adjoint keeps the new value's cotangent "
                 f"in the gradient of the old value."
             )
+
+    @property
+    def writes_output_adjoints(self) -> bool:
+        # Only a zero_store=True store adjoint writes (zeroes) the adjoint it reads; Warp's own store adjoint
+        # zeroes an output's adjoint only when it is the array's .grad, which a launch's adj_inputs never are.
+        return _zero_store(self.kernel) is True
 
     def _dim(self, values: dict):
         if self.dim is not None:
@@ -255,7 +267,7 @@ def _zero_store(kernel):
     return effective_zero_store(kernel)
 
 
-def op(outputs: dict, *, in_out=(), snapshot: bool = False, name: str | None = None):
+def op(outputs: dict, *, in_out=(), snapshot: bool = False, zero_outputs: bool = True, name: str | None = None):
     """Make a differentiable JAX function from a function that launches Warp kernels.
 
     The function takes Warp arrays (and scalars), annotated like a kernel; ``outputs`` maps each output
@@ -263,6 +275,8 @@ def op(outputs: dict, *, in_out=(), snapshot: bool = False, name: str | None = N
     names arrays the function updates in place: the op returns their new value and differentiates through the
     old one. The backward replays the launches on a ``wp.Tape`` (``snapshot=True``: this package's Tape with
     snapshots, for temporaries a later launch overwrites). Temporaries need ``requires_grad=True``.
+    Outputs are zero-filled before the function runs; ``zero_outputs=False`` skips that for functions that
+    write every element of every output.
 
     Example::
 
@@ -287,17 +301,20 @@ def op(outputs: dict, *, in_out=(), snapshot: bool = False, name: str | None = N
     """
 
     def decorate(fn):
-        return FunctionOp(fn, outputs, in_out, snapshot=snapshot, name=name)
+        return FunctionOp(fn, outputs, in_out, snapshot=snapshot, zero_outputs=zero_outputs, name=name)
 
     return decorate
 
 
-def kernel_op(kernel, outputs: dict | None = None, *, in_out=(), dim=None, name: str | None = None) -> KernelOp:
+def kernel_op(
+    kernel, outputs: dict | None = None, *, in_out=(), dim=None, zero_outputs: bool = True, name: str | None = None
+) -> KernelOp:
     """Make a differentiable JAX function from one Warp kernel; it keeps the kernel's ``zero_store`` flag.
 
     ``outputs`` maps output parameters (the kernel's last ones) to a shape (an input's name or a tuple);
     ``in_out`` names arrays the kernel updates in place (the kernel must have ``zero_store=True``); ``dim``
-    fixes the launch dimension (default: the first array's shape).
+    fixes the launch dimension (default: the first array's shape). Outputs are zero-filled before the launch
+    (XLA's buffers are uninitialised); ``zero_outputs=False`` skips that for kernels that write every element.
 
     Example::
 
@@ -316,4 +333,4 @@ def kernel_op(kernel, outputs: dict | None = None, *, in_out=(), dim=None, name:
         ga, gb = jax.grad(lambda a, b: f(a, b).sum(), argnums=(0, 1))(x, x)
         assert (ga == 0.0).all() and (gb == 3.0).all()
     """
-    return KernelOp(kernel, outputs or {}, in_out, dim=dim, name=name)
+    return KernelOp(kernel, outputs or {}, in_out, dim=dim, zero_outputs=zero_outputs, name=name)
