@@ -64,9 +64,7 @@ def main() -> None:
             outs = {side: jax.block_until_ready(compiled[side][mode](*xs)) for side in SIDES}  # build, warm up
             for a, b in zip(jax.tree.leaves(outs["bridge"]), jax.tree.leaves(outs["warp jax_kernel"])):
                 np.testing.assert_allclose(a, b, rtol=1e-6)  # both sides agree
-            runs = {
-                side: (lambda f=compiled[side][mode]: jax.block_until_ready(f(*xs))) for side in SIDES
-            }
+            runs = {side: (lambda f=compiled[side][mode], xs=xs: jax.block_until_ready(f(*xs))) for side in SIDES}
             repeats = args.repeats if n >= 100_000 else args.small_repeats
             timings = interleaved_medians(runs, repeats)
             key = f"{mode} n={n}"

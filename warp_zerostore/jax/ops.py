@@ -16,8 +16,8 @@ import numpy as np
 import warp
 
 from .. import _compat
-from .calls import CT, GRAD, OUT, Calls
-from .signature import IN_OUT, INPUT, OUTPUT, BridgeError, output_shape, parameters_of, python_scalar_type, specialize
+from .calls import GRAD, OUT, Calls
+from .signature import IN_OUT, OUTPUT, BridgeError, output_shape, parameters_of, python_scalar_type, specialize
 
 
 class DifferentiationError(NotImplementedError):
@@ -160,7 +160,9 @@ class JaxOp:
         inputs = [p for p in self.params if p.takes_input]
         names = [p.name for p in inputs]
         if len(args) > len(inputs):
-            raise BridgeError(f"{self.describe()}: takes {len(inputs)} arguments ({', '.join(names)}), got {len(args)}.")
+            raise BridgeError(
+                f"{self.describe()}: takes {len(inputs)} arguments ({', '.join(names)}), got {len(args)}."
+            )
         given = dict(zip(names, args))
         for name, value in kwargs.items():
             if name not in names:

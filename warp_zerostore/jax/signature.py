@@ -22,7 +22,6 @@ IN_OUT = "in_out"
 OUTPUT = "output"
 
 
-
 class BridgeError(TypeError):
     """A bridged op's definition or call is wrong; the message names the op and the argument."""
 
@@ -36,10 +35,10 @@ class Param:
     role: str
     #: for outputs: the input whose shape it takes, or a shape tuple
     spec: Any = None
+    is_array: bool = field(init=False)
 
-    @property
-    def is_array(self) -> bool:
-        return _compat.is_array_type(self.annotation)
+    def __post_init__(self):
+        self.is_array = _compat.is_array_type(self.annotation)  # read on every call: computed once
 
     @property
     def takes_input(self) -> bool:
