@@ -24,6 +24,8 @@ from warp_zerostore import _compat  # noqa: E402
 
 if _compat.jax_ffi_module() is None:
     pytest.skip(f"warp-lang {warp.__version__} has no JAX FFI (jax_callable); it came in 1.10", allow_module_level=True)
+if "cpu" not in _compat.jax_ffi_platforms():
+    pytest.skip(f"warp-lang {warp.__version__}'s JAX FFI runs on CUDA only (CPU from 1.19)", allow_module_level=True)
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
@@ -277,3 +279,10 @@ def test_core_never_imports_jax():
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "False"
+
+
+def test_cuda_only_ffi_is_refused_with_a_clear_error(monkeypatch):
+    """Where Warp's FFI has no CPU handler (1.10-1.12), a CPU call names the op and the fix, not XLA's NOT_FOUND."""
+    monkeypatch.setattr(_compat, "jax_ffi_platforms", lambda: frozenset({"cuda"}))
+    with pytest.raises(wpj.BridgeError, match=r"JAX op 'seed'.*runs on \['cuda'\] only.*warp-lang 1.19"):
+        seed(_data(3), _data(3), _data(3))

@@ -579,8 +579,9 @@ def launch_original(*args, **kwargs):
 
 
 # ---- JAX bridge (issue 13)
-# Warp's JAX FFI: ``warp.jax_callable`` / ``warp.jax_kernel`` from 1.13 on, ``warp.jax_experimental.ffi``
-# (same calls) from 1.10; 1.9 has only the old custom-call path, which the bridge does not use.
+# Warp's JAX FFI: ``warp.jax_callable`` / ``warp.jax_kernel`` in 1.19 (``warp._src.jax.ffi``), registering
+# handlers for CPU and CUDA; ``warp.jax_experimental.ffi`` (same calls) in 1.10-1.12
+# (``warp._src.jax_experimental.ffi``), registering CUDA handlers only; 1.9 has only the old custom-call path.
 
 
 def jax_ffi_module():
@@ -604,3 +605,14 @@ def warp_dtype_from_numpy(np_dtype):
 def is_scalar_type(t) -> bool:
     """True for Warp's scalar value types (``float32``, ``int64``, ``bool``, ...)."""
     return t in wtypes.scalar_types
+
+
+def jax_ffi_platforms() -> frozenset:
+    """The JAX platforms Warp's FFI registers handlers for: ``{"cpu", "cuda"}`` on 1.19, ``{"cuda"}`` on 1.10-1.12."""
+    if jax_ffi_module() is None:
+        return frozenset()
+    try:
+        from warp._src.jax import ffi as implementation  # noqa: PLC0415 - 1.19's module
+    except ImportError:
+        return frozenset({"cuda"})
+    return frozenset({"cpu", "cuda"}) if hasattr(implementation, "_FFI_PLATFORM_CPU") else frozenset({"cuda"})

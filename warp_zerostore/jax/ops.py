@@ -33,6 +33,16 @@ def _jax_callable():
     return module.jax_callable
 
 
+def _check_platform(op) -> None:
+    platform = jax.default_backend()
+    platforms = _compat.jax_ffi_platforms()
+    if platform in ("cpu", "gpu", "cuda") and ("cuda" if platform == "gpu" else platform) not in platforms:
+        raise BridgeError(
+            f"{op.describe()}: warp-lang {warp.__version__}'s JAX FFI runs on {sorted(platforms)} only, and JAX's "
+            f"default backend here is '{platform}'. Use warp-lang 1.19 (CPU and CUDA) or run JAX on a GPU."
+        )
+
+
 def _refuse_jvp(fn: Callable, message: str) -> Callable:
     """``fn`` with a JVP rule that raises: JAX asks for it only when ``fn``'s inputs carry tangents."""
     guarded = jax.custom_jvp(fn)
@@ -139,6 +149,7 @@ class JaxOp:
         return f"<{self.describe()}>"
 
     def __call__(self, *args, **kwargs):
+        _check_platform(self)
         values = self._bind(args, kwargs)
         spec = specialize(self.params, values, self.describe())
         key = tuple((n, np.dtype(v.dtype).str, v.ndim) for n, v in values.items())
