@@ -207,6 +207,31 @@ def test_multi_launch_op_without_snapshot_reads_the_overwritten_temporary():
     assert not np.allclose(g, 3 * x**2 + 3)
 
 
+@wpj.op(outputs={}, in_out=("y",))
+def add_twice(x: warp.array(dtype=warp.float64), y: warp.array(dtype=warp.float64)):
+    """y <- y + 2x in two in-place launches."""
+    warp.launch(K.add_into, dim=x.shape, inputs=[x, y])
+    warp.launch(K.add_into, dim=x.shape, inputs=[x, y])
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_multi_launch_op_with_an_in_out_argument(jit):
+    x, y = _data(5, 10), _data(5, 11)
+    f = jax.jit(add_twice) if jit else add_twice
+    np.testing.assert_allclose(f(x, y), y + 2 * x, rtol=1e-12)
+    gx, gy = jax.grad(lambda x, y: jnp.sum(f(x, y) ** 2), argnums=(0, 1))(x, y)
+    np.testing.assert_allclose(gx, 4 * (y + 2 * x), rtol=1e-12)
+    np.testing.assert_allclose(gy, 2 * (y + 2 * x), rtol=1e-12)
+    np.testing.assert_array_equal(y, np.asarray(_data(5, 11)))  # the caller's array is unchanged
+
+
+def test_vmap_of_an_in_place_kernel():
+    a, x = (jnp.asarray(np.random.default_rng(s).uniform(0.5, 1.5, (3, 4))) for s in (12, 13))
+    np.testing.assert_allclose(jax.vmap(square_add)(a, x), a * a + x, rtol=1e-12)
+    g = jax.vmap(jax.grad(lambda a, x: jnp.sum(jnp.sin(square_add(a, x)))))(a, x)
+    np.testing.assert_allclose(g, jax.vmap(jax.grad(lambda a, x: jnp.sum(jnp.sin(a * a + x))))(a, x), rtol=1e-12)
+
+
 # ------------------------------------------------------------------------------------------------------------
 # Transformations: vmap, jit, traced scalars; what is refused
 
