@@ -10,8 +10,9 @@ Buffer rules (why the gradients stay right):
 * XLA's output buffers arrive uninitialised: outputs and gradients are zeroed before any launch.
 * Cotangents JAX hands in are never written: each one is copied into a private buffer (a ``zero_store``
   adjoint zeroes the buffer it reads, and JAX may pass one buffer for several outputs).
-* An in-out array starts the backward as a private copy of its value *before* the op, with its gradient
-  buffer holding the cotangent of its new value: the store adjoint consumes that, the loads add theirs.
+* An in-out array starts the backward as its value *before* the op (a private copy where the backward
+  re-runs launches that write it), with its gradient buffer holding the cotangent of its new value: the
+  store adjoint consumes that, the loads add theirs.
 """
 
 from __future__ import annotations
@@ -161,7 +162,10 @@ class Calls:
                 values[p.name] = ins[p.name] if p.is_array else host_scalar(ins[p.name], p, self.op.describe())
                 adjoints[p.name] = grads.get(p.name)
             elif p.role == IN_OUT:
-                values[p.name] = self.scratch.copy_of(IN_OUT, p.name, ins[p.name])  # the value before the op
+                # The value before the op. A replay that writes it (a Tape re-running launches) gets a private
+                # copy; a kernel's adjoint launch does not replay stores, so it reads JAX's buffer in place.
+                before = ins[p.name]
+                values[p.name] = self.scratch.copy_of(IN_OUT, p.name, before) if self.op.replay_writes else before
                 adjoints[p.name] = grads.get(p.name)
                 if p.name in grads:
                     warp.copy(grads[p.name], cts[p.name])

@@ -129,6 +129,8 @@ class JaxOp:
 
     #: whether the backward may write the adjoint buffers of outputs (then it gets private cotangent copies)
     writes_output_adjoints = True
+    #: whether the backward re-runs writes into in-out arrays (then it gets a private copy of their old value)
+    replay_writes = True
 
     def __init__(
         self, fn: Callable, outputs: dict, in_out=(), *, zero_outputs=True, name=None, module=None, location=None
@@ -233,6 +235,8 @@ class FunctionOp(JaxOp):
 
 class KernelOp(JaxOp):
     """One kernel launch; its backward is the kernel's adjoint launch (see :func:`kernel_op`)."""
+
+    replay_writes = False  # Warp's adjoint kernels replay loads, not stores or atomics
 
     def __init__(self, kernel, outputs, in_out=(), *, dim=None, zero_outputs=True, name=None):
         fn = _compat.kernel_function(kernel)
