@@ -616,3 +616,10 @@ def jax_ffi_platforms() -> frozenset:
     except ImportError:
         return frozenset({"cuda"})
     return frozenset({"cpu", "cuda"}) if hasattr(implementation, "_FFI_PLATFORM_CPU") else frozenset({"cuda"})
+
+
+def jax_graph_mode_none():
+    """``jax_callable(graph_mode=...)`` value that turns CUDA graph capture off (for calls that read the host)."""
+    module = jax_ffi_module()
+    modes = getattr(module, "JaxCallableGraphMode", None) or getattr(module, "GraphMode", None)
+    return modes.NONE

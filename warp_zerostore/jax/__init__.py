@@ -57,4 +57,4 @@ from .ops import DifferentiationError, FunctionOp, JaxOp, KernelOp, kernel_op, o
 from .signature import BridgeError
 from .stock import jax_kernel
 
-__all__ = ["op", "kernel_op", "jax_kernel", "JaxOp", "KernelOp", "FunctionOp", "BridgeError", "DifferentiationError"]
+__all__ = ["BridgeError", "DifferentiationError", "FunctionOp", "JaxOp", "KernelOp", "jax_kernel", "kernel_op", "op"]

@@ -17,7 +17,16 @@ import warp
 
 from .. import _compat
 from .calls import GRAD, OUT, Calls
-from .signature import IN_OUT, OUTPUT, BridgeError, output_shape, parameters_of, python_scalar_type, specialize
+from .signature import (
+    IN_OUT,
+    OUTPUT,
+    BridgeError,
+    Param,
+    output_shape,
+    parameters_of,
+    python_scalar_type,
+    specialize,
+)
 
 
 class DifferentiationError(NotImplementedError):
@@ -64,11 +73,12 @@ class _Specialized:
         jax_callable = _jax_callable()
         _, _, n_fwd = self.calls.forward_signature()
         _, _, n_bwd = self.calls.backward_signature()
-        self.forward_ffi = jax_callable(self.calls.forward_function(), num_outputs=n_fwd, vmap_method="broadcast_all")
+        options = {"vmap_method": "broadcast_all"}
+        if any(not p.is_array for p in op.params):
+            options["graph_mode"] = _compat.jax_graph_mode_none()  # scalars are read on the host in the call
+        self.forward_ffi = jax_callable(self.calls.forward_function(), num_outputs=n_fwd, **options)
         self.backward_ffi = (
-            jax_callable(self.calls.backward_function(), num_outputs=n_bwd, vmap_method="broadcast_all")
-            if n_bwd
-            else None
+            jax_callable(self.calls.backward_function(), num_outputs=n_bwd, **options) if n_bwd else None
         )
         self.input_names = [p.name for p in self.calls.inputs]
         fn = jax.custom_vjp(self._primal)
@@ -117,10 +127,8 @@ class _Specialized:
         return tuple(next(grads) if n in self.spec.differentiable else None for n in self.input_names)
 
 
-def _like(p):
+def _like(p: Param) -> Param:
     """An in-out or input array's own shape, as an output spec."""
-    from .signature import Param  # noqa: PLC0415 - tiny local helper type
-
     return Param(p.name, p.annotation, OUTPUT, p.name)
 
 
