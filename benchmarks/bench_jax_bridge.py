@@ -18,7 +18,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import warp
-
 from common import report
 
 import warp_zerostore as wp

@@ -6,6 +6,7 @@ saying why, where JAX is not installed or the warp-lang has no JAX FFI (before 1
 
 import os
 import pathlib
+import runpy
 import subprocess
 import sys
 
@@ -30,10 +31,10 @@ if "cpu" not in _compat.jax_ffi_platforms():
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import jax.test_util  # noqa: E402
+from helpers import kernels_jax as K  # noqa: E402
 
 import warp_zerostore as wp  # noqa: E402
 import warp_zerostore.jax as wpj  # noqa: E402
-from helpers import kernels_jax as K  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)  # float64 references; the bridge's float32 paths are tested too
 
@@ -49,7 +50,7 @@ double_store_accumulate = wpj.kernel_op(K.double_store_accumulate, outputs={"y":
 two_outputs = wpj.kernel_op(K.two_outputs, outputs={"y": "x", "z": "x"})
 square_add = wpj.kernel_op(K.square_add_in_place, in_out=("a",))
 scale = wpj.kernel_op(K.scale, outputs={"y": "x"})
-cube_plus_3x = wpj.op(outputs={"y": "x"}, snapshot=True)(K.cube_plus_3x)
+cube_plus_3x = wpj.op(outputs={"y": "x"}, tape=lambda: wp.Tape(snapshot=True))(K.cube_plus_3x)
 cube_plus_3x_no_snapshot = wpj.op(outputs={"y": "x"}, name="cube_plus_3x_no_snapshot")(K.cube_plus_3x)
 
 
@@ -287,6 +288,10 @@ def test_bad_arguments_name_the_op_and_argument():
         wpj.kernel_op(K.scale, outputs={"w": "x"})
     with pytest.raises(wpj.BridgeError, match=r"output parameters must come last"):
         wpj.kernel_op(K.two_outputs, outputs={"y": "x"}, in_out=("z",))
+
+
+def test_example_script_runs():
+    runpy.run_path(str(ROOT / "examples" / "jax_double_store.py"), run_name="jax_double_store")
 
 
 # ------------------------------------------------------------------------------------------------------------

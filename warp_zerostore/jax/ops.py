@@ -16,6 +16,7 @@ import numpy as np
 import warp
 
 from .. import _compat
+from ..options import effective_zero_store
 from .calls import GRAD, OUT, Calls
 from .signature import (
     IN_OUT,
@@ -219,9 +220,9 @@ class JaxOp:
 class FunctionOp(JaxOp):
     """A function of several launches; its backward replays them on a Tape (see :func:`op`)."""
 
-    def __init__(self, fn, outputs, in_out=(), *, snapshot: bool = False, zero_outputs=True, name=None):
+    def __init__(self, fn, outputs, in_out=(), *, tape: Callable | None = None, zero_outputs=True, name=None):
         super().__init__(fn, outputs, in_out, zero_outputs=zero_outputs, name=name)
-        self.snapshot = snapshot
+        self.tape = tape or warp.Tape
 
     def run(self, values: dict) -> None:
         self.fn(**values)
@@ -230,12 +231,7 @@ class FunctionOp(JaxOp):
         for name, adjoint in adjoints.items():
             if adjoint is not None:
                 values[name].grad = adjoint
-        if self.snapshot:
-            from ..tape_safety import Tape  # noqa: PLC0415 - only ops that ask for snapshots need it
-
-            tape = Tape(snapshot=True)
-        else:
-            tape = warp.Tape()
+        tape = self.tape()
         with tape:
             self.fn(**values)
         tape.backward()
@@ -287,19 +283,18 @@ class KernelOp(JaxOp):
 
 
 def _zero_store(kernel):
-    from ..api import effective_zero_store  # noqa: PLC0415 - the package's one resolver of the flag
-
-    return effective_zero_store(kernel)
+    return effective_zero_store(kernel)  # the package's one resolver of the flag: kernel > module > process
 
 
-def op(outputs: dict, *, in_out=(), snapshot: bool = False, zero_outputs: bool = True, name: str | None = None):
+def op(outputs: dict, *, in_out=(), tape: Callable | None = None, zero_outputs: bool = True, name: str | None = None):
     """Make a differentiable JAX function from a function that launches Warp kernels.
 
     The function takes Warp arrays (and scalars), annotated like a kernel; ``outputs`` maps each output
     parameter (they come last) to its shape: the name of an input it is shaped like, or a tuple. ``in_out``
     names arrays the function updates in place: the op returns their new value and differentiates through the
-    old one. The backward replays the launches on a ``wp.Tape`` (``snapshot=True``: this package's Tape with
-    snapshots, for temporaries a later launch overwrites). Temporaries need ``requires_grad=True``.
+    old one. The backward replays the launches on ``tape()`` (default: Warp's ``wp.Tape``); for temporaries a
+    later launch overwrites, pass ``tape=lambda: wp.Tape(snapshot=True)`` (this package's Tape, which restores
+    them in the backward). Temporaries need ``requires_grad=True``.
     Outputs are zero-filled before the function runs; ``zero_outputs=False`` skips that for functions that
     write every element of every output.
 
@@ -326,7 +321,7 @@ def op(outputs: dict, *, in_out=(), snapshot: bool = False, zero_outputs: bool =
     """
 
     def decorate(fn):
-        return FunctionOp(fn, outputs, in_out, snapshot=snapshot, zero_outputs=zero_outputs, name=name)
+        return FunctionOp(fn, outputs, in_out, tape=tape, zero_outputs=zero_outputs, name=name)
 
     return decorate
 
