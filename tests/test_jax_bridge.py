@@ -36,7 +36,15 @@ from helpers import kernels_jax as K  # noqa: E402
 import warp_zerostore as wp  # noqa: E402
 import warp_zerostore.jax as wpj  # noqa: E402
 
-jax.config.update("jax_enable_x64", True)  # float64 references; the bridge's float32 paths are tested too
+
+@pytest.fixture(autouse=True, scope="module")
+def float64_jax():
+    """float64 references (the bridge's float32 paths are tested too); restored after, for other test modules."""
+    saved = jax.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", True)
+    yield
+    jax.config.update("jax_enable_x64", saved)
+
 
 F64 = jnp.float64
 ROOT = pathlib.Path(__file__).resolve().parents[1]
