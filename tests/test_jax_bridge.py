@@ -1,7 +1,7 @@
 """The JAX bridge: gradients equal jax.grad of the same jnp math, cotangents never written, in-place kernels.
 
 Kernels live in ``helpers/kernels_jax.py`` (built once per session); tests draw data, not kernels. Skipped,
-saying why, where JAX is not installed or the warp-lang has no JAX FFI (before 1.10).
+saying why, where JAX is not installed or the warp-lang has no JAX FFI on CPU (before 1.19).
 """
 
 import os
@@ -24,7 +24,7 @@ import warp  # noqa: E402
 from warp_zerostore import _compat  # noqa: E402
 
 if _compat.jax_ffi_module() is None:
-    pytest.skip(f"warp-lang {warp.__version__} has no JAX FFI (jax_callable); it came in 1.10", allow_module_level=True)
+    pytest.skip(f"warp-lang {warp.__version__} has no JAX FFI (jax_callable)", allow_module_level=True)
 if "cpu" not in _compat.jax_ffi_platforms():
     pytest.skip(f"warp-lang {warp.__version__}'s JAX FFI runs on CUDA only (CPU from 1.19)", allow_module_level=True)
 
@@ -320,7 +320,7 @@ def test_core_never_imports_jax():
 
 
 def test_cuda_only_ffi_is_refused_with_a_clear_error(monkeypatch):
-    """Where Warp's FFI has no CPU handler (1.10-1.12), a CPU call names the op and the fix, not XLA's NOT_FOUND."""
+    """Where Warp's FFI has no CPU handler (1.9-1.12), a CPU call names the op and the fix, not XLA's NOT_FOUND."""
     monkeypatch.setattr(_compat, "jax_ffi_platforms", lambda: frozenset({"cuda"}))
     with pytest.raises(wpj.BridgeError, match=r"JAX op 'seed'.*runs on \['cuda'\] only.*warp-lang 1.19"):
         seed(_data(3), _data(3), _data(3))

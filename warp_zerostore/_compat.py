@@ -620,8 +620,8 @@ def copy_adjoint_call(original: Callable, args: tuple, kwargs: dict) -> CopyAdjo
 
 # ---- JAX bridge (issue 13)
 # Warp's JAX FFI: ``warp.jax_callable`` / ``warp.jax_kernel`` in 1.19 (``warp._src.jax.ffi``), registering
-# handlers for CPU and CUDA; ``warp.jax_experimental.ffi`` (same calls) in 1.10-1.12
-# (``warp._src.jax_experimental.ffi``), registering CUDA handlers only; 1.9 has only the old custom-call path.
+# handlers for CPU and CUDA; ``warp.jax_experimental.ffi`` (same calls) in 1.9-1.12
+# (``warp._src.jax_experimental.ffi`` from 1.10), registering CUDA handlers only.
 
 
 def jax_ffi_module():
@@ -629,7 +629,7 @@ def jax_ffi_module():
     if hasattr(warp, "jax_callable") and hasattr(warp, "jax_kernel"):
         return warp
     try:
-        from warp.jax_experimental import ffi  # noqa: PLC0415 - public on 1.10-1.12, imports jax
+        from warp.jax_experimental import ffi  # noqa: PLC0415 - public on 1.9-1.12, imports jax
     except ImportError:
         return None
     return ffi if hasattr(ffi, "jax_callable") else None
@@ -648,7 +648,7 @@ def is_scalar_type(t) -> bool:
 
 
 def jax_ffi_platforms() -> frozenset:
-    """The JAX platforms Warp's FFI registers handlers for: ``{"cpu", "cuda"}`` on 1.19, ``{"cuda"}`` on 1.10-1.12."""
+    """The JAX platforms Warp's FFI registers handlers for: ``{"cpu", "cuda"}`` on 1.19, ``{"cuda"}`` on 1.9-1.12."""
     if jax_ffi_module() is None:
         return frozenset()
     try:

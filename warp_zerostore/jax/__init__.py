@@ -1,7 +1,7 @@
 """A JAX bridge whose gradients are right: Warp kernels as differentiable JAX functions.
 
 Install with the ``jax`` extra (``pip install "warp_zerostore[jax]"``); the rest of ``warp_zerostore`` never
-imports JAX. Needs Warp's JAX FFI: warp-lang 1.19 on CPU and CUDA (tested on CPU with jax 0.10.2), 1.10-1.12
+imports JAX. Needs Warp's JAX FFI: warp-lang 1.19 on CPU and CUDA (tested on CPU with jax 0.10.2), 1.9-1.12
 on CUDA only (their FFI has no CPU handler; a CPU call raises :class:`BridgeError`).
 
 * :func:`kernel_op` makes one kernel a JAX function; :func:`op` does it for a function of several launches.

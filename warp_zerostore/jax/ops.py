@@ -38,7 +38,7 @@ def _jax_callable():
     module = _compat.jax_ffi_module()
     if module is None:
         raise ImportError(
-            f"warp_zerostore.jax needs Warp's JAX FFI (warp-lang 1.10 or later); this is warp-lang {warp.__version__}."
+            f"warp_zerostore.jax needs Warp's JAX FFI (warp.jax_experimental.ffi.jax_callable, warp-lang 1.9 or later); this is warp-lang {warp.__version__}."
         )
     return module.jax_callable
 

@@ -19,7 +19,7 @@ from .signature import BridgeError
 def _warp_jax_kernel():
     module = _compat.jax_ffi_module()
     if module is None:
-        raise ImportError("jax_kernel needs Warp's JAX FFI (warp-lang 1.10 or later).")
+        raise ImportError("jax_kernel needs Warp's JAX FFI (warp-lang 1.9 or later).")
     return module.jax_kernel
 
 
