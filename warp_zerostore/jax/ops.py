@@ -92,12 +92,10 @@ class _Specialized:
     def _primal(self, *inputs):
         shapes = self._shapes(inputs)
         where = self.op.describe()
-        dims = {}
-        for p in self.calls.returns:
-            if p.role == IN_OUT:
-                dims[p.name + OUT] = output_shape(_like(p), shapes, self.spec.types, where)
-            else:
-                dims[p.name + OUT] = output_shape(p, shapes, self.spec.types, where)
+        dims = {
+            p.name + OUT: output_shape(_like(p) if p.role == IN_OUT else p, shapes, self.spec.types, where)
+            for p in self.calls.returns
+        }
         forward = _refuse_jvp(functools.partial(self.forward_ffi, output_dims=dims), self._second_order_message())
         return tuple(forward(*inputs))
 
