@@ -4,8 +4,8 @@ WARP ?= 1.19.0
 VENV ?= .venv
 MATRIX ?= 1.9.1 1.10.1 1.12.1 1.19.0
 HYPOTHESIS_PROFILE ?= ci
-# .venv gets the PyTorch bridge's dependency too; the matrix venvs stay small (their torch tests skip).
-EXTRAS ?= test,torch
+# .venv gets the PyTorch and JAX bridges' dependencies too; the matrix venvs stay small (those tests skip).
+EXTRAS ?= test,torch,jax
 export HYPOTHESIS_PROFILE
 
 BIN := $(VENV)/bin
@@ -52,6 +52,7 @@ bench: install
 	$(BIN)/python benchmarks/bench_tiles.py
 	$(BIN)/python benchmarks/bench_testing.py
 	$(BIN)/python benchmarks/bench_torch_bridge.py
+	$(BIN)/python benchmarks/bench_jax_bridge.py
 	$(BIN)/python benchmarks/bench_tape_safety.py
 
 # Warp's own unittest modules, with this package imported and with zero_store forced on.
