@@ -4,16 +4,20 @@ WARP ?= 1.19.0
 VENV ?= .venv
 MATRIX ?= 1.9.1 1.10.1 1.12.1 1.19.0
 HYPOTHESIS_PROFILE ?= ci
-# .venv gets the PyTorch bridge's and Newton's dependencies too; the matrix venvs stay small (their torch and
-# Newton tests skip). The `test` extra carries checkpoint-schedules and tqdm, so checkpointing runs everywhere.
-EXTRAS ?= test,torch,checkpoint,newton
+# .venv gets the PyTorch and JAX bridges' and Newton's dependencies too; the matrix venvs stay small (those
+# tests skip). The `test` extra carries checkpoint-schedules and tqdm, so checkpointing is tested on every version.
+EXTRAS ?= test,torch,jax,newton
 export HYPOTHESIS_PROFILE
 
 BIN := $(VENV)/bin
 comma := ,
 STAMP := $(VENV)/.installed-$(WARP)-$(subst $(comma),-,$(EXTRAS))
 
-.PHONY: install demo test test-matrix bench test-warp-suite clean
+# `make test` lints first (ruff, and import-linter's layer contracts, which need warp-lang >= 1.10); the
+# matrix venvs skip the lint (LINT=0): it does not depend on the Warp version.
+LINT ?= $(if $(filter 1.9.%,$(WARP)),0,1)
+
+.PHONY: install demo lint test test-matrix bench test-warp-suite clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,14 +30,21 @@ install: $(STAMP)
 demo: install
 	$(BIN)/python -m warp_zerostore demo
 
+lint: install
+	$(BIN)/ruff check warp_zerostore tests benchmarks examples
+	$(BIN)/lint-imports
+
 test: install
+ifeq ($(LINT),1)
+	$(MAKE) --no-print-directory lint VENV=$(VENV) WARP=$(WARP) EXTRAS=$(EXTRAS)
+endif
 	$(BIN)/python -m pytest -q
 
 # The suite on each supported warp-lang, each in its own virtual environment.
 test-matrix:
 	@set -e; for v in $(MATRIX); do \
 		echo "=== warp-lang $$v"; \
-		$(MAKE) --no-print-directory test VENV=.venv-warp-$$v WARP=$$v EXTRAS=test; \
+		$(MAKE) --no-print-directory test VENV=.venv-warp-$$v WARP=$$v EXTRAS=test LINT=0; \
 	done
 
 bench: install
@@ -42,6 +53,7 @@ bench: install
 	$(BIN)/python benchmarks/bench_tiles.py
 	$(BIN)/python benchmarks/bench_testing.py
 	$(BIN)/python benchmarks/bench_torch_bridge.py
+	$(BIN)/python benchmarks/bench_jax_bridge.py
 	$(BIN)/python benchmarks/bench_tape_safety.py
 	$(BIN)/python benchmarks/bench_checkpoint.py
 

@@ -1,1 +1,1 @@
-"""Kernel and helper modules the tests import (``from helpers import kernels_x``)."""
+"""Kernel modules of the tests (built once per session), imported as ``from helpers import kernels_x``."""

@@ -18,7 +18,7 @@ import functools
 import warp
 
 from .. import _compat
-from ..tape_safety import Tape
+from ..tape import Tape
 from .state import CheckpointError
 from .storage import DiskStorage, RamStorage
 

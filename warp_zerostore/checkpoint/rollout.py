@@ -6,8 +6,8 @@ from typing import Any, Callable, Sequence
 
 import warp
 
-from .. import _compat
-from ..tape_safety import Tape as _CheckingTape
+from .. import _compat, config
+from ..tape import Tape as _CheckingTape
 from .executor import Executor
 from .schedules import make_schedule
 from .state import CheckpointError, StateLayout
@@ -128,8 +128,7 @@ def rollout(
         )
     if schedule == "two_level" and directory is None:
         raise CheckpointError("rollout(schedule='two_level') keeps its periodic snapshots on disk: give directory=...")
-    if check not in ("off", "warn", "error"):
-        raise CheckpointError(f"rollout(check={check!r}) must be 'off', 'warn' or 'error'")
+    config.validate_check(check, "rollout(check=...)")
 
     layout = StateLayout(state, fields)
     buffers = [state]
