@@ -11,7 +11,7 @@ from hypothesis import settings
 
 import warp_zerostore as wp
 import warp_zerostore.testing as wpt
-from warp_zerostore import options
+from warp_zerostore import checkpoint, options
 from warp_zerostore.tape import access
 from warp_zerostore.testing import GradientMismatch, reference
 
@@ -115,6 +115,8 @@ PUBLIC = {
     "testing.reference.forward": reference.forward,
     "testing.reference.backward": reference.backward,
     "testing.reference.discarded": reference.discarded,
+    "checkpoint.rollout": checkpoint.rollout,
+    "checkpoint.optimal_step_count": checkpoint.optimal_step_count,
 }
 TORCH_PUBLIC = ["torch", "torch.op", "torch.kernel_op", "torch.streams.torch_stream", "torch.streams.on_torch_device"]
 
