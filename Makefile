@@ -4,8 +4,9 @@ WARP ?= 1.19.0
 VENV ?= .venv
 MATRIX ?= 1.9.1 1.10.1 1.12.1 1.19.0
 HYPOTHESIS_PROFILE ?= ci
-# .venv gets the PyTorch bridge's dependency too; the matrix venvs stay small (their torch tests skip).
-EXTRAS ?= test,torch,newton
+# .venv gets the PyTorch and JAX bridges' and Newton's dependencies too; the matrix venvs stay small (those
+# tests skip). The `test` extra carries checkpoint-schedules and tqdm, so checkpointing is tested on every version.
+EXTRAS ?= test,torch,jax,newton
 export HYPOTHESIS_PROFILE
 
 BIN := $(VENV)/bin
@@ -55,7 +56,9 @@ bench: install
 	$(BIN)/python benchmarks/bench_tiles.py
 	$(BIN)/python benchmarks/bench_testing.py
 	$(BIN)/python benchmarks/bench_torch_bridge.py
+	$(BIN)/python benchmarks/bench_jax_bridge.py
 	$(BIN)/python benchmarks/bench_tape_safety.py
+	$(BIN)/python benchmarks/bench_checkpoint.py
 
 # Warp's own unittest modules, with this package imported and with zero_store forced on.
 test-warp-suite: install

@@ -12,7 +12,7 @@ from hypothesis import settings
 import warp_zerostore as wp
 import warp_zerostore.tape as wp_tape
 import warp_zerostore.testing as wpt
-from warp_zerostore import options
+from warp_zerostore import checkpoint, options
 from warp_zerostore.tape import access
 from warp_zerostore.testing import GradientMismatch, reference
 
@@ -23,6 +23,19 @@ def _has_torch() -> bool:
     except ImportError:
         return False
     return True
+
+
+NEEDS_JAX = "needs JAX and Warp's JAX FFI on CPU (warp-lang 1.19): pip install 'warp_zerostore[jax]'"
+
+
+def _has_jax_on_cpu() -> bool:
+    try:
+        import jax  # noqa: F401
+    except ImportError:
+        return False
+    from warp_zerostore import _compat
+
+    return "cpu" in _compat.jax_ffi_platforms()
 
 
 def run_example(code, tmp_path, name):
@@ -47,6 +60,8 @@ def test_readme_example_runs(index, tmp_path):
     code = README_BLOCKS[index]
     if "import torch" in code and not _has_torch():
         pytest.skip("this README example needs PyTorch: pip install 'warp_zerostore[torch]' (torch==2.13.0)")
+    if "import jax" in code and not _has_jax_on_cpu():
+        pytest.skip(f"this README example {NEEDS_JAX}")
     run_example(code, tmp_path, f"readme_example_{index}")
 
 
@@ -102,6 +117,8 @@ PUBLIC = {
     "testing.reference.forward": reference.forward,
     "testing.reference.backward": reference.backward,
     "testing.reference.discarded": reference.discarded,
+    "checkpoint.rollout": checkpoint.rollout,
+    "checkpoint.optimal_step_count": checkpoint.optimal_step_count,
 }
 TORCH_PUBLIC = ["torch", "torch.op", "torch.kernel_op", "torch.streams.torch_stream", "torch.streams.on_torch_device"]
 
@@ -119,12 +136,25 @@ def _torch_public(name):
     }[name]
 
 
-@pytest.mark.parametrize("name", list(PUBLIC) + TORCH_PUBLIC)
+JAX_PUBLIC = ["jax", "jax.op", "jax.kernel_op", "jax.jax_kernel"]
+
+
+def _jax_public(name):
+    import warp_zerostore.jax as wpj
+
+    return {"jax": wpj, "jax.op": wpj.op, "jax.kernel_op": wpj.kernel_op, "jax.jax_kernel": wpj.jax_kernel}[name]
+
+
+@pytest.mark.parametrize("name", list(PUBLIC) + TORCH_PUBLIC + JAX_PUBLIC)
 def test_docstring_example_runs(name, tmp_path):
     if name.startswith("torch"):
         if not _has_torch():
             pytest.skip("warp_zerostore.torch needs PyTorch: pip install 'warp_zerostore[torch]' (torch==2.13.0)")
         obj = _torch_public(name)
+    elif name.startswith("jax"):
+        if not _has_jax_on_cpu():
+            pytest.skip(f"warp_zerostore.jax {NEEDS_JAX}")
+        obj = _jax_public(name)
     else:
         obj = PUBLIC[name]
     with warnings.catch_warnings():

@@ -15,6 +15,7 @@ FACADE = {
     "get_module_options",
     "effective_zero_store",
     "copy_zero_store",
+    "jax_kernel",
     "Tape",
     "OverwriteWarning",
     "OverwriteError",

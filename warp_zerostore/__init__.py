@@ -3,7 +3,8 @@
 Use it in place of Warp: ``import warp_zerostore as wp``. Everything ``warp`` offers is here unchanged;
 this package adds ``@wp.kernel(zero_store=...)``, the ``zero_store`` module option, the process default
 ``warp_zerostore.config.zero_store``, :func:`effective_zero_store`, :func:`copy_zero_store`, and a
-:class:`Tape` with overwrite checks and snapshots (``check=``, ``snapshot=``). With every default left at None,
+:class:`Tape` with overwrite checks and snapshots (``check=``, ``snapshot=``), and :func:`jax_kernel` (Warp's, with
+differentiable ``zero_store=True`` kernels bridged by :mod:`warp_zerostore.jax`). With every default left at None,
 importing it changes nothing for any kernel.
 """
 
@@ -30,6 +31,15 @@ _codegen.install()
 _submodules.install()
 _copy_adjoint.install()
 
+
+def jax_kernel(kernel, *args, **kwargs):
+    """Warp's ``jax_kernel``; a differentiable ``zero_store=True`` kernel goes through :mod:`warp_zerostore.jax`
+    (whose backward never writes JAX's cotangents). See ``warp_zerostore.jax.jax_kernel``."""
+    from .jax import stock  # noqa: PLC0415 - JAX is an optional dependency
+
+    return stock.jax_kernel(kernel, *args, **kwargs)
+
+
 #: What this package defines or overrides; every other name resolves to ``warp``.
 __all__ = [
     "HeaderNotFoundError",
@@ -41,6 +51,7 @@ __all__ = [
     "copy_zero_store",
     "effective_zero_store",
     "get_module_options",
+    "jax_kernel",
     "kernel",
     "set_module_options",
 ]

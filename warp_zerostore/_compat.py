@@ -618,6 +618,54 @@ def copy_adjoint_call(original: Callable, args: tuple, kwargs: dict) -> CopyAdjo
     return CopyAdjointCall(**{k: v for k, v in bound.arguments.items() if k in fields})
 
 
+# ---- JAX bridge (issue 13)
+# Warp's JAX FFI: ``warp.jax_callable`` / ``warp.jax_kernel`` in 1.19 (``warp._src.jax.ffi``), registering
+# handlers for CPU and CUDA; ``warp.jax_experimental.ffi`` (same calls) in 1.9-1.12
+# (``warp._src.jax_experimental.ffi`` from 1.10), registering CUDA handlers only.
+
+
+def jax_ffi_module():
+    """The module holding Warp's FFI ``jax_callable`` and ``jax_kernel``, or None on a Warp without it."""
+    if hasattr(warp, "jax_callable") and hasattr(warp, "jax_kernel"):
+        return warp
+    try:
+        from warp.jax_experimental import ffi  # noqa: PLC0415 - public on 1.9-1.12, imports jax
+    except ImportError:
+        return None
+    return ffi if hasattr(ffi, "jax_callable") else None
+
+
+def warp_dtype_from_numpy(np_dtype):
+    """The Warp scalar type of a NumPy (or JAX) dtype, or None."""
+    import numpy as np  # noqa: PLC0415
+
+    return wtypes.np_dtype_to_warp_type.get(np.dtype(np_dtype))
+
+
+def is_scalar_type(t) -> bool:
+    """True for Warp's scalar value types (``float32``, ``int64``, ``bool``, ...)."""
+    return t in wtypes.scalar_types
+
+
+def jax_ffi_platforms() -> frozenset:
+    """The JAX platforms Warp's FFI registers handlers for: ``{"cpu", "cuda"}`` on 1.19, ``{"cuda"}`` on 1.9-1.12."""
+    if jax_ffi_module() is None:
+        return frozenset()
+    try:
+        import warp._src.jax as warp_jax  # noqa: PLC0415 - 1.19's package; warp imports its ffi module
+    except ImportError:
+        return frozenset({"cuda"})
+    implementation = getattr(warp_jax, "ffi", None)
+    return frozenset({"cpu", "cuda"}) if hasattr(implementation, "_FFI_PLATFORM_CPU") else frozenset({"cuda"})
+
+
+def jax_graph_mode_none():
+    """``jax_callable(graph_mode=...)`` value that turns CUDA graph capture off (for calls that read the host)."""
+    module = jax_ffi_module()
+    modes = getattr(module, "JaxCallableGraphMode", None) or getattr(module, "GraphMode", None)
+    return modes.NONE
+
+
 # ---- Tape safety on Newton (issue 11): annotations, @wp.func helpers, Tape.launches entries, capture
 
 

@@ -1,1 +1,1 @@
-"""Kernel and worker modules the tests import (``from helpers import kernels_x``); not tests themselves."""
+"""Kernel modules of the tests (built once per session), imported as ``from helpers import kernels_x``."""

@@ -1,0 +1,284 @@
+"""Binomial checkpointing (issue 12): memory and time of a checkpointed rollout versus what it must hold and
+versus a store-everything Tape, on the float64 explicit-Euler particle system of the tests (nonlinear force,
+double-buffered step, per-step gravity input). Default: 100k particles, T = 1000 steps, s = 10 snapshots.
+
+Memory: each side runs in a child process (glibc's mmap threshold at 64 KiB, so each Warp CPU buffer is its own
+mapping and resident memory follows live buffers). The child builds the kernels, warms up, resets the peak-RSS
+counter, allocates the state and runs forward + backward, and reports peak resident set (VmHWM) minus the
+resident set before. "Must hold" for the checkpointed side: s + 2 states (snapshots and the two buffers), the
+gradients of the two buffers, and the parameters (with the per-step input). Target: growth <= 1.1 x must hold.
+The store-everything side is a plain Tape with one state array per step; at T = 1000 and 100k particles it would
+hold ~9.6 GB, so it is measured at ``--store-steps`` steps (default 100) and its growth is extrapolated linearly
+to T (printed as such). Target: checkpointed growth < 2 % of the store-everything Tape's at T.
+
+Time: medians of interleaved runs. ``one step``: an untaped step (median of ``T`` steps / T); ``one reversed
+step``: the step on a fresh local Tape plus its backward (``--store-steps`` of them / their number). Ratios:
+``time / ((evaluations - T) x one step + T x one reversed step)``: what the run costs beyond the recomputations
+Revolve prescribes and the T reversed steps any reverse pass needs (target <= 1.15); ``time / (evaluations x
+one step)``: the issue's literal ratio, which also counts the backward kernels; ``time / ((evaluations - T) x
+one step + store-everything forward + backward)``, store-everything measured at ``--store-steps`` and scaled.
+
+Usage: python benchmarks/bench_checkpoint.py [--n 100000] [--steps 1000] [--snapshots 10] [--store-steps 100]
+       [--repeats 3] [--memory-repeats 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+from common import interleaved_medians, report
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests"))
+
+from helpers import kernels_checkpoint as k  # noqa: E402
+
+import warp_zerostore as wp  # noqa: E402
+from warp_zerostore.checkpoint import optimal_step_count, rollout  # noqa: E402
+
+STATE_ARRAYS = 2  # x, v (vec3d)
+
+
+def state_bytes(n: int) -> int:
+    return STATE_ARRAYS * n * 24
+
+
+def initial(n: int, steps: int):
+    rng = np.random.default_rng(0)
+    return rng.uniform(-1, 1, (n, 3)), rng.uniform(-1, 1, (n, 3)), rng.uniform(-1, 1, steps)
+
+
+def make_params(steps: int, gravity_values):
+    params = wp.array([1.0, 0.1], dtype=wp.float64, requires_grad=True)
+    gravity = wp.array(gravity_values[:steps], dtype=wp.float64, requires_grad=True)
+    return params, gravity
+
+
+def _loss(x, v):
+    loss = wp.zeros(1, dtype=wp.float64, requires_grad=True)
+    w = wp.ones(len(x), dtype=wp.vec3d)
+    wp.launch(k.loss_kernel, dim=len(x), inputs=[x, v, w, loss])
+    return loss
+
+
+def checkpointed(data, steps: int, snapshots: int):
+    x0, v0, g = data
+    params, gravity = make_params(steps, g)
+    x = wp.array(x0, dtype=wp.vec3d, requires_grad=True)
+    v = wp.array(v0, dtype=wp.vec3d, requires_grad=True)
+    out = [wp.empty_like(x, requires_grad=True), wp.empty_like(v, requires_grad=True)]
+
+    def step(a, b, n):
+        wp.launch(k.euler_step, dim=len(a[0]), inputs=[a[0], a[1], params, gravity, n, b[0], b[1]])
+
+    tape = wp.Tape()
+    with tape:
+        run = rollout(step, [x, v], steps, snapshots=snapshots, params=[params, gravity], out=out)
+        loss = _loss(*run.state)
+    tape.backward(loss)
+    return run, (x, v, out, params, gravity, loss)
+
+
+def store_everything(data, steps: int):
+    x0, v0, g = data
+    params, gravity = make_params(steps, g)
+    xs = [wp.array(x0, dtype=wp.vec3d, requires_grad=True)]
+    vs = [wp.array(v0, dtype=wp.vec3d, requires_grad=True)]
+    tape = wp.Tape()
+    with tape:
+        for n in range(steps):
+            xs.append(wp.empty_like(xs[0], requires_grad=True))
+            vs.append(wp.empty_like(vs[0], requires_grad=True))
+            wp.launch(k.euler_step, dim=len(xs[0]), inputs=[xs[n], vs[n], params, gravity, n, xs[n + 1], vs[n + 1]])
+        loss = _loss(xs[-1], vs[-1])
+    tape.backward(loss)
+    return tape, (xs, vs, params, gravity, loss)
+
+
+def untaped_steps(data, steps: int):
+    x0, v0, g = data
+    params, gravity = make_params(steps, g)
+    a = [wp.array(x0, dtype=wp.vec3d), wp.array(v0, dtype=wp.vec3d)]
+    b = [wp.empty_like(a[0]), wp.empty_like(a[1])]
+    start = time.perf_counter()
+    for n in range(steps):
+        wp.launch(k.euler_step, dim=len(a[0]), inputs=[a[0], a[1], params, gravity, n, b[0], b[1]])
+        a, b = b, a
+    wp.synchronize()
+    return time.perf_counter() - start
+
+
+def reversed_steps(data, steps: int):
+    """``steps`` reversals of one step as the rollout's reverse sweep does them, without the schedule: the step
+    on a fresh local Tape, then its backward (time per step = the floor for each reversed step)."""
+    x0, v0, g = data
+    params, gravity = make_params(len(g), g)
+    a = [wp.array(x0, dtype=wp.vec3d, requires_grad=True), wp.array(v0, dtype=wp.vec3d, requires_grad=True)]
+    b = [wp.empty_like(a[0], requires_grad=True), wp.empty_like(a[1], requires_grad=True)]
+    b[0].grad.fill_(1.0)
+    start = time.perf_counter()
+    for n in range(steps):
+        tape = wp.Tape()
+        with tape:
+            wp.launch(k.euler_step, dim=len(a[0]), inputs=[a[0], a[1], params, gravity, n, b[0], b[1]])
+        tape.backward()
+    wp.synchronize()
+    return time.perf_counter() - start
+
+
+def _status_kib(field: str) -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise RuntimeError(f"{field} not in /proc/self/status")
+
+
+def measure_memory(side: str, n: int, steps: int, snapshots: int) -> dict:
+    small = initial(16, steps)
+    checkpointed(small, 4, 2) if side == "checkpointed" else store_everything(small, 4)  # build the kernels
+    data = initial(n, steps)
+    warm = checkpointed(data, 20, 3) if side == "checkpointed" else store_everything(data, 20)
+    del warm
+    before = _status_kib("VmRSS")
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")  # reset VmHWM to the current RSS
+    if side == "checkpointed":
+        run, kept = checkpointed(data, steps, snapshots)
+        extra = {"summary": str(run.summary), "steps_run": run.summary.steps_run}
+    else:
+        _, kept = store_everything(data, steps)
+        extra = {}
+    peak = _status_kib("VmHWM")
+    return {"side": side, "peak_growth_bytes": (peak - before) * 1024, **extra}
+
+
+def memory_medians(n: int, steps: int, store_steps: int, snapshots: int, repeats: int) -> dict:
+    env = dict(os.environ, MALLOC_MMAP_THRESHOLD_="65536", OMP_NUM_THREADS="1")
+    sides = {"checkpointed": steps, "store-everything": store_steps}
+    samples = {side: [] for side in sides}
+    last = {}
+    for _ in range(repeats):
+        for side, side_steps in sides.items():
+            cmd = [
+                sys.executable,
+                __file__,
+                "--memory-child",
+                side,
+                "--n",
+                str(n),
+                "--steps",
+                str(side_steps),
+                "--snapshots",
+                str(snapshots),
+            ]
+            out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1200, check=True)
+            result = json.loads(out.stdout.strip().splitlines()[-1])
+            samples[side].append(result["peak_growth_bytes"])
+            last[side] = result
+    return {
+        side: {"median_bytes": statistics.median(s), "samples_bytes": s, "child": last[side]}
+        for side, s in samples.items()
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--n", type=int, default=100_000)
+    parser.add_argument("--steps", type=int, default=1000)
+    parser.add_argument("--snapshots", type=int, default=10)
+    parser.add_argument("--store-steps", type=int, default=100)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--memory-repeats", type=int, default=2)
+    parser.add_argument("--memory-child", choices=["checkpointed", "store-everything"], help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    wp.config.quiet = True
+    wp.init()
+    if args.memory_child:
+        print(json.dumps(measure_memory(args.memory_child, args.n, args.steps, args.snapshots)))
+        return
+
+    T, s, n = args.steps, args.snapshots, args.n
+    data = initial(n, T)
+    checkpointed(initial(16, T), 4, 2)
+    store_everything(initial(16, T), 4)
+    evaluations = optimal_step_count(T, s)
+    runs = {
+        "checkpointed": lambda: checkpointed(data, T, s),
+        "store-everything": lambda: store_everything(data, args.store_steps),
+        "untaped steps": lambda: untaped_steps(data, T),
+        "reversed steps": lambda: reversed_steps(data, args.store_steps),
+    }
+    timings = interleaved_medians(runs, args.repeats)
+    t_ckpt = timings["checkpointed"]["median_s"]
+    t_step = timings["untaped steps"]["median_s"] / T
+    t_store = timings["store-everything"]["median_s"] * T / args.store_steps  # scaled to T steps
+    t_reversed = timings["reversed steps"]["median_s"] / args.store_steps
+    literal = t_ckpt / (evaluations * t_step)
+    floor = (evaluations - T) * t_step + T * t_reversed  # Revolve's recomputations + T taped steps with backward
+    bookkeeping = t_ckpt / ((evaluations - T) * t_step + t_store)
+
+    memory = memory_medians(n, T, args.store_steps, s, args.memory_repeats)
+    must_hold = (s + 2) * state_bytes(n) + 2 * state_bytes(n) + (2 + T) * 8
+    growth = memory["checkpointed"]["median_bytes"]
+    store_growth_at_T = memory["store-everything"]["median_bytes"] * T / args.store_steps
+    print(f"{n} particles (float64), T = {T} steps, s = {s} snapshots; Revolve evaluations: {evaluations}")
+    print(
+        f"checkpointed forward+backward: median {t_ckpt:.3f} s; one untaped step {t_step * 1e3:.3f} ms; "
+        f"store-everything Tape {t_store:.3f} s for T steps (measured at {args.store_steps} steps, scaled)"
+    )
+    print(f"one reversed step (taped step + its backward): {t_reversed * 1e3:.3f} ms")
+    print(f"time / ((evaluations - T) x one step + T x one reversed step): {t_ckpt / floor:.3f} (target <= 1.15)")
+    print(f"time / (evaluations x one step): {literal:.3f} (the issue's literal ratio, backward kernels included)")
+    print(
+        f"time / ((evaluations - T) x one step + store-everything forward+backward): {bookkeeping:.3f} (for comparison)"
+    )
+    print(
+        f"peak RSS growth checkpointed: {growth / 2**20:.1f} MiB; must hold {must_hold / 2**20:.1f} MiB; "
+        f"ratio {growth / must_hold:.3f} (target <= 1.1)"
+    )
+    print(
+        f"store-everything Tape: {memory['store-everything']['median_bytes'] / 2**20:.1f} MiB at "
+        f"{args.store_steps} steps, extrapolated linearly to {T} steps: {store_growth_at_T / 2**20:.1f} MiB; "
+        f"checkpointed / store-everything: {100 * growth / store_growth_at_T:.2f} % (target < 2 %)"
+    )
+    report(
+        "checkpoint",
+        {
+            "particles": n,
+            "steps": T,
+            "snapshots": s,
+            "store_steps_measured": args.store_steps,
+            "evaluations": evaluations,
+            "repeats": args.repeats,
+            "median_s": {name: v["median_s"] for name, v in timings.items()},
+            "one_step_ms": t_step * 1e3,
+            "store_everything_s_scaled_to_T": t_store,
+            "one_reversed_step_ms": t_reversed * 1e3,
+            "time_ratio_vs_recompute_plus_reversed_steps": t_ckpt / floor,
+            "time_ratio_literal": literal,
+            "time_ratio_vs_store_everything_plus_recompute": bookkeeping,
+            "time_target": 1.15,
+            "peak_growth_bytes": growth,
+            "must_hold_bytes": must_hold,
+            "memory_ratio_vs_must_hold": growth / must_hold,
+            "memory_target": 1.1,
+            "store_everything_growth_bytes_measured": memory["store-everything"]["median_bytes"],
+            "store_everything_growth_bytes_extrapolated_to_T": store_growth_at_T,
+            "memory_fraction_of_store_everything": growth / store_growth_at_T,
+            "memory_fraction_target": 0.02,
+            "memory": memory,
+            "timings": timings,
+        },
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,258 @@
+"""Carry out a checkpoint_schedules schedule on Warp arrays: run steps, write and restore snapshots, reverse.
+
+Step ``n`` maps state ``n`` to state ``n + 1``. In place, both live in the one state buffer; double-buffered,
+state ``n`` lives in ``buffers[n % 2]``, so a snapshot restored for step ``n`` goes where the forward pass had it.
+
+Reversing step ``n``: the step is run once more on a local Tape (``Forward(n, n + 1, write_adj_deps=True)``,
+a ``warp_zerostore.Tape(snapshot=True)`` for in-place steps, so each launch sees the values it read), and that
+Tape's backward turns the adjoint of state ``n + 1`` (in the ``.grad`` of the arrays holding it) into the
+adjoint of state ``n`` (in the ``.grad`` of the arrays holding that), while parameter gradients accumulate.
+The adjoint of the state is never copied: in place it stays in ``state.grad``; double-buffered, the adjoint of
+state ``n`` lands in ``buffers[n % 2].grad``, which is where step ``n - 1`` reads its output adjoint from.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import warp
+
+from .. import _compat
+from ..tape import Tape
+from .state import CheckpointError
+from .storage import DiskStorage, RamStorage
+
+
+class Executor:
+    """Runs one rollout's schedule; ``forward_sweep`` at the rollout, ``reverse_sweep`` in the Tape's backward."""
+
+    def __init__(self, step, buffers, layout, params, schedule, steps, until, summary, progress, options):
+        import checkpoint_schedules as cs
+
+        self.cs = cs
+        self.step = step
+        self.buffers = buffers  # [state] in place, [state, out] double-buffered
+        self.layout = layout
+        self.params = params
+        self.schedule = schedule
+        self.steps = steps  # None: online, until() decides
+        self.until = until
+        self.summary = summary
+        self.progress = progress
+        self.snapshot_step = options["snapshot_step"]
+        self.check = options["check"]
+        self.directory = options["directory"]
+        self.storages: dict = {}
+        self.adj_deps: dict = {}  # step -> (local Tape, saved buffer values or None)
+        self.position = 0  # the step whose state the work buffers hold
+        self.reversed_once = False
+        self.first_reverse = True
+        self.param_ids = {id(p) for p in params}
+        self._dispatch = functools.singledispatch(self._unexpected)
+        self._dispatch.register(cs.Forward, self._forward)
+        self._dispatch.register(cs.Reverse, self._reverse)
+        self._dispatch.register(cs.Copy, self._copy)
+        self._dispatch.register(cs.Move, self._move)
+
+    # -- buffers
+
+    @property
+    def in_place(self) -> bool:
+        return len(self.buffers) == 1
+
+    def holder(self, n: int):
+        """The state object holding state ``n``."""
+        return self.buffers[n % len(self.buffers)]
+
+    def state_arrays(self) -> list:
+        seen, out = set(), []
+        for buffer in self.buffers:
+            for arr in self.layout.arrays(buffer):
+                if id(arr) not in seen:
+                    seen.add(id(arr))
+                    out.append(arr)
+        return out
+
+    def storage(self, kind):
+        found = self.storages.get(kind)
+        if found is None:
+            found = self.storages[kind] = (
+                RamStorage() if kind == self.cs.StorageType.RAM else DiskStorage(self.directory)
+            )
+        return found
+
+    # -- running one step
+
+    def run_step(self, n: int, tape=None) -> None:
+        if self.in_place:
+            args = (self.buffers[0], n)
+        else:
+            args = (self.holder(n), self.holder(n + 1), n)
+        if tape is None:
+            self.step(*args)
+        else:
+            with tape:
+                self.step(*args)
+        self.summary.steps_run += 1
+        for i, buffer in enumerate(self.buffers):
+            self.layout.check(buffer, "state" if i == 0 else "out", f"step {n}")
+
+    def _taped_step(self, n: int, keep_values: bool):
+        tape = Tape(check=self.check, snapshot=self.snapshot_step)
+        self.run_step(n, tape)
+        saved = None
+        if keep_values:  # store_all: the Tape is backpropagated after later steps changed the buffers
+            saved = [warp.clone(a, requires_grad=False) for a in self.state_arrays()]
+            self.summary.ram_bytes += sum(s.capacity for s in saved)
+        self.adj_deps[n] = (tape, saved)
+        self.summary.snapshots_held = max(self.summary.snapshots_held, len(self.adj_deps) if keep_values else 0)
+
+    # -- actions
+
+    def _unexpected(self, action):
+        raise RuntimeError(f"warp_zerostore.checkpoint: unexpected checkpointing action {action!r}")
+
+    def _done(self, n: int) -> bool:
+        if self.steps is not None:
+            return n >= self.steps
+        return bool(self.until(self.holder(n), n))
+
+    def _forward(self, action) -> None:
+        n0, n1 = action.n0, action.n1
+        if n0 != self.position:
+            raise RuntimeError(f"warp_zerostore.checkpoint: schedule runs from step {n0}, buffers hold {self.position}")
+        if action.write_ics:
+            self.storage(action.storage).write(n0, self.layout.arrays(self.holder(n0)))
+            self._count_snapshots()
+        online = self.schedule.max_n is None  # the length is learnt as the forward runs
+        n, done = n0, False
+        while n < n1 and not done:
+            if action.write_adj_deps:
+                self._taped_step(n, keep_values=(n1 - n0) > 1)
+            else:
+                self.run_step(n)
+            n += 1
+            if self.progress_forward:
+                self.progress.update()
+            done = online and self._done(n)
+        self.position = n
+        if done:
+            self.schedule.finalize(n)
+
+    def _reverse(self, action) -> None:
+        for n in range(action.n1 - 1, action.n0 - 1, -1):
+            tape, saved = self.adj_deps.pop(n)
+            if saved is not None:
+                for dest, src in zip(self.state_arrays(), saved):
+                    _copy(dest, src)
+            self._backpropagate(n, tape)
+            self.summary.steps_reversed += 1
+            self.progress.update()
+        self.position = action.n0
+
+    def _copy(self, action) -> None:
+        self._restore(action, delete=False)
+
+    def _move(self, action) -> None:
+        self._restore(action, delete=True)
+
+    def _restore(self, action, delete: bool) -> None:
+        source = self.storage(action.from_storage)
+        if action.to_storage == self.cs.StorageType.WORK:
+            source.read(action.n, self.layout.arrays(self.holder(action.n)))
+            self.position = action.n
+        elif action.to_storage != self.cs.StorageType.NONE:
+            raise RuntimeError(f"warp_zerostore.checkpoint: unsupported storage-to-storage action {action!r}")
+        if delete:
+            source.delete(action.n)
+
+    def _count_snapshots(self) -> None:
+        ram = self.storages.get(self.cs.StorageType.RAM)
+        disk = self.storages.get(self.cs.StorageType.DISK)
+        held = sum(len(s.snapshots) for s in (ram, disk) if s is not None)
+        self.summary.snapshots_held = max(self.summary.snapshots_held, held)
+        if ram is not None:
+            self.summary.ram_bytes = max(self.summary.ram_bytes, ram.peak_bytes)
+        if disk is not None:
+            self.summary.disk_bytes = max(self.summary.disk_bytes, disk.peak_bytes)
+
+    # -- one step's backward
+
+    def _backpropagate(self, n: int, tape) -> None:
+        state_ids = {id(a) for a in self.state_arrays()}
+        # Temporaries and scratch arrays the step touches carry no gradient from one step to the next.
+        internal = [
+            a
+            for a in _compat.tape_arrays(tape)
+            if a.requires_grad and a.grad is not None and id(a) not in state_ids and id(a) not in self.param_ids
+        ]
+        for a in internal:
+            a.grad.zero_()
+        if not self.in_place and not self.first_reverse:
+            # The input buffer's .grad held the adjoint of state n + 2, consumed by step n + 1's backward.
+            for a in self.layout.arrays(self.holder(n)):
+                a.grad.zero_()
+        self.first_reverse = False
+        tape.backward()
+        for a in internal:
+            a.grad.zero_()
+        # Not tape.reset(): it would zero the gradients just computed. The Tape is dropped with its snapshots.
+
+    # -- sweeps
+
+    progress_forward = False
+
+    def forward_sweep(self) -> None:
+        """From the start up to EndForward: the rollout itself, writing the first snapshots."""
+        self.progress_forward = True
+        self.progress.start("rollout forward")
+        try:
+            with _compat.no_active_tape():
+                for action in self.schedule:
+                    if isinstance(action, self.cs.EndForward):
+                        break
+                    self._dispatch(action)
+            self.steps = self.schedule.max_n
+            self.summary.steps = self.steps
+        except BaseException:
+            self.close()
+            raise
+        finally:
+            self.progress_forward = False
+            self.progress.close()
+            self._count_snapshots()
+
+    def reverse_sweep(self) -> None:
+        """From EndForward to EndReverse: recompute and backpropagate, last step first."""
+        if self.reversed_once:
+            raise CheckpointError(
+                "this checkpointed rollout was already reversed; its snapshots are gone. Run the rollout again "
+                "(under a new Tape) for another backward pass"
+            )
+        self.reversed_once = True
+        self.progress.total = self.steps
+        self.progress.start("rollout reverse")
+        try:
+            with _compat.no_active_tape():
+                for action in self.schedule:
+                    if isinstance(action, self.cs.EndReverse):
+                        break
+                    self._dispatch(action)
+                    self._count_snapshots()
+            if not self.in_place and self.steps:
+                # The buffer that never holds state 0 was only an output: no gradient is left in it.
+                for a in self.layout.arrays(self.buffers[1]):
+                    a.grad.zero_()
+        finally:
+            self.progress.close()
+            self.close()
+
+    def close(self) -> None:
+        """Free every snapshot and remove the disk folder (also after an exception)."""
+        for storage in self.storages.values():
+            storage.close()
+        self.adj_deps.clear()
+
+
+def _copy(dest, src) -> None:
+    warp.copy(dest, src)

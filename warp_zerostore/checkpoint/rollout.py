@@ -1,0 +1,167 @@
+"""``rollout()``: run T steps of a Warp simulation and record them on the active Tape as one entry."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import warp
+
+from .. import _compat, config
+from ..tape import Tape as _CheckingTape
+from .executor import Executor
+from .schedules import make_schedule
+from .state import CheckpointError, StateLayout
+from .summary import Progress, Summary
+
+
+class Rollout:
+    """The result of :func:`rollout`: the final state, the cost summary, and the reverse sweep.
+
+    ``state``: the object holding the final state (``state`` in place; ``state`` or ``out`` double-buffered,
+    by the parity of the number of steps). ``summary``: a :class:`Summary`. ``backward()`` runs the reverse
+    sweep with the adjoint of the final state taken from the ``.grad`` of its arrays; the Tape the rollout
+    was recorded on calls it for you. ``close()`` frees the snapshots without a backward pass.
+    """
+
+    def __init__(self, executor: Executor, summary: Summary):
+        self._executor = executor
+        self.summary = summary
+        steps = executor.steps
+        self.state = executor.holder(steps)
+        self.steps = steps
+
+    def backward(self) -> None:
+        self._executor.reverse_sweep()
+
+    def close(self) -> None:
+        self._executor.close()
+
+    def __repr__(self) -> str:
+        return f"Rollout({self.summary})"
+
+
+def _check_enclosing(tape) -> None:
+    if isinstance(tape, _CheckingTape) and (tape.check != "off" or tape.snapshot):
+        raise CheckpointError(
+            f"rollout() is being recorded on a Tape with check={tape.check!r}, snapshot={tape.snapshot}: the rollout "
+            "enters that Tape as one entry, and its launches (forward, recomputation, per-step reversal) run outside "
+            "it, so that Tape could neither check nor snapshot them, and its snapshots would miss what the rollout "
+            "overwrites. Combine them this way: record the rollout on a Tape without checks or snapshots "
+            "(wp.Tape()), and pass check='warn'/'error' to rollout() to check each step on the local Tape it is "
+            "reversed on (in-place steps are snapshotted there already)"
+        )
+
+
+def rollout(
+    step: Callable[..., Any],
+    state: Any,
+    steps: int | None,
+    *,
+    snapshots: int = 10,
+    params: Sequence[warp.array] = (),
+    out: Any = None,
+    schedule: str = "binomial",
+    disk_snapshots: int = 0,
+    directory: str | None = None,
+    period: int | None = None,
+    until: Callable[[Any, int], bool] | None = None,
+    fields: Sequence[str] | None = None,
+    snapshot_step: bool | None = None,
+    check: str = "off",
+    progress: bool = False,
+) -> Rollout:
+    """Run ``steps`` steps and record them on the active ``wp.Tape`` as one entry, holding at most ``snapshots``
+    copies of the state; ``tape.backward()`` recomputes what it did not keep (Revolve's minimum) and gives the
+    gradients of the initial state and of ``params``, equal to those of a Tape that kept every step.
+
+    ``step(state, n)`` advances ``state`` in place by step ``n`` (it may launch any number of kernels, read
+    per-step inputs indexed by ``n`` and read ``params``); with ``out=`` the rollout is double-buffered:
+    ``step(state_in, state_out, n)`` reads one buffer and writes the other, and they swap each step.
+    ``state`` (and ``out``) is a list of ``wp.array`` or an object whose ``wp.array`` attributes are the state
+    (a Newton ``State``; ``fields=`` picks some attributes). Every state array needs ``requires_grad=True``.
+
+    In-place steps are reversed on a ``warp_zerostore.Tape(snapshot=True)`` of that one step (``snapshot_step``,
+    default: on in place, off double-buffered); kernels that overwrite what they read need ``zero_store=True``
+    on warp-lang < 1.13, as on any Tape. Gradients of arrays the step reads are accumulated only for ``params``
+    (and per-step inputs listed there); other arrays it touches (temporaries, scratch) get zeroed gradients.
+
+    Schedules (from checkpoint_schedules): ``"binomial"`` (Revolve, snapshots in RAM, the default);
+    ``"multistage"`` (``snapshots`` in RAM plus ``disk_snapshots`` as ``.npy`` files in ``directory``);
+    ``"two_level"`` (online: a snapshot on disk every ``period`` steps, binomial with ``snapshots`` in RAM
+    within a period); ``"store_all"`` (keeps every step: the reference). ``until(state, n) -> bool`` ends an
+    online rollout (``steps=None``) after the step that makes it true. ``snapshots >= steps`` stores all.
+    ``progress=True`` shows tqdm bars. Returns a :class:`Rollout` (``.state``, ``.summary``).
+
+    Example::
+
+        import numpy as np
+        import warp_zerostore as wp
+        from warp_zerostore.checkpoint import rollout
+
+        @wp.kernel(zero_store=True)
+        def decay(x: wp.array(dtype=float), k: wp.array(dtype=float)):
+            i = wp.tid()
+            x[i] = x[i] - 0.1 * k[0] * x[i] * x[i]
+
+        x = wp.array([1.0, 2.0], dtype=float, requires_grad=True)
+        k = wp.array([0.5], dtype=float, requires_grad=True)
+        tape = wp.Tape()
+        with tape:
+            run = rollout(lambda s, n: wp.launch(decay, dim=2, inputs=[s[0], k]), [x], 100, snapshots=5, params=[k])
+        tape.backward(grads={x: wp.ones(2, dtype=float)})  # loss = sum of the final x
+        assert run.summary.steps_run == 416 and np.all(x.grad.numpy() > 0) and k.grad.numpy()[0] < 0
+    """
+    if steps is None and until is None:
+        raise CheckpointError("rollout(): give steps=N, or until=callable(state, n) for an online rollout")
+    if steps is not None and (int(steps) != steps or steps < 1):
+        raise CheckpointError(f"rollout(steps={steps!r}): the number of steps must be an integer >= 1")
+    if int(snapshots) != snapshots or snapshots < 1:
+        raise CheckpointError(
+            f"rollout(snapshots={snapshots!r}): at least one snapshot is needed (the initial state is overwritten "
+            "by the first step); snapshots >= steps stores every state"
+        )
+    if disk_snapshots < 0 or (disk_snapshots and schedule != "multistage"):
+        raise CheckpointError("rollout(disk_snapshots=...) is for schedule='multistage' (a count >= 0)")
+    if schedule == "multistage" and disk_snapshots and directory is None:
+        raise CheckpointError(
+            "rollout(schedule='multistage', disk_snapshots=...) needs directory=... for the .npy files"
+        )
+    if schedule == "two_level" and directory is None:
+        raise CheckpointError("rollout(schedule='two_level') keeps its periodic snapshots on disk: give directory=...")
+    config.validate_check(check, "rollout(check=...)")
+
+    layout = StateLayout(state, fields)
+    buffers = [state]
+    if out is not None:
+        layout.matches(StateLayout(out, fields, what="out"), "out")
+        if any(a is b for a in layout.arrays(state) for b in layout.arrays(out)):
+            raise CheckpointError("rollout(out=...) must not share arrays with state (double buffering needs two)")
+        buffers.append(out)
+    param_list = list(params)
+    for i, p in enumerate(param_list):
+        if not isinstance(p, warp.array) or not p.requires_grad:
+            raise CheckpointError(
+                f"rollout(): params[{i}] must be a wp.array with requires_grad=True (its gradient accumulates over "
+                "the steps)"
+            )
+
+    enclosing = _compat.active_tape()
+    if enclosing is not None:
+        _check_enclosing(enclosing)
+
+    # snapshots >= steps needs no special case: Revolve then stores every state but the last.
+    cp_schedule = make_schedule(schedule, steps, int(snapshots), int(disk_snapshots), period)
+    summary = Summary(schedule=schedule, steps=steps, state_bytes=layout.nbytes)
+    options = {
+        "snapshot_step": (out is None) if snapshot_step is None else bool(snapshot_step),
+        "check": check,
+        "directory": directory,
+    }
+    executor = Executor(
+        step, buffers, layout, param_list, cp_schedule, steps, until, summary, Progress(progress, steps), options
+    )
+    executor.forward_sweep()
+    result = Rollout(executor, summary)
+    if enclosing is not None:
+        enclosing.record_func(backward=result.backward, arrays=executor.state_arrays() + param_list)
+    return result

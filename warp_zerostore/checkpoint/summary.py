@@ -1,0 +1,59 @@
+"""What a checkpointed rollout cost, and the optional progress bars of its sweeps."""
+
+from __future__ import annotations
+
+import dataclasses
+
+
+@dataclasses.dataclass
+class Summary:
+    """Counts of one checkpointed rollout, updated as its forward and reverse sweeps run.
+
+    ``steps``: steps of the rollout; ``steps_run``: step evaluations so far (forward, recomputation and the taped
+    re-runs the reverse sweep backpropagates through); ``steps_reversed``; ``snapshots_held``: the most snapshots
+    held at once (RAM and disk); ``ram_bytes`` / ``disk_bytes``: the most snapshot bytes held in RAM / on disk at
+    once; ``state_bytes``: one copy of the state; ``schedule``: the checkpointing schedule's name.
+    """
+
+    schedule: str
+    steps: int | None
+    state_bytes: int
+    steps_run: int = 0
+    steps_reversed: int = 0
+    snapshots_held: int = 0
+    ram_bytes: int = 0
+    disk_bytes: int = 0
+
+    def __str__(self) -> str:
+        return (
+            f"{self.schedule}: {self.steps} steps, {self.steps_run} step evaluations, {self.steps_reversed} reversed, "
+            f"at most {self.snapshots_held} snapshots ({self.ram_bytes / 2**20:.1f} MiB in RAM, "
+            f"{self.disk_bytes / 2**20:.1f} MiB on disk; one state is {self.state_bytes / 2**20:.1f} MiB)"
+        )
+
+
+class Progress:
+    """A tqdm bar per sweep when asked for (``progress=True``); otherwise nothing, and tqdm is not imported."""
+
+    def __init__(self, enabled: bool, total: int | None):
+        self.enabled = bool(enabled)
+        self.total = total
+        self.bar = None
+
+    def start(self, description: str) -> None:
+        self.close()
+        if self.enabled:
+            try:
+                from tqdm.auto import tqdm
+            except ImportError as e:  # pragma: no cover - tqdm comes with the checkpoint extra
+                raise ImportError("rollout(progress=True) needs tqdm: pip install 'warp_zerostore[checkpoint]'") from e
+            self.bar = tqdm(total=self.total, desc=description, unit="step", leave=False)
+
+    def update(self, n: int = 1) -> None:
+        if self.bar is not None:
+            self.bar.update(n)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
