@@ -1,0 +1,1 @@
+"""Kernel modules the tests import (``from helpers import kernels_x``): module level, so each builds once."""
