@@ -6,7 +6,8 @@ outputs, temporaries the op made with ``requires_grad=True``) has one at record 
 ``wp.copy``/``assign`` between them as it does on any Tape.
 
 Each backward call is independent: it uses forward's gradient buffers the first time and fresh ones after
-(the inputs' and temporaries' zeroed; views follow their array), ``grad_output`` is COPIED into the outputs'
+(the inputs' and temporaries' zeroed; views follow their array, and temporaries whose gradients overlap share
+one buffer, as views of one array do), ``grad_output`` is COPIED into the outputs'
 gradient buffers (store adjoints that zero what they read, or
 loads that add into an output's gradient, touch the bridge's copy, never the caller's tensor), the Tape runs
 backward, the inputs' gradient buffers are returned to PyTorch as they are (no copy), and every gradient buffer
