@@ -20,9 +20,7 @@ def test_negative_strides_span_below_the_pointer(device):
         ptr=a.ptr + 2 * 48, dtype=wp.vec3, shape=(3, 4), strides=(-48, 12), capacity=3 * 48, device=device, copy=False
     )
     assert byte_span(flipped) == (a.ptr, a.ptr + 3 * 48)
-    both = wp.array(
-        ptr=a.ptr + 3 * 48 - 12, dtype=wp.vec3, shape=(3, 4), strides=(-48, -12), device=device, copy=False
-    )
+    both = wp.array(ptr=a.ptr + 3 * 48 - 12, dtype=wp.vec3, shape=(3, 4), strides=(-48, -12), device=device, copy=False)
     assert byte_span(both) == (a.ptr, a.ptr + 3 * 48)
     np.testing.assert_array_equal(both.numpy().shape, (3, 4, 3))
 

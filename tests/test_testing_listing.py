@@ -2,11 +2,11 @@
 
 import numpy as np
 import pytest
+from helpers import kernels_checks as K
 from hypothesis import HealthCheck, given, settings
 from hypothesis.vendor.pretty import pretty
 
 import warp_zerostore as wp
-from helpers import kernels_checks as K
 from warp_zerostore.testing import Launch, Op, Program, programs
 
 F32 = {"x": wp.float32, "y": wp.float32}

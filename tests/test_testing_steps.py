@@ -5,9 +5,9 @@ Every case that must fail is paired with the correct kernel under the same call,
 
 import numpy as np
 import pytest
+from helpers import kernels_checks as K
 
 import warp_zerostore as wp
-from helpers import kernels_checks as K
 from warp_zerostore.testing import GradientMismatch, check_gradients
 
 MODES = ["vjp", "jvp"]

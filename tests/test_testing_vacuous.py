@@ -5,9 +5,9 @@ Each refusal or newly checked case has a negative twin: a correct kernel under t
 
 import numpy as np
 import pytest
+from helpers import kernels_checks as K
 
 import warp_zerostore as wp
-from helpers import kernels_checks as K
 from warp_zerostore.testing import GradientMismatch, check_gradients
 
 MODES = ["vjp", "jvp"]

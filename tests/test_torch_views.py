@@ -12,10 +12,10 @@ torch = pytest.importorskip(
 )
 
 import warp  # noqa: E402
+from helpers import kernels_torch_views as K  # noqa: E402
 
 import warp_zerostore as wp  # noqa: E402
 import warp_zerostore.torch as wpt  # noqa: E402
-from helpers import kernels_torch_views as K  # noqa: E402
 
 F64 = torch.float64
 
@@ -50,8 +50,13 @@ def _reversed(a):
 
     def flip(arr):
         return warp.array(
-            ptr=arr.ptr + (n - 1) * itemsize, dtype=arr.dtype, shape=(n,), strides=(-itemsize,),
-            capacity=n * itemsize, device=arr.device, copy=False,
+            ptr=arr.ptr + (n - 1) * itemsize,
+            dtype=arr.dtype,
+            shape=(n,),
+            strides=(-itemsize,),
+            capacity=n * itemsize,
+            device=arr.device,
+            copy=False,
         )
 
     view = flip(a)
@@ -95,7 +100,7 @@ def test_views_of_one_temporary_match_torch_on_every_backward(op, math, shift, d
     grads = [torch.autograd.grad(loss, x, retain_graph=True)[0] for _ in range(3)]
     reference = torch.autograd.grad((math(x, shift) * w).sum(), x)[0]
     for k, grad in enumerate(grads):
-        torch.testing.assert_close(grad, reference, msg=lambda m: f"backward call {k}: {m}")
+        torch.testing.assert_close(grad, reference, msg=lambda m, k=k: f"backward call {k}: {m}")
 
 
 @pytest.mark.parametrize("op, math, shift", CASES, ids=IDS)

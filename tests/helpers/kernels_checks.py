@@ -27,7 +27,9 @@ def sin_bad_kernel(x: wp.array(dtype=float), y: wp.array(dtype=float)):
 
 
 @wp.kernel(zero_store=True)
-def stiff_and_good(x: wp.array(dtype=float), w: wp.array(dtype=float), y: wp.array(dtype=float), z: wp.array(dtype=float)):
+def stiff_and_good(
+    x: wp.array(dtype=float), w: wp.array(dtype=float), y: wp.array(dtype=float), z: wp.array(dtype=float)
+):
     """y = 1000 x, z = sin(w)"""
     i = wp.tid()
     y[i] = 1000.0 * x[i]
@@ -35,7 +37,9 @@ def stiff_and_good(x: wp.array(dtype=float), w: wp.array(dtype=float), y: wp.arr
 
 
 @wp.kernel(zero_store=True)
-def stiff_and_bad(x: wp.array(dtype=float), w: wp.array(dtype=float), y: wp.array(dtype=float), z: wp.array(dtype=float)):
+def stiff_and_bad(
+    x: wp.array(dtype=float), w: wp.array(dtype=float), y: wp.array(dtype=float), z: wp.array(dtype=float)
+):
     """y = 1000 x, z = sin_bad(w): z's adjoint is 2x off, y's magnitude must not hide it"""
     i = wp.tid()
     y[i] = 1000.0 * x[i]
