@@ -303,8 +303,9 @@ class _Problem:
         for name in self.dtype:
             dtype = self.array_dtype(name, promote)
             data = np.asarray(values[name], dtype=np.float64).astype(_compat.numpy_scalar(dtype))
-            # every float array gets a gradient: an output the caller made without one is still differentiated
-            arrays[name] = warp.array(data, dtype=dtype, device=self.device, requires_grad=True)
+            # on a Tape every float array gets a gradient: an output made without one is still differentiated
+            requires_grad = record or self.requires_grad[name]
+            arrays[name] = warp.array(data, dtype=dtype, device=self.device, requires_grad=requires_grad)
         args = {name: arrays.get(name, self.passthrough.get(name)) for name in self.names}
         tape = warp.Tape() if record else None
         if tape is not None:
