@@ -6,6 +6,8 @@ Both compared with PyTorch autograd of the same math and with ``gradcheck(..., n
 """
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 torch = pytest.importorskip(
     "torch", reason="warp_zerostore.torch needs PyTorch: pip install 'warp_zerostore[torch]' (torch==2.13.0)"
@@ -107,6 +109,31 @@ def test_views_of_one_temporary_match_torch_on_every_backward(op, math, shift, d
 def test_views_of_one_temporary_pass_gradcheck(op, math, shift, device):
     x = torch.linspace(-1.0, 1.5, 5, dtype=F64, device=device).requires_grad_()
     assert torch.autograd.gradcheck(op, (x,), nondet_tol=0.0)
+
+
+@wpt.op(outputs={"y": "x"})
+def drawn_windows(x: wp.array(dtype=wp.float64), windows: wp.array(dtype=wp.int64), y: wp.array(dtype=wp.float64)):
+    """t[w:w+n] = x^2, y = t[a:a+n] * t[b:b+n] over a temporary t of n + s elements; windows = (s, w, a, b)."""
+    n = x.shape[0]
+    s, w, a, b = (int(v) for v in windows.numpy())
+    t = wp.zeros(n + s, dtype=wp.float64, requires_grad=True, device=x.device)
+    wp.launch(K.square_into, dim=n, inputs=[x, t[w : w + n]], device=x.device)
+    wp.launch(K.multiply, dim=n, inputs=[t[a : a + n], t[b : b + n], y], device=x.device)
+
+
+@given(n=st.integers(1, 6), s=st.integers(0, 4), data=st.data())
+def test_drawn_overlapping_windows_match_torch_on_every_backward(n, s, data, device):
+    w, a, b = (data.draw(st.integers(0, s)) for _ in range(3))
+    x = torch.linspace(-1.0, 1.25, n, dtype=F64, device=device).requires_grad_()
+    windows = torch.tensor([s, w, a, b], dtype=torch.int64, device=device)
+    loss = (drawn_windows(x, windows) * torch.arange(1.0, n + 1, dtype=F64, device=device)).sum()
+    grads = [torch.autograd.grad(loss, x, retain_graph=True)[0] for _ in range(2)]
+    t = torch.zeros(n + s, dtype=F64, device=device).index_put((torch.arange(w, w + n, device=device),), x * x)
+    reference = torch.autograd.grad(
+        (t[a : a + n] * t[b : b + n] * torch.arange(1.0, n + 1, dtype=F64, device=device)).sum(), x
+    )[0]
+    for grad in grads:
+        torch.testing.assert_close(grad, reference)
 
 
 # ------------------------------------------------------------------------------------------------------------
