@@ -32,26 +32,25 @@ template <typename T> CUDA_CALLABLE inline bool may_zero(const array_t<T>& buf)
 #endif
 }
 
-// The gradient element a store adjoint reads: the caller's adjoint buffer when one was passed, else buf.grad.
-template <typename T, typename... Ints>
-CUDA_CALLABLE inline T* grad_element(const array_t<T>& buf, const array_t<T>& adj_buf, Ints... idx)
+// Adds one gradient element (or one slot of it) into the stored value's adjoint and, for Zero, zeroes it.
+template <bool Zero, typename T, typename Slot, typename AdjSlot>
+CUDA_CALLABLE inline void read_slot(const array_t<T>& buf, Slot& slot, AdjSlot& adj_value)
 {
-    if (adj_buf.data)
-        return &index(adj_buf, idx...);
-    if (buf.grad)
-        return &index_grad(buf, idx...);
-    return nullptr;
+    adj_value += slot;
+    if (Zero && may_zero(buf))
+        slot = Slot {};
 }
 
+// The element read is the caller's adjoint buffer's when one was passed, else buf.grad's. Each buffer gets its
+// own branch, as in Warp's own adj_array_store: folding both into one pointer chosen at run time made the
+// zeroing twin 1.15x slower than stock Warp 1.19 on CPU (benchmarks/bench_zeroing.py, docs/benchmarks.md).
 template <bool Zero, typename T, typename... Ints>
 CUDA_CALLABLE inline void store_adjoint(const array_t<T>& buf, const array_t<T>& adj_buf, T& adj_value, Ints... idx)
 {
-    T* g = grad_element(buf, adj_buf, idx...);
-    if (g) {
-        adj_value += *g;
-        if (Zero && may_zero(buf))
-            *g = T {};
-    }
+    if (adj_buf.data)
+        read_slot<Zero>(buf, index(adj_buf, idx...), adj_value);
+    else if (buf.grad)
+        read_slot<Zero>(buf, index_grad(buf, idx...), adj_value);
 }
 
 // Component ("slot") stores such as a[i].x = v or a[i][j, k] = v: `access` maps an element to the slot.
@@ -59,13 +58,10 @@ template <bool Zero, typename T, typename Access, typename AdjSlot, typename... 
 CUDA_CALLABLE inline void
 slot_store_adjoint(const array_t<T>& buf, const array_t<T>& adj_buf, AdjSlot& adj_value, Access access, Ints... idx)
 {
-    T* g = grad_element(buf, adj_buf, idx...);
-    if (g) {
-        AdjSlot& slot = access(*g);
-        adj_value += slot;
-        if (Zero && may_zero(buf))
-            slot = AdjSlot {};
-    }
+    if (adj_buf.data)
+        read_slot<Zero>(buf, access(index(adj_buf, idx...)), adj_value);
+    else if (buf.grad)
+        read_slot<Zero>(buf, access(index_grad(buf, idx...)), adj_value);
 #if FP_CHECK
     if (!isfinite(adj_value)) {
         printf("%s:%d - %s(arr, ...) ", __FILE__, __LINE__, __FUNCTION__);
