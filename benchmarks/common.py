@@ -44,7 +44,9 @@ def report(name: str, payload: dict) -> None:
 
     payload = {"benchmark": name, "warp": warp.config.version, "machine": platform.machine(), **payload}
     RESULTS.mkdir(exist_ok=True)
-    path = RESULTS / f"{name}-warp{warp.config.version}.json"
+    device = str(payload.get("device", "cpu"))
+    tag = "" if device == "cpu" else "-" + device.replace(":", "")  # GPU runs do not overwrite CPU results
+    path = RESULTS / f"{name}-warp{warp.config.version}{tag}.json"
     path.write_text(json.dumps(payload, indent=2))
     print(json.dumps({k: v for k, v in payload.items() if k != "timings"}, indent=2))
     print(f"(full JSON with samples: {path})")
