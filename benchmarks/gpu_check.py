@@ -55,6 +55,8 @@ def probe(device: str) -> dict:
         info["device_name"] = d.name
     except (RuntimeError, ValueError):
         pass
+    if not info["device_available"]:
+        return info
     try:
         import torch  # noqa: PLC0415
 
@@ -65,14 +67,14 @@ def probe(device: str) -> dict:
     return info
 
 
-def run_step(cmd: list, env: dict | None, timeout: int, dry_run: bool) -> dict:
-    print("$ " + " ".join(cmd), flush=True)
+def run_step(cmd: list, env_vars: dict, timeout: int, dry_run: bool) -> dict:
+    print("$ " + " ".join([f"{k}={v}" for k, v in env_vars.items()] + cmd), flush=True)
     if dry_run:
         return {"rc": None, "seconds": 0.0, "output": ""}
     start = time.perf_counter()
     try:
         proc = subprocess.run(
-            cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout
+            cmd, cwd=ROOT, env={**os.environ, **env_vars}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout
         )
         rc, output = proc.returncode, proc.stdout
     except subprocess.TimeoutExpired as e:
@@ -104,13 +106,12 @@ def junit_counts(path: Path) -> dict:
 
 def run_tests(args, info: dict) -> dict:
     junit = RESULTS / f"gpu-check-pytest-warp{info['warp']}-{_tag(args.device)}.xml"
-    env = dict(os.environ, WARP_ZEROSTORE_TEST_DEVICES=args.device, HYPOTHESIS_PROFILE=os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+    env_vars = {"WARP_ZEROSTORE_TEST_DEVICES": args.device, "HYPOTHESIS_PROFILE": os.environ.get("HYPOTHESIS_PROFILE", "ci")}
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={junit}", *args.tests]
-    step = run_step(cmd, env, args.test_timeout, args.dry_run)
-    result = {"rc": step["rc"], "seconds": step["seconds"], "device": args.device}
+    step = run_step(cmd, env_vars, args.test_timeout, args.dry_run)
+    result = {"rc": step["rc"], "seconds": step["seconds"], "device": args.device, "ok": step["rc"] == 0 or args.dry_run}
     if not args.dry_run and junit.is_file():
         result.update(junit_counts(junit))
-    result["ok"] = step["rc"] == 0
     return result
 
 
@@ -130,7 +131,7 @@ def run_benchmark(name: str, args, info: dict) -> dict:
         print(f"-- {name}: skipped ({reason})", flush=True)
         return {"skipped": reason, "ok": True}
     cmd = [sys.executable, str(BENCH_DIR / script), "--device", args.device, *(quick if args.quick else full)]
-    step = run_step(cmd, None, args.bench_timeout, args.dry_run)
+    step = run_step(cmd, {}, args.bench_timeout, args.dry_run)
     result = {"rc": step["rc"], "seconds": step["seconds"], "ok": step["rc"] == 0 or args.dry_run}
     found = re.search(r"\(full JSON with samples: (.+?)\)\s*$", step["output"], re.MULTILINE)
     if found and Path(found.group(1)).is_file():
@@ -157,7 +158,10 @@ def print_table(summary: dict) -> None:
             continue
         ratios = ", ".join(f"{k}={v:.3f}" for k, v in b.items() if "ratio" in k and isinstance(v, float))
         print(f"bench {name:<13} {'ok' if b['ok'] else 'FAILED'}  {ratios}")
-    print(f"overall: {'ok' if summary['ok'] else 'FAILED'}")
+    if summary["status"] == "dry-run":
+        print("dry run: the steps above were listed, not run")
+    else:
+        print(f"overall: {'ok' if summary['ok'] else 'FAILED'}")
 
 
 def _tag(device: str) -> str:
