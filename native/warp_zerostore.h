@@ -179,7 +179,15 @@ WP_ZS_GENERIC_ARRAY_STORE(adj_array_store_accumulate)
 // a[i].x = v, a[i][j] = v, a[i][j, k] = v: the adjoint of a component store into an array element.
 // Warp >= 1.19 emits wp::adj_array_store_slot for these; on older Warp the rewrite emits
 // wp::zs::adj_component_store, whose stock form drops the gradient exactly as those versions do.
+// The _zero / _accumulate twins read the overwritten slot of the gradient element into the stored value's
+// adjoint; _zero then zeroes that slot (not the rest of the element).
 
+// Forward of a component store into an array element on Warp <= 1.18 (same write as Warp's own).
+template <typename T, typename Access, typename V, typename... Ints>
+CUDA_CALLABLE inline void component_store(const array_t<T>& buf, V value, Access access, Ints... idx)
+{
+    access(index(buf, idx...)) = value;
+}
 template <typename T, typename Access, typename AdjSlot, typename... Ints>
 CUDA_CALLABLE inline void
 adj_component_store(const array_t<T>& buf, const array_t<T>& adj_buf, AdjSlot& adj_value, Access access, Ints... idx)
@@ -198,13 +206,6 @@ CUDA_CALLABLE inline void adj_array_store_slot_accumulate(
 )
 {
     slot_store_adjoint<false>(buf, adj_buf, adj_value, access, idx...);
-}
-
-// Forward of a component store into an array element on Warp <= 1.18 (same write as Warp's own).
-template <typename T, typename Access, typename V, typename... Ints>
-CUDA_CALLABLE inline void component_store(const array_t<T>& buf, V value, Access access, Ints... idx)
-{
-    access(index(buf, idx...)) = value;
 }
 
 // ---------------------------------------------------------------------------------------------------------
