@@ -74,7 +74,14 @@ def run_step(cmd: list, env_vars: dict, timeout: int, dry_run: bool) -> dict:
     start = time.perf_counter()
     try:
         proc = subprocess.run(
-            cmd, cwd=ROOT, env={**os.environ, **env_vars}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout
+            cmd,
+            check=False,
+            cwd=ROOT,
+            env={**os.environ, **env_vars},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            timeout=timeout,
         )
         rc, output = proc.returncode, proc.stdout
     except subprocess.TimeoutExpired as e:
@@ -106,10 +113,18 @@ def junit_counts(path: Path) -> dict:
 
 def run_tests(args, info: dict) -> dict:
     junit = RESULTS / f"gpu-check-pytest-warp{info['warp']}-{_tag(args.device)}.xml"
-    env_vars = {"WARP_ZEROSTORE_TEST_DEVICES": args.device, "HYPOTHESIS_PROFILE": os.environ.get("HYPOTHESIS_PROFILE", "ci")}
+    env_vars = {
+        "WARP_ZEROSTORE_TEST_DEVICES": args.device,
+        "HYPOTHESIS_PROFILE": os.environ.get("HYPOTHESIS_PROFILE", "ci"),
+    }
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={junit}", *args.tests]
     step = run_step(cmd, env_vars, args.test_timeout, args.dry_run)
-    result = {"rc": step["rc"], "seconds": step["seconds"], "device": args.device, "ok": step["rc"] == 0 or args.dry_run}
+    result = {
+        "rc": step["rc"],
+        "seconds": step["seconds"],
+        "device": args.device,
+        "ok": step["rc"] == 0 or args.dry_run,
+    }
     if not args.dry_run and junit.is_file():
         result.update(junit_counts(junit))
     return result

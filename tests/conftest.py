@@ -32,8 +32,8 @@ def pytest_runtest_setup(item):
     # A GPU machine whose PyTorch is a CPU build still runs the Warp tests on cuda:0; the bridge's skip.
     device = getattr(getattr(item, "callspec", None), "params", {}).get("device", "cpu")
     torch = getattr(item.module, "torch", None)
-    if str(device).startswith("cuda") and torch is not None and hasattr(torch, "cuda") and not torch.cuda.is_available():
-        pytest.skip(f"{device}: this PyTorch has no CUDA (install a CUDA build of torch==2.13.0 to test the bridge on the GPU)")
+    if str(device).startswith("cuda") and hasattr(torch, "cuda") and not torch.cuda.is_available():
+        pytest.skip(f"{device}: this PyTorch has no CUDA (a CUDA build of torch==2.13.0 tests the bridge on the GPU)")
 
 
 @pytest.fixture
