@@ -12,7 +12,11 @@ BIN := $(VENV)/bin
 comma := ,
 STAMP := $(VENV)/.installed-$(WARP)-$(subst $(comma),-,$(EXTRAS))
 
-.PHONY: install demo test test-matrix bench gpu-check test-warp-suite clean
+# `make test` lints first (ruff, and import-linter's layer contracts, which need warp-lang >= 1.10); the
+# matrix venvs skip the lint (LINT=0): it does not depend on the Warp version.
+LINT ?= $(if $(filter 1.9.%,$(WARP)),0,1)
+
+.PHONY: install demo lint test test-matrix bench gpu-check test-warp-suite clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,14 +29,21 @@ install: $(STAMP)
 demo: install
 	$(BIN)/python -m warp_zerostore demo
 
+lint: install
+	$(BIN)/ruff check warp_zerostore tests benchmarks examples
+	$(BIN)/lint-imports
+
 test: install
+ifeq ($(LINT),1)
+	$(MAKE) --no-print-directory lint VENV=$(VENV) WARP=$(WARP) EXTRAS=$(EXTRAS)
+endif
 	$(BIN)/python -m pytest -q
 
 # The suite on each supported warp-lang, each in its own virtual environment.
 test-matrix:
 	@set -e; for v in $(MATRIX); do \
 		echo "=== warp-lang $$v"; \
-		$(MAKE) --no-print-directory test VENV=.venv-warp-$$v WARP=$$v EXTRAS=test; \
+		$(MAKE) --no-print-directory test VENV=.venv-warp-$$v WARP=$$v EXTRAS=test LINT=0; \
 	done
 
 bench: install

@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
-
 from common import interleaved_medians, report
 
 import warp_zerostore as wp

@@ -9,10 +9,9 @@ Usage: python benchmarks/bench_testing.py [--programs 200] [--repeats 5] [--dtyp
 import argparse
 
 import numpy as np
+from common import interleaved_medians, report
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-
-from common import interleaved_medians, report
 
 import warp_zerostore as wp
 import warp_zerostore.testing as wpt

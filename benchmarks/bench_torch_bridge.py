@@ -28,7 +28,6 @@ import subprocess
 import sys
 
 import torch
-
 from common import interleaved_medians, report
 
 import warp_zerostore as wp

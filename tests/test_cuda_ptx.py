@@ -4,9 +4,8 @@ import pathlib
 import re
 
 import pytest
+from helpers import kernels_ptx, kernels_ptx_tiles
 
-import kernels_ptx
-import kernels_ptx_tiles
 import warp_zerostore as wp
 
 

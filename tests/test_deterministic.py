@@ -13,7 +13,7 @@ pytestmark = pytest.mark.skipif(
 
 @pytest.mark.parametrize("flag", [True, False, None])
 def test_deterministic_module_follows_flag(flag, device):
-    import kernels_deterministic as kd  # noqa: PLC0415
+    from helpers import kernels_deterministic as kd  # noqa: PLC0415
 
     n = 4
     x = wp.ones(n, dtype=float, requires_grad=True, device=device)

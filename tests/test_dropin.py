@@ -6,11 +6,11 @@ import tempfile
 import numpy as np
 import pytest
 import warp
+from helpers import kernels_plain_warp
+from helpers.seed import EXPECTED, run_seed
 
-import kernels_plain_warp
 import warp_zerostore as wp
 from warp_zerostore import _compat
-from test_seed import EXPECTED, run_seed
 
 
 def test_every_warp_name_is_here():

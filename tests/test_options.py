@@ -1,15 +1,15 @@
 """Resolving the mode (kernel > module > process), rebuilding when it changes, and clear errors."""
 
-import re
 
 import numpy as np
 import pytest
 import warp
+from helpers import kernels_module_options as kmo
+from helpers.seed import EXPECTED, run_seed
 
-import kernels_module_options as kmo
 import warp_zerostore as wp
-from warp_zerostore import _compat, native
-from test_seed import EXPECTED, run_seed
+from warp_zerostore import _compat
+from warp_zerostore.codegen import native
 
 
 @pytest.fixture
@@ -85,7 +85,7 @@ def test_bad_option_set_through_plain_warp_is_refused_at_build(device):
     module = _compat.kernel_module(kmo.unflagged_2x)
     warp.set_module_options({"zero_store": "true"}, module=kmo)
     try:
-        with pytest.raises(TypeError, match=r"module option of Warp module 'kernels_module_options'"):
+        with pytest.raises(TypeError, match=r"module option of Warp module 'helpers.kernels_module_options'"):
             run_seed(kmo.unflagged_2x, kmo.unflagged_3x, device)
     finally:
         _compat.module_options(module).pop("zero_store", None)

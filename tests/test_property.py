@@ -11,10 +11,10 @@ mode where the semantics differ (negative twins), the reference comparison and c
 
 import numpy as np
 import pytest
+from helpers import kernels_property as kp
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-import kernels_property as kp
 import warp_zerostore.testing as wpt
 from warp_zerostore.testing import reference
 

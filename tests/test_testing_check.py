@@ -2,8 +2,8 @@
 
 import numpy as np
 import pytest
+from helpers import kernels_testing as kt
 
-import kernels_testing as kt
 import warp_zerostore as wp
 from warp_zerostore.testing import GradientMismatch, check_gradients, vjp
 
@@ -43,7 +43,7 @@ def test_generic_kernel_is_rerun_in_float64(device, mode):
 
 
 def test_generic_kernel_without_declared_overloads_is_rerun_in_float64(device):
-    import kernels_testing_generic as ktg
+    from helpers import kernels_testing_generic as ktg
 
     for mode in MODES:
         assert check_gradients(launcher(ktg.sin_times), inputs(device), mode=mode).precision == "float64"

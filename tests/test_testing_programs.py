@@ -2,11 +2,11 @@
 
 import numpy as np
 import pytest
+from helpers import kernels_property as kp
+from helpers import kernels_testing as kt
 from hypothesis import HealthCheck, Phase, find, given, settings
 from hypothesis import strategies as st
 
-import kernels_property as kp
-import kernels_testing as kt
 import warp_zerostore as wp
 from warp_zerostore.testing import GradientMismatch, Launch, Op, Program, check_gradients, programs, reference
 

@@ -7,10 +7,10 @@ from types import SimpleNamespace as NS
 
 import numpy as np
 import pytest
+from helpers import kernels_property as kp
 from hypothesis import given
 from hypothesis import strategies as st
 
-import kernels_property as kp
 import warp_zerostore as wp
 from warp_zerostore.testing import array_data, programs, reference
 

@@ -3,10 +3,10 @@ check_gradients run over drawn arrays of every dtype kind (zero mode passes, acc
 
 import numpy as np
 import pytest
+from helpers import kernels_testing as kt
 from hypothesis import given
 from hypothesis import strategies as st
 
-import kernels_testing as kt
 import warp_zerostore as wp
 from warp_zerostore.testing import GradientMismatch, array_data, arrays, check_gradients, dtypes, shapes
 from warp_zerostore.testing.strategies import KINDS

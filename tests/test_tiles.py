@@ -2,8 +2,8 @@
 
 import numpy as np
 import pytest
+from helpers import kernels_tiles as kt
 
-import kernels_tiles as kt
 import warp_zerostore as wp
 from warp_zerostore import _compat
 

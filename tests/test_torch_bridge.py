@@ -17,11 +17,11 @@ torch = pytest.importorskip(
 )
 
 import warp  # noqa: E402
+from helpers import kernels_torch as K  # noqa: E402
+from helpers.seed import EXPECTED  # noqa: E402
 
-import kernels_torch as K  # noqa: E402
 import warp_zerostore as wp  # noqa: E402
 import warp_zerostore.torch as wpt  # noqa: E402
-from test_seed import EXPECTED  # noqa: E402
 from warp_zerostore import _compat  # noqa: E402
 from warp_zerostore.torch import streams  # noqa: E402
 
@@ -166,7 +166,7 @@ def assert_matches_torch(op, math, args, requires, leaf):
         if r is None:
             assert g is None, f"argument {i} needs no gradient"
         else:
-            torch.testing.assert_close(g, r, msg=lambda m: f"gradient of argument {i}: {m}")
+            torch.testing.assert_close(g, r, msg=lambda m, i=i: f"gradient of argument {i}: {m}")
 
 
 # ------------------------------------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ torch = pytest.importorskip(
 if not torch.distributed.is_available():
     pytest.skip("this PyTorch build has no torch.distributed", allow_module_level=True)
 
-import ddp_model  # noqa: E402
+from helpers import ddp_model  # noqa: E402
 
 HERE = pathlib.Path(__file__).resolve().parent
 WORLD = 2
@@ -39,7 +39,7 @@ def test_ddp_gradients_equal_single_process(tmp_path):
     outs = [tmp_path / f"rank{r}.pt" for r in range(WORLD)]
     ranks = [
         subprocess.Popen(
-            [sys.executable, str(HERE / "ddp_worker.py"), str(r), str(WORLD), str(port), str(outs[r])],
+            [sys.executable, str(HERE / "helpers" / "ddp_worker.py"), str(r), str(WORLD), str(port), str(outs[r])],
             env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -63,4 +63,4 @@ def test_ddp_gradients_equal_single_process(tmp_path):
         assert len(history) == len(expected) == ddp_model.STEPS
         for step, (got, want) in enumerate(zip(history, expected)):
             for g, w in zip(got, want):
-                torch.testing.assert_close(g, w, rtol=1e-12, atol=1e-14, msg=lambda m: f"rank {r} step {step}: {m}")
+                torch.testing.assert_close(g, w, rtol=1e-12, atol=1e-14, msg=lambda m, r=r, step=step: f"rank {r} step {step}: {m}")

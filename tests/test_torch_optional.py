@@ -10,7 +10,16 @@ import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
-CORE_MODULES = ["warp_zerostore", "warp_zerostore.api", "warp_zerostore.demo", "warp_zerostore.warp_suite"]
+CORE_MODULES = [
+    "warp_zerostore",
+    "warp_zerostore.options",
+    "warp_zerostore.tape",
+    "warp_zerostore.testing",
+    "warp_zerostore.cli",
+    "warp_zerostore.cli.demo",
+    "warp_zerostore.cli.check",
+    "warp_zerostore.cli.warp_suite",
+]
 
 
 def _python(code: str) -> subprocess.CompletedProcess:

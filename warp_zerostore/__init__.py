@@ -2,8 +2,8 @@
 
 Use it in place of Warp: ``import warp_zerostore as wp``. Everything ``warp`` offers is here unchanged;
 this package adds ``@wp.kernel(zero_store=...)``, the ``zero_store`` module option, the process default
-``warp_zerostore.config.zero_store``, :func:`effective_zero_store`, and a :class:`Tape` with overwrite checks
-and snapshots (``check=``, ``snapshot=``). With every default left at None,
+``warp_zerostore.config.zero_store``, :func:`effective_zero_store`, :func:`copy_zero_store`, and a
+:class:`Tape` with overwrite checks and snapshots (``check=``, ``snapshot=``). With every default left at None,
 importing it changes nothing for any kernel.
 """
 
@@ -11,35 +11,39 @@ from __future__ import annotations
 
 import warp as _warp
 
-from . import _compat  # raises ImportError on an unsupported warp-lang
-from . import codegen_ext as _codegen_ext
-from . import config, submodules as _submodules, whole_array as _whole_array
-from .api import effective_zero_store, get_module_options, kernel, set_module_options
-from .native import HeaderNotFoundError
-from .tape_safety import OverwriteError, OverwriteWarning, Tape
+from . import (
+    _compat,  # raises ImportError on an unsupported warp-lang
+    _submodules,
+    config,
+)
+from . import codegen as _codegen
+from . import copy_adjoint as _copy_adjoint
+from . import options as _options
+from .codegen import HeaderNotFoundError
+from .options import copy_zero_store, effective_zero_store, get_module_options, kernel, set_module_options
+from .tape import OverwriteError, OverwriteWarning, Tape
 
 __version__ = "0.1.0"
 
-_codegen_ext.install()
+_options.install()
+_codegen.install()
 _submodules.install()
-_whole_array.install()
-
-copy_zero_store = _whole_array.copy_zero_store
+_copy_adjoint.install()
 
 #: What this package defines or overrides; every other name resolves to ``warp``.
-_OWN = {
+__all__ = [
+    "HeaderNotFoundError",
+    "OverwriteError",
+    "OverwriteWarning",
+    "Tape",
+    "__version__",
+    "config",
+    "copy_zero_store",
+    "effective_zero_store",
+    "get_module_options",
     "kernel",
     "set_module_options",
-    "get_module_options",
-    "effective_zero_store",
-    "copy_zero_store",
-    "config",
-    "HeaderNotFoundError",
-    "Tape",
-    "OverwriteWarning",
-    "OverwriteError",
-    "__version__",
-}
+]
 
 
 def __getattr__(name):
@@ -57,4 +61,4 @@ def __getattr__(name):
 
 
 def __dir__():
-    return sorted(set(dir(_warp)) | _OWN)
+    return sorted(set(dir(_warp)) | set(__all__))

@@ -1,6 +1,10 @@
-"""Every touch of Warp's private API, in one place.
+"""The Warp boundary: every import of Warp's private modules and every private attribute this package reads or writes.
 
-Nothing else in warp_zerostore imports Warp internals. The version differences this package depends on:
+Nothing else in warp_zerostore imports Warp internals (an import-linter contract in pyproject.toml checks it).
+Sections follow Warp's own concepts: versions and features, hook points, kernels and modules, module building
+and hashing, code generation, types, structs, arrays, the Tape and launches, whole-array copies. Type queries
+live here too: which of them ``warp.types`` exports publicly differs between versions. The version differences
+this package depends on:
 
 ================================  ==========================  ==========================================
 what                              warp-lang 1.9.x             warp-lang 1.10 and later
@@ -37,12 +41,18 @@ a kernel's parsed source          ``kernel.adj.tree``         same (the ``ast.Mo
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import inspect
+import os
+import pathlib
 import re
 import sys
 from typing import Any, Callable, Iterable
 
 import warp
+
+# ============================================================================================================
+# Versions and features
 
 SUPPORTED = ("1.9.1", "1.10.1", "1.12.1", "1.19.0")
 _MIN_VERSION = (1, 9, 1)
@@ -72,20 +82,19 @@ def check_version() -> None:
 
 check_version()
 
-if hasattr(warp, "_src") and hasattr(getattr(warp, "_src"), "codegen"):
-    import warp._src.codegen as codegen  # noqa: E402
-    import warp._src.context as context  # noqa: E402
-    import warp._src.types as wtypes  # noqa: E402
-    import warp._src.tape as tape_module  # noqa: E402
+if hasattr(warp, "_src") and hasattr(warp._src, "codegen"):
+    import warp._src.codegen as codegen
+    import warp._src.context as context
+    import warp._src.tape as tape_module
+    import warp._src.types as wtypes
 else:  # warp-lang 1.9.x
-    import warp.codegen as codegen  # type: ignore[no-redef]  # noqa: E402
-    import warp.context as context  # type: ignore[no-redef]  # noqa: E402
-    import warp.types as wtypes  # type: ignore[no-redef]  # noqa: E402
-    import warp.tape as tape_module  # type: ignore[no-redef]  # noqa: E402
+    import warp.codegen as codegen  # type: ignore[no-redef]
+    import warp.context as context  # type: ignore[no-redef]
+    import warp.tape as tape_module  # type: ignore[no-redef]
+    import warp.types as wtypes  # type: ignore[no-redef]
 
 Adjoint = codegen.Adjoint
 Kernel = context.Kernel
-Module = context.Module
 ModuleBuilder = context.ModuleBuilder
 ModuleHasher = context.ModuleHasher
 
@@ -95,10 +104,9 @@ HAS_RETAIN_GRAD: bool = "retain_grad" in inspect.signature(warp.array.__init__).
 # Warp >= 1.19 emits component stores into array elements as differentiable "slot" stores itself.
 HAS_SLOT_STORES: bool = hasattr(Adjoint, "array_slot_adjoint")
 
+
 def _tile_header() -> str:
     """The installed Warp's native tile.h, read to detect what its tiles offer."""
-    import pathlib  # noqa: PLC0415
-
     try:
         return (pathlib.Path(warp.__file__).parent / "native" / "tile.h").read_text(encoding="utf-8", errors="replace")
     except OSError:
@@ -123,8 +131,8 @@ STOCK_TILE_STORE_ZEROES: bool = WARP_VERSION >= (1, 10, 0)
 STOCK_STORE_ZEROES: bool = WARP_VERSION >= (1, 13, 0)
 
 
-# ------------------------------------------------------------------------------------------------------------
-# Patching: each hook point Warp offers us, as (owner, attribute).
+# ============================================================================================================
+# Hook points: each place this package wraps, as (owner, attribute); reversible
 
 HOOK_POINTS: dict[str, tuple[Any, str]] = {
     "Kernel.__init__": (Kernel, "__init__"),
@@ -172,8 +180,8 @@ def stock_warp():
             setattr(owner, attr, wrapper)
 
 
-# ------------------------------------------------------------------------------------------------------------
-# Kernels, modules, options
+# ============================================================================================================
+# Kernels and modules
 
 
 def kernel_options(kernel) -> dict:
@@ -191,6 +199,30 @@ def kernel_key(kernel) -> str:
 def kernel_source_location(kernel) -> str:
     adj = kernel.adj
     return f"{adj.filename}:{adj.fun_lineno}"
+
+
+def kernel_function(kernel):
+    """The Python function a ``@wp.kernel`` was made from (its signature and annotations)."""
+    return kernel.func
+
+
+def kernel_parameters(kernel) -> list:
+    """``[(name, type), ...]`` of a kernel's parameters, in launch order."""
+    return [(arg.label, arg.type) for arg in kernel.adj.args]
+
+
+def kernel_argument_labels(kernel) -> list:
+    return [arg.label for arg in kernel.adj.args]
+
+
+def kernel_tree(kernel):
+    """The ``ast.Module`` of a kernel's Python source, as Warp parsed it (one ``FunctionDef``)."""
+    return kernel.adj.tree
+
+
+def kernel_source(kernel) -> str:
+    """The dedented Python source of a kernel's function, decorators included, as Warp read it."""
+    return kernel.adj.source
 
 
 def module_options(module) -> dict:
@@ -229,12 +261,26 @@ def caller_module_name(stack_level: int) -> str:
     return frame.f_globals.get("__name__", "__main__")  # type: ignore[union-attr]
 
 
-# ------------------------------------------------------------------------------------------------------------
-# Module builder and code generation
+def warp_package_dirs() -> tuple:
+    """Folders of Warp's own Python files (call sites inside them are not the user's)."""
+    return (os.path.dirname(warp.__file__) + os.sep,)
 
 
-def builder_module(builder):
-    return builder.module
+def builtin_function(name: str):
+    """Warp's kernel builtin ``name`` (e.g. ``tid``), or None.
+
+    Warp's code generator resolves ``wp.tid()`` through the module ``wp`` names; builtins such as ``tid``
+    are not attributes of ``warp`` itself, so the facade hands them out from here.
+    """
+    return context.builtin_functions.get(name)
+
+
+# ============================================================================================================
+# Module building and hashing
+
+
+def builder_kernels(builder) -> list:
+    return list(builder.kernels)
 
 
 def builder_functions(builder) -> list:
@@ -245,16 +291,27 @@ def function_native_name(func) -> str:
     return func.native_func
 
 
-def adjoint_kernel_name(adj) -> str:
-    return adj.fun_name
+def hasher_unique_kernels(hasher) -> dict:
+    """The hasher's ``{hash: kernel}`` table, which decides which kernel object is built for a hash."""
+    return hasher.unique_kernels
 
 
-def adjoint_location(adj) -> str:
-    return f"{adj.filename}:{adj.lineno + adj.fun_lineno}"
+def _scratch(obj, name: str) -> dict:
+    return obj.__dict__.setdefault(f"_zs_{name}", {})
 
 
-def add_forward(adj, statement: str, replay: str) -> None:
-    adj.add_forward(statement, replay=replay)
+def hasher_scratch(hasher, name: str) -> dict:
+    """A dict this package keeps on one ``ModuleHasher`` (lives as long as that hashing pass)."""
+    return _scratch(hasher, name)
+
+
+# ============================================================================================================
+# Code generation (Adjoint, its variables)
+
+
+def adjoint_scratch(adj, name: str) -> dict:
+    """A dict this package keeps on one ``Adjoint`` (lives as long as that kernel's code generation)."""
+    return _scratch(adj, name)
 
 
 def add_reverse(adj, statement: str) -> None:
@@ -273,52 +330,17 @@ def var_type(var):
     return codegen.strip_reference(var.type)
 
 
-def is_plain_array_type(t) -> bool:
-    """True for ``wp.array`` types (not indexed or fabric arrays)."""
-    return type(t) is wtypes.array
-
-
-def is_composite_type(t) -> bool:
-    return (
-        wtypes.type_is_vector(t)
-        or wtypes.type_is_matrix(t)
-        or wtypes.type_is_quaternion(t)
-        or wtypes.type_is_transformation(t)
-    )
-
-
-def types_equal(a, b) -> bool:
-    return wtypes.types_equal(a, b)
-
-
-def type_repr(t) -> str:
-    return wtypes.type_repr(t) if hasattr(wtypes, "type_repr") else str(t)
-
-
-def codegen_error(message: str) -> Exception:
-    return codegen.WarpCodegenError(message)
-
-
 def is_reference(var) -> bool:
     return codegen.is_reference(var.type)
 
 
-def builtin_function(name: str):
-    """Warp's kernel builtin ``name`` (e.g. ``tid``), or None.
-
-    Warp's code generator resolves ``wp.tid()`` through the module ``wp`` names; builtins such as ``tid``
-    are not attributes of ``warp`` itself, so the facade hands them out from here.
-    """
-    return context.builtin_functions.get(name)
+# ============================================================================================================
+# Types
 
 
-# ------------------------------------------------------------------------------------------------------------
-# Types and kernel signatures, for warp_zerostore.testing (its drawn arrays, programs and float64 re-runs)
-
-
-def kernel_parameters(kernel) -> list:
-    """``[(name, type), ...]`` of a kernel's parameters, in launch order."""
-    return [(arg.label, arg.type) for arg in kernel.adj.args]
+def is_plain_array_type(t) -> bool:
+    """True for ``wp.array`` types (not indexed or fabric arrays)."""
+    return type(t) is wtypes.array
 
 
 def is_array_type(t) -> bool:
@@ -331,6 +353,14 @@ def array_type_dtype(t):
 
 def array_type_ndim(t) -> int:
     return t.ndim
+
+
+def types_equal(a, b) -> bool:
+    return wtypes.types_equal(a, b)
+
+
+def type_repr(t) -> str:
+    return wtypes.type_repr(t) if hasattr(wtypes, "type_repr") else str(t)
 
 
 def dtype_matches(dtype, template) -> bool:
@@ -350,6 +380,10 @@ def scalar_type(dtype):
 def element_shape(dtype) -> tuple:
     """The trailing NumPy dimensions of one element: ``()`` for scalars, ``(3,)`` for vec3, ``(2, 2)`` for mat22."""
     return tuple(getattr(dtype, "_shape_", ()))
+
+
+def dtype_size_bytes(dtype) -> int:
+    return wtypes.type_size_in_bytes(dtype)
 
 
 def numpy_scalar(dtype):
@@ -380,35 +414,59 @@ def with_scalar_type(dtype, scalar):
     return dtype
 
 
-# Kernels' Python functions, dtypes, tapes (used by the PyTorch bridge)
-
-
-def kernel_function(kernel):
-    """The Python function a ``@wp.kernel`` was made from (its signature and annotations)."""
-    return kernel.func
-
-
-dtype_scalar_type = scalar_type
-dtype_shape = element_shape
-
-
-def dtype_size_bytes(dtype) -> int:
-    return wtypes.type_size_in_bytes(dtype)
+# ============================================================================================================
+# Structs: a @wp.struct instance keeps a native descriptor of each array field
 
 
 def is_struct_instance(value) -> bool:
     return isinstance(value, codegen.StructInstance)
 
 
-def _struct_arrays(instance) -> list:
+def struct_arrays(instance) -> list:
+    """The ``wp.array`` fields of a struct instance, nested structs included."""
     out = []
-    for name, var in instance._cls.vars.items():
+    for name in instance._cls.vars:
         value = getattr(instance, name)
         if isinstance(value, warp.array):
             out.append(value)
         elif is_struct_instance(value):
-            out.extend(_struct_arrays(value))
+            out.extend(struct_arrays(value))
     return out
+
+
+def _refresh_struct(instance) -> None:
+    for name in instance._cls.vars:
+        value = getattr(instance, name)
+        if is_struct_instance(value):
+            _refresh_struct(value)
+            setattr(instance, name, value)  # a nested struct is copied into its parent's native descriptor
+        elif isinstance(value, warp.array):
+            setattr(instance, name, value)
+
+
+# ============================================================================================================
+# The Tape and launches
+#
+# A Tape's ``launches`` holds, per recorded kernel launch, ``[kernel, dim, max_blocks, inputs, outputs, device,
+# block_dim, metadata]`` (every supported version), or a callable recorded by ``record_func``.
+
+#: Warp's own Tape class, captured at import (before ``python -m warp_zerostore check`` replaces the names).
+WarpTape = tape_module.Tape
+
+
+def is_kernel_launch(entry) -> bool:
+    """True for a recorded kernel launch, False for a callable recorded by ``record_func``."""
+    return not callable(entry)
+
+
+def launch_kernel(entry):
+    """The kernel (the overload actually launched) of a recorded kernel launch."""
+    return entry[0]
+
+
+def launch_values(entry) -> list:
+    """The argument values of a recorded kernel launch, inputs then outputs."""
+    return list(entry[3]) + list(entry[4])
 
 
 def tape_arrays(tape) -> list:
@@ -423,27 +481,16 @@ def tape_arrays(tape) -> list:
         if isinstance(value, warp.array):
             seen.setdefault(id(value), value)
         elif is_struct_instance(value):
-            for arr in _struct_arrays(value):
+            for arr in struct_arrays(value):
                 seen.setdefault(id(arr), arr)
 
-    for launch in tape.launches:
-        if callable(launch):
-            continue
-        for value in list(launch[3]) + list(launch[4]):
-            add(value)
+    for entry in tape.launches:
+        if is_kernel_launch(entry):
+            for value in launch_values(entry):
+                add(value)
     for value in list(tape.gradients):
         add(value)
     return list(seen.values())
-
-
-def _refresh_struct(instance) -> None:
-    for name in instance._cls.vars:
-        value = getattr(instance, name)
-        if is_struct_instance(value):
-            _refresh_struct(value)
-            setattr(instance, name, value)  # a nested struct is copied into its parent's native descriptor
-        elif isinstance(value, warp.array):
-            setattr(instance, name, value)
 
 
 def refresh_struct_arguments(tape) -> None:
@@ -453,12 +500,15 @@ def refresh_struct_arguments(tape) -> None:
     was assigned; Warp's backward reads it. After giving arrays new ``.grad`` buffers, re-assigning the fields
     makes the descriptors point at the new buffers.
     """
-    for launch in tape.launches:
-        if callable(launch):
-            continue
-        for value in list(launch[3]) + list(launch[4]):
-            if is_struct_instance(value):
-                _refresh_struct(value)
+    for entry in tape.launches:
+        if is_kernel_launch(entry):
+            for value in launch_values(entry):
+                if is_struct_instance(value):
+                    _refresh_struct(value)
+
+
+def active_tape():
+    return context.runtime.tape if getattr(context, "runtime", None) is not None else None
 
 
 @contextlib.contextmanager
@@ -477,32 +527,33 @@ def no_active_tape():
         context.runtime.tape = saved
 
 
-# ------------------------------------------------------------------------------------------------------------
-# Tape safety: the Tape class, the launch entry points, kernels' parsed source
+def _tape_namespaces() -> list:
+    """Every ``(owner, "Tape")`` a user script may take Warp's Tape class from."""
+    owners = [(warp, "Tape"), (tape_module, "Tape")]
+    public = sys.modules.get("warp.tape")
+    if public is not None and public is not tape_module and hasattr(public, "Tape"):
+        owners.append((public, "Tape"))
+    return owners
 
 
-#: Warp's own Tape class, captured at import (before ``python -m warp_zerostore check`` replaces the names).
-WarpTape = tape_module.Tape
+@contextlib.contextmanager
+def tape_class_replaced(cls):
+    """Within the block, ``warp.Tape`` (and the tape modules' ``Tape``) is ``cls``."""
+    saved = [(owner, attr, getattr(owner, attr)) for owner, attr in _tape_namespaces()]
+    for owner, attr, _ in saved:
+        setattr(owner, attr, cls)
+    try:
+        yield
+    finally:
+        for owner, attr, value in saved:
+            setattr(owner, attr, value)
 
 
-def kernel_tree(kernel):
-    """The ``ast.Module`` of a kernel's Python source, as Warp parsed it (one ``FunctionDef``)."""
-    return kernel.adj.tree
-
-
-def kernel_argument_labels(kernel) -> list:
-    return [arg.label for arg in kernel.adj.args]
-
-
-def active_tape():
-    return context.runtime.tape if getattr(context, "runtime", None) is not None else None
-
-
-def _launch_owners() -> list:
-    return [(warp, "launch"), (context, "launch")]
-
-
+# ``warp.launch`` and ``context.launch`` are separate names (``launch_tiled`` calls the latter); ``launch()``
+# calls ``Tape.record_launch`` after the kernel ran.
+_LAUNCH_OWNERS = ((warp, "launch"), (context, "launch"))
 _LAUNCH_ORIGINAL = context.launch
+_LAUNCH_PARAMETERS = inspect.signature(_LAUNCH_ORIGINAL)
 _launch_users = 0
 
 
@@ -518,7 +569,7 @@ def install_launch_hook(hook) -> None:
         return hook(_LAUNCH_ORIGINAL, args, kwargs)
 
     launch.__wrapped__ = _LAUNCH_ORIGINAL  # type: ignore[attr-defined]
-    for owner, attr in _launch_owners():
+    for owner, attr in _LAUNCH_OWNERS:
         setattr(owner, attr, launch)
 
 
@@ -526,11 +577,8 @@ def remove_launch_hook() -> None:
     global _launch_users
     _launch_users = max(0, _launch_users - 1)
     if _launch_users == 0:
-        for owner, attr in _launch_owners():
+        for owner, attr in _LAUNCH_OWNERS:
             setattr(owner, attr, _LAUNCH_ORIGINAL)
-
-
-_LAUNCH_PARAMETERS = inspect.signature(_LAUNCH_ORIGINAL)
 
 
 def launch_arguments(args, kwargs) -> dict:
@@ -540,39 +588,31 @@ def launch_arguments(args, kwargs) -> dict:
     return dict(bound.arguments)
 
 
-def tape_namespaces() -> list:
-    """Every ``(owner, "Tape")`` a user script may take Warp's Tape class from."""
-    owners = [(warp, "Tape"), (tape_module, "Tape")]
-    public = sys.modules.get("warp.tape")
-    if public is not None and public is not tape_module and hasattr(public, "Tape"):
-        owners.append((public, "Tape"))
-    return owners
-
-
-@contextlib.contextmanager
-def tape_class_replaced(cls):
-    """Within the block, ``warp.Tape`` (and the tape modules' ``Tape``) is ``cls``."""
-    saved = [(owner, attr, getattr(owner, attr)) for owner, attr in tape_namespaces()]
-    for owner, attr, _ in saved:
-        setattr(owner, attr, cls)
-    try:
-        yield
-    finally:
-        for owner, attr, value in saved:
-            setattr(owner, attr, value)
-
-
-def warp_package_dirs() -> tuple:
-    import os  # noqa: PLC0415
-
-    return (os.path.dirname(warp.__file__) + os.sep,)
-
-
-def kernel_source(kernel) -> str:
-    """The dedented Python source of a kernel's function, decorators included, as Warp read it."""
-    return kernel.adj.source
-
-
 def launch_original(*args, **kwargs):
     """Warp's ``launch``, not the Tape's hook (for the Tape's own helper launches)."""
     return _LAUNCH_ORIGINAL(*args, **kwargs)
+
+
+# ============================================================================================================
+# Whole-array copies: the arguments of Warp's private ``adj_copy``
+
+
+@dataclasses.dataclass(frozen=True)
+class CopyAdjointCall:
+    """One call of Warp's ``adj_copy``, by name (``dest_retain_grad`` exists from 1.13; False before)."""
+
+    adj_dest: Any
+    adj_src: Any
+    dest_offset: int = 0
+    src_offset: int = 0
+    count: int = 0
+    stream: Any = None
+    dest_retain_grad: bool = False
+
+
+def copy_adjoint_call(original: Callable, args: tuple, kwargs: dict) -> CopyAdjointCall:
+    """Bind a call of ``adj_copy`` (``original`` is Warp's function) to its parameters, whatever the version."""
+    bound = inspect.signature(original).bind(*args, **kwargs)
+    bound.apply_defaults()
+    fields = {f.name for f in dataclasses.fields(CopyAdjointCall)}
+    return CopyAdjointCall(**{k: v for k, v in bound.arguments.items() if k in fields})

@@ -1,42 +1,73 @@
-"""Process-wide settings of warp_zerostore, and a pass-through to ``warp.config``.
+"""Process-wide settings (``zero_store``, ``check``), their validators, and a pass-through to ``warp.config``.
 
 ``warp_zerostore.config.zero_store`` is the process default for every kernel the process builds (also
 kernels defined with plain ``import warp``). ``warp_zerostore.config.check`` (``"off"``, ``"warn"``,
-``"error"``) is the default ``check`` of :class:`warp_zerostore.Tape`. Any other attribute reads and writes ``warp.config``, so
-``import warp_zerostore as wp; wp.config.verify_fp = True`` works as it does with Warp.
+``"error"``) is the default ``check`` of :class:`warp_zerostore.Tape`. Any other attribute reads and writes
+``warp.config``, so ``import warp_zerostore as wp; wp.config.verify_fp = True`` works as it does with Warp.
+
+This module sits at the bottom of the package: it imports only the Warp boundary (:mod:`._compat`).
 """
 
 from __future__ import annotations
 
 import sys
 import types
+from typing import Literal, Optional
 
 import warp
 
-_OWN = {"zero_store": None, "check": "off"}
+from . import _compat
+
+ZeroStore = Optional[bool]
+CheckLevel = Literal["off", "warn", "error"]
+CHECK_LEVELS: tuple[CheckLevel, ...] = ("off", "warn", "error")
+
+
+def validate_zero_store(value, where: str) -> ZeroStore:
+    """Return ``value`` if it is a valid ``zero_store`` setting, else raise ``TypeError`` naming ``where``."""
+    if value is None or type(value) is bool:
+        return value
+    raise TypeError(
+        f"{where}: zero_store must be True (zero the overwritten gradient), False (accumulate, Warp <= 1.12 "
+        f"semantics) or None (the installed Warp's own behaviour), got {value!r} of type {type(value).__name__}."
+    )
+
+
+def validate_check(value, where: str) -> CheckLevel:
+    """Return ``value`` if it is a ``check`` level, else raise ``ValueError`` naming ``where``."""
+    if value not in CHECK_LEVELS:
+        raise ValueError(f"{where} must be one of 'off', 'warn', 'error', got {value!r}")
+    return value
+
+
+def _rehash_all_modules() -> None:
+    # The process default is part of every affected kernel's hash: force re-hashing.
+    for module in _compat.all_modules():
+        _compat.mark_modified(module)
+
+
+#: name -> (validator, what to do after a change)
+_SETTINGS = {
+    "zero_store": (validate_zero_store, _rehash_all_modules),
+    "check": (validate_check, None),
+}
+_values: dict = {"zero_store": None, "check": "off"}
 
 
 class _ConfigModule(types.ModuleType):
     def __getattr__(self, name):
-        if name in _OWN:
-            return _OWN[name]
+        if name in _values:
+            return _values[name]
         return getattr(warp.config, name)
 
     def __setattr__(self, name, value):
-        if name == "check":  # the default of warp_zerostore.Tape(check=...)
-            from .tape_safety import validate_check  # noqa: PLC0415
-
-            _OWN[name] = validate_check(value, "warp_zerostore.config.check")
-            return
-        if name in _OWN:
-            from . import modes, _compat  # noqa: PLC0415  (late: modes imports this module)
-
-            modes.validate(value, f"warp_zerostore.config.{name}")
-            if _OWN[name] is not value:
-                _OWN[name] = value
-                # The process default is part of every affected kernel's hash: force re-hashing.
-                for module in _compat.all_modules():
-                    _compat.mark_modified(module)
+        if name in _SETTINGS:
+            validate, on_change = _SETTINGS[name]
+            validate(value, f"warp_zerostore.config.{name}")
+            if _values[name] is not value:
+                _values[name] = value
+                if on_change is not None:
+                    on_change()
             return
         if name.startswith("__") or name in self.__dict__:
             super().__setattr__(name, value)
@@ -44,7 +75,7 @@ class _ConfigModule(types.ModuleType):
         setattr(warp.config, name, value)
 
     def __dir__(self):
-        return sorted(set(dir(warp.config)) | set(_OWN))
+        return sorted(set(dir(warp.config)) | set(_values))
 
 
 sys.modules[__name__].__class__ = _ConfigModule

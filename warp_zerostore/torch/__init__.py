@@ -62,7 +62,7 @@ except ImportError as e:  # pragma: no cover - exercised where torch is absent
 
 import warp as _warp
 
-from .. import submodules as _submodules
+from .. import _submodules
 from .autograd import DoubleBackwardError
 from .ops import WarpOp, kernel_op, op
 

@@ -66,7 +66,7 @@ def warp_dtype_for(param: Param, tensor: torch.Tensor):
                 f"{param.where()} is a {tensor.dtype} tensor, which Warp has no dtype for. "
                 f"Convert it, e.g. {param.name}.to(torch.float32)."
             ) from None
-    expected = warp.dtype_to_torch(_compat.dtype_scalar_type(annotation.dtype))
+    expected = warp.dtype_to_torch(_compat.scalar_type(annotation.dtype))
     if tensor.dtype != expected:
         raise TypeError(
             f"{param.where()} must be a {expected} tensor for {describe(annotation)}, got {tensor.dtype}. "
@@ -78,7 +78,7 @@ def warp_dtype_for(param: Param, tensor: torch.Tensor):
 
 def check_shape(param: Param, tensor: torch.Tensor, dtype) -> None:
     """A tensor has the array's dimensions followed by the dtype's component shape (vec3: a trailing 3)."""
-    components = _compat.dtype_shape(dtype)
+    components = _compat.element_shape(dtype)
     array_ndim = param.annotation.ndim if param.is_array else max(tensor.dim(), 1)
     ndim = array_ndim + len(components)
     if tensor.dim() == ndim and tuple(tensor.shape[array_ndim:]) == components:
@@ -129,14 +129,14 @@ def input_array(param: Param, value, device: torch.device, first: str):
 
 def is_differentiable(dtype) -> bool:
     """Floating-point arrays carry gradients; integer and boolean ones do not."""
-    return warp.dtype_to_torch(_compat.dtype_scalar_type(dtype)).is_floating_point
+    return warp.dtype_to_torch(_compat.scalar_type(dtype)).is_floating_point
 
 
 def output_array(dtype, shape: tuple, device: torch.device):
     """``(array, tensor)``: a zero-filled output, allocated by PyTorch and seen by Warp without a copy."""
     tensor = torch.empty(
-        (*shape, *_compat.dtype_shape(dtype)),
-        dtype=warp.dtype_to_torch(_compat.dtype_scalar_type(dtype)),
+        (*shape, *_compat.element_shape(dtype)),
+        dtype=warp.dtype_to_torch(_compat.scalar_type(dtype)),
         device=device,
     )
     array = warp.from_torch(tensor, dtype=dtype, requires_grad=False)

@@ -13,17 +13,15 @@ from __future__ import annotations
 
 import ast
 import hashlib
-import importlib.util
 import os
 import sys
 import tempfile
 import types
 
-import numpy as np
 import warp
 
-from . import _compat
-from .kernel_access import argument_access
+from .. import _compat
+from .access import argument_access
 
 _PREFIX = "_wzs_read_"
 _CACHE: dict = {}

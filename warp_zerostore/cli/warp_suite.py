@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 import unittest
 
-from . import config
+from .. import config
 
 DEFAULT_MODULES = ["test_tape", "test_grad", "test_array", "test_struct", "test_func", "test_vec", "test_mat"]
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 
-from . import _compat
+from .. import _compat
 
 # Builtins that take an array and only accumulate into it (their adjoint reads no array value).
 _ACCUMULATING = {"atomic_add", "atomic_sub", "tile_atomic_add"}
@@ -96,7 +96,7 @@ def argument_access(kernel) -> dict:
     Example::
 
         import warp_zerostore as wp
-        from warp_zerostore.kernel_access import argument_access
+        from warp_zerostore.tape.access import argument_access
 
         @wp.kernel
         def step(x: wp.array(dtype=float), v: wp.array(dtype=float), loss: wp.array(dtype=float)):

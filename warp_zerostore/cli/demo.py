@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import warp
 
-from . import _compat, api
+from .. import _compat, options
 
 TILE = 4
 # tile_matmul(a, b, c, alpha, beta) exists from warp-lang 1.12; before, alpha = beta = 1
@@ -15,17 +15,17 @@ COLUMNS = [("stock Warp", None), ("zero_store=True", True), ("zero_store=False",
 
 
 def _kernels(flag):
-    @api.kernel(zero_store=flag)
+    @options.kernel(zero_store=flag)
     def write_2x(x: warp.array(dtype=float), y: warp.array(dtype=float)):
         i = warp.tid()
         y[i] = 2.0 * x[i]
 
-    @api.kernel(zero_store=flag)
+    @options.kernel(zero_store=flag)
     def write_3x(x: warp.array(dtype=float), y: warp.array(dtype=float)):
         i = warp.tid()
         y[i] = 3.0 * x[i]
 
-    @api.kernel(zero_store=flag)
+    @options.kernel(zero_store=flag)
     def write_components(x: warp.array(dtype=float), v: warp.array(dtype=warp.vec3)):
         i = warp.tid()
         v[i].x = 2.0 * x[i]
@@ -33,7 +33,7 @@ def _kernels(flag):
 
     alpha, beta = warp.float32(ALPHA), warp.float32(BETA)
 
-    @api.kernel(zero_store=flag)
+    @options.kernel(zero_store=flag)
     def tile_matmul(A: warp.array2d(dtype=float), B: warp.array2d(dtype=float), C: warp.array2d(dtype=float)):
         i, j = warp.tid()
         a = warp.tile_load(A, shape=(TILE, TILE), offset=(i * TILE, 0))

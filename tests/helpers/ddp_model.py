@@ -3,8 +3,8 @@ of DistributedDataParallel (``ddp_worker.py``)."""
 
 import torch
 
-import kernels_torch_ddp
 import warp_zerostore.torch as wpt
+from helpers import kernels_torch_ddp
 
 sq_norm = wpt.kernel_op(kernels_torch_ddp.sq_norm, outputs={"y": "h"})
 

@@ -1,9 +1,8 @@
-"""The codegen extension: carries each kernel's ``zero_store`` mode from decoration to generated code.
+"""Hooks into Warp's hashing and code generation that carry each kernel's ``zero_store`` mode into C++.
 
-Installed once, at import, through the hook points of :mod:`warp_zerostore._compat`:
+Installed once, at import, through the hook points of :mod:`warp_zerostore._compat` (the mode itself is resolved
+by :func:`warp_zerostore.options.effective_mode`):
 
-* ``Kernel.__init__``: a flag given to :func:`warp_zerostore.kernel` lands in the kernel's options before
-  Warp hashes it (``module="unique"`` hashes at decoration time).
 * ``ModuleHasher.hash_kernel``: a kernel whose effective mode is True or False gets a hash salted with
   the mode and the native header's digest, so flipping a flag (kernel, module or process) rebuilds.
 * ``Adjoint.add_builtin_call`` (Warp without slot stores, <= 1.18): a component store into an array
@@ -17,13 +16,14 @@ A module without a flagged kernel goes through all of this untouched: same hash,
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import pathlib
 import sys
 import threading
 
-from . import _compat, modes, native, store_rewrite
+from .. import _compat
+from ..options import effective_mode
+from . import native, store_rewrite
 
 _UNSET = object()
 _HELPER = object()  # build-state marker: building a @wp.func helper
@@ -31,7 +31,6 @@ _HELPER = object()  # build-state marker: building a @wp.func helper
 
 class _State(threading.local):
     def __init__(self):
-        self.pending_flag = _UNSET  # flag handed to Kernel.__init__ by warp_zerostore.kernel
         self.build_mode = _UNSET  # mode of what is being built (a kernel's mode, or _HELPER)
         self.build_flagged = False  # the module being built holds a flagged kernel
         self.codegen = None  # _CodegenPlan while a flagged module generates its source
@@ -40,29 +39,8 @@ class _State(threading.local):
 _state = _State()
 
 
-@contextlib.contextmanager
-def pending_kernel_flag(value):
-    """Within this block, kernels created by Warp take ``value`` as their own ``zero_store`` flag."""
-    previous = _state.pending_flag
-    _state.pending_flag = value
-    try:
-        yield
-    finally:
-        _state.pending_flag = previous
-
-
 # ------------------------------------------------------------------------------------------------------------
-# Kernel creation and hashing
-
-
-def _wrap_kernel_init(original):
-    def __init__(self, *args, **kwargs):
-        original(self, *args, **kwargs)
-        flag = _state.pending_flag
-        if flag is not _UNSET and flag is not None:
-            _compat.kernel_options(self)[modes.OPTION] = flag
-
-    return __init__
+# Hashing
 
 
 # What generates flagged code besides the header: a change to it must never reuse a cached binary.
@@ -80,13 +58,13 @@ def _wrap_hash_kernel(original):
     def hash_kernel(self, kernel, *args, **kwargs):
         kernel_hash = original(self, kernel, *args, **kwargs)
         # Stock kernels by unsalted hash: a flagged twin with the same source must not displace them.
-        stock = self.__dict__.setdefault("_zs_stock_kernels", {})
-        mode = modes.effective_mode(kernel)
+        stock = _compat.hasher_scratch(self, "stock_kernels")
+        mode = effective_mode(kernel)
         if mode is None:
             stock[kernel_hash] = kernel
             return kernel_hash
         salted = _salt(kernel_hash, mode)
-        unique = self.unique_kernels
+        unique = _compat.hasher_unique_kernels(self)
         if unique.get(kernel_hash) is kernel:
             if kernel_hash in stock:
                 unique[kernel_hash] = stock[kernel_hash]
@@ -103,7 +81,7 @@ def _wrap_hash_kernel(original):
 
 
 def _module_is_flagged(module) -> bool:
-    return any(modes.effective_mode(k) is not None for k in _compat.live_kernels(module))
+    return any(effective_mode(k) is not None for k in _compat.live_kernels(module))
 
 
 def _wrap_builder_init(original):
@@ -122,7 +100,7 @@ def _building_as(mode):
     def wrap(original):
         def build(self, item, *args, **kwargs):
             previous = _state.build_mode
-            _state.build_mode = modes.effective_mode(item) if mode is None else mode
+            _state.build_mode = effective_mode(item) if mode is None else mode
             try:
                 return original(self, item, *args, **kwargs)
             finally:
@@ -151,7 +129,7 @@ def _wrap_add_builtin_call(original):
         if not _component_rewrite_active() or func_name not in ("address", "indexref", "store"):
             return original(adj, func_name, args, *rest, **kwargs)
 
-        refs = adj.__dict__.setdefault("_zs_element_refs", {})
+        refs = _compat.adjoint_scratch(adj, "element_refs")
         if func_name == "address":
             out = original(adj, func_name, args, *rest, **kwargs)
             if len(args) >= 2 and _compat.is_plain_array_type(_compat.var_type(args[0])):
@@ -233,7 +211,7 @@ def _wrap_codegen_kernel(original):
         plan = _state.codegen
         if plan is None:
             return text
-        mode = plan.kernel_modes[id(kernel)] if id(kernel) in plan.kernel_modes else modes.effective_mode(kernel)
+        mode = plan.kernel_modes[id(kernel)] if id(kernel) in plan.kernel_modes else effective_mode(kernel)
         mixed = plan.single_mode is _UNSET
         text = store_rewrite.rewrite_for_mode(text, mode, plan.helper_names, rename=mixed)
         plan.note(text)
@@ -244,7 +222,7 @@ def _wrap_codegen_kernel(original):
 
 def _wrap_builder_codegen(original):
     def codegen(self, device, *args, **kwargs):
-        kernel_modes = {id(k): modes.effective_mode(k) for k in self.kernels}
+        kernel_modes = {id(k): effective_mode(k) for k in _compat.builder_kernels(self)}
         if all(mode is None for mode in kernel_modes.values()):
             return original(self, device, *args, **kwargs)
         plan = _CodegenPlan(self, kernel_modes)
@@ -280,7 +258,6 @@ def _wrap_builder_codegen(original):
 
 def install() -> None:
     """Install the extension into Warp (idempotent)."""
-    _compat.wrap("Kernel.__init__", _wrap_kernel_init)
     _compat.wrap("ModuleHasher.hash_kernel", _wrap_hash_kernel)
     _compat.wrap("ModuleBuilder.__init__", _wrap_builder_init)
     _compat.wrap("ModuleBuilder.build_kernel", _building_as(None))

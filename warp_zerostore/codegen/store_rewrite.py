@@ -1,4 +1,4 @@
-"""Which store adjoints are swapped for which mode, and the text rewrite that swaps them.
+"""The store-adjoint table (which stock adjoint is swapped for which, per mode) and the text rewrite that swaps them.
 
 The forward code of a kernel is never touched. In the reverse code of a kernel (or of a ``@wp.func``
 helper variant) whose mode is True or False, each stock store adjoint below is replaced by the
@@ -29,10 +29,6 @@ STORE_ADJOINTS: dict[str, dict[bool, str]] = {
 }
 
 _STORE_PATTERN = re.compile("|".join(re.escape(k) for k in STORE_ADJOINTS))
-
-#: Marker placed in the zeroing adjoints; tests look for it in generated C++ and PTX.
-ZERO_MARKER = "adj_array_store_zero"
-
 
 def variant_suffix(mode: bool) -> str:
     return "__zs_zero" if mode else "__zs_accumulate"

@@ -1,8 +1,8 @@
-"""Whole-array stores on a Tape: ``wp.copy(dest, src)`` and ``dest.assign(src)`` follow ``zero_store``.
+"""The adjoint of whole-array stores on a Tape: ``wp.copy(dest, src)`` and ``dest.assign(src)`` follow ``zero_store``.
 
-Warp records a copy on the Tape as ``lambda: adj_copy(dest.grad, src.grad, ...)``. This module resolves the
-mode when the copy is recorded (the scoped override of :func:`copy_zero_store`, else the process default
-``warp_zerostore.config.zero_store``) and, for True or False, runs its own adjoint at backward time:
+Warp records a copy on the Tape as ``lambda: adj_copy(dest.grad, src.grad, ...)``. The mode is taken when the
+copy is recorded (:func:`warp_zerostore.options.effective_copy_mode`) and, for True or False, this module runs
+its own adjoint at backward time:
 
 * True: ``src.grad[region] += dest.grad[region]``, then ``dest.grad[region] = 0`` (not for retain_grad);
 * False: ``src.grad[region] += dest.grad[region]``, ``dest.grad`` kept;
@@ -11,54 +11,21 @@ mode when the copy is recorded (the scoped override of :func:`copy_zero_store`, 
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from typing import Any
 
 import warp
 
-from . import _compat, config, modes
+from . import _compat
+from .options import effective_copy_mode
 
 
 class _State(threading.local):
     def __init__(self):
-        self.scoped = []  # stack of scoped overrides
         self.replaying = None  # mode of the copy whose adjoint is running
 
 
 _state = _State()
-
-
-@contextlib.contextmanager
-def copy_zero_store(value):
-    """Within the block, ``wp.copy`` / ``array.assign`` recorded on a Tape use ``zero_store=value``.
-
-    It overrides ``warp_zerostore.config.zero_store`` for whole-array stores only; kernels keep their own
-    mode (kernel, module, process). The mode is taken when the copy is recorded, not at ``backward()``.
-
-    Example::
-
-        import warp_zerostore as wp
-
-        src = wp.ones(4, dtype=float, requires_grad=True)
-        dest = wp.zeros(4, dtype=float, requires_grad=True)
-        with wp.Tape() as tape, wp.copy_zero_store(True):
-            wp.copy(dest, src)
-        tape.backward(grads={dest: wp.ones(4, dtype=float)})
-        assert src.grad.numpy().tolist() == [1.0] * 4 and dest.grad.numpy().tolist() == [0.0] * 4
-    """
-    modes.validate(value, "copy_zero_store()")
-    _state.scoped.append(value)
-    try:
-        yield
-    finally:
-        _state.scoped.pop()
-
-
-def current_copy_mode():
-    if _state.scoped:
-        return _state.scoped[-1]
-    return modes.validate(config.zero_store, "warp_zerostore.config.zero_store")
 
 
 # Element k of a copy's window is element (offset + k) of an array in row-major (logical) order, as in
@@ -150,8 +117,10 @@ _GATHER = {1: _gather_1d, 2: _gather_2d, 3: _gather_3d, 4: _gather_4d}
 _STORE = {1: _store_1d, 2: _store_2d, 3: _store_3d, 4: _store_4d}
 
 
-def _adj_copy(adj_dest, adj_src, dest_offset=0, src_offset=0, count=0, stream=None, dest_retain_grad=False, **_):
+def _adj_copy(call: _compat.CopyAdjointCall) -> None:
     mode = _state.replaying
+    adj_dest, adj_src, stream = call.adj_dest, call.adj_src, call.stream
+    dest_offset, src_offset, count = call.dest_offset, call.src_offset, call.count
     if adj_dest.device != adj_src.device:
         raise ValueError(
             f"warp_zerostore: the Tape adjoint of a wp.copy/assign from {adj_src.device} to {adj_dest.device} under "
@@ -165,7 +134,7 @@ def _adj_copy(adj_dest, adj_src, dest_offset=0, src_offset=0, count=0, stream=No
     device = adj_src.device
     window = warp.empty(count, dtype=adj_dest.dtype, device=device)
     warp.launch(_GATHER[adj_dest.ndim], dim=count, inputs=[adj_dest, dest_offset, window], device=device, stream=stream)
-    if mode and not dest_retain_grad:
+    if mode and not call.dest_retain_grad:
         # zero before adding: a self-copy's windows may overlap, and the source's share must survive
         zeros = warp.zeros(count, dtype=adj_dest.dtype, device=device)
         warp.launch(_STORE[adj_dest.ndim], dim=count, inputs=[adj_dest, dest_offset, zeros, 0], device=device, stream=stream)
@@ -174,7 +143,7 @@ def _adj_copy(adj_dest, adj_src, dest_offset=0, src_offset=0, count=0, stream=No
 
 def _wrap_record_func(original):
     def record_func(self, backward, arrays, *args, **kwargs):
-        mode = current_copy_mode()
+        mode = effective_copy_mode()
         if mode is None:
             return original(self, backward, arrays, *args, **kwargs)
 
@@ -195,7 +164,7 @@ def _wrap_adj_copy(original):
     def adj_copy(*args, **kwargs):
         if _state.replaying is None:
             return original(*args, **kwargs)
-        return _adj_copy(*args, **kwargs)
+        return _adj_copy(_compat.copy_adjoint_call(original, args, kwargs))
 
     return adj_copy
 

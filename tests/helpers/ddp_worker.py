@@ -7,8 +7,8 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
-import ddp_model
 import warp_zerostore as wp
+from helpers import ddp_model
 
 
 def main(rank: int, world: int, port: int, out: str) -> None:

@@ -14,8 +14,8 @@ they were when the launch was recorded. :class:`Tape` watches recorded launches 
 
 Precision: written elements come from a content diff (copy before the launch, compare after), so they are
 element-precise, but a store of the value already there is invisible. Read elements come from an instrumented
-twin of the kernel (:mod:`.read_instrumentation`) run on copies before the launch, for arguments read by full
-element indexing (``x[i]``, ``x[i, j]``); other arguments the kernel's source reads (:mod:`.kernel_access`)
+twin of the kernel (:mod:`.read_twin`) run on copies before the launch, for arguments read by full
+element indexing (``x[i]``, ``x[i, j]``); other arguments the kernel's source reads (:mod:`.access`)
 count as read in whole (conservative). Elements are identified by memory address per device, so views of one
 buffer (``x``, ``x[1:]``) are connected.
 
@@ -39,11 +39,11 @@ import warnings
 import numpy as np
 import warp
 
-from . import _compat, config, modes
-from . import read_instrumentation
-from .kernel_access import argument_access
-
-CHECK_LEVELS = ("off", "warn", "error")
+from .. import _compat, config
+from ..config import validate_check
+from ..options import effective_mode
+from . import read_twin as read_instrumentation
+from .access import argument_access
 
 OVERWRITE = "overwrite"
 STALE_READ = "stale read"
@@ -57,12 +57,6 @@ class OverwriteWarning(UserWarning):
 
 class OverwriteError(RuntimeError):
     """Raised by ``Tape(check="error")`` at the launch that creates a hazard (at ``backward()`` for mutations)."""
-
-
-def validate_check(value, where: str) -> str:
-    if value not in CHECK_LEVELS:
-        raise ValueError(f"{where} must be one of 'off', 'warn', 'error', got {value!r}")
-    return value
 
 
 @dataclasses.dataclass(frozen=True)
@@ -130,7 +124,7 @@ _sink: list | None = None
 
 
 def _call_site() -> str:
-    skip = _compat.warp_package_dirs() + (os.path.dirname(__file__) + os.sep,)
+    skip = _compat.warp_package_dirs() + (os.path.dirname(os.path.dirname(__file__)) + os.sep,)
     frame = sys._getframe(2)
     while frame is not None and frame.f_code.co_filename.startswith(skip):
         frame = frame.f_back
@@ -159,7 +153,7 @@ def _checksum(values: np.ndarray) -> str:
 
 
 def _zeroes_store_adjoints(kernel) -> bool:
-    mode = modes.effective_mode(kernel)
+    mode = effective_mode(kernel)
     return mode is True or (mode is None and _compat.STOCK_STORE_ZEROES)
 
 

@@ -1,4 +1,4 @@
-"""The C++/CUDA header with the store adjoints: where it is, its digest, and the text modules include."""
+"""The loader of ``native/warp_zerostore.h``: where the header is, its digest, and the text flagged modules include."""
 
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ import functools
 import hashlib
 from pathlib import Path
 
-from . import _compat
+from .. import _compat
 
 HEADER_NAME = "warp_zerostore.h"
 
-_PACKAGE_DIR = Path(__file__).resolve().parent
+_PACKAGE_DIR = Path(__file__).resolve().parent.parent
 #: Where the header is looked for: inside the installed package (wheel), then the source tree (editable).
 SEARCH_PATH = [_PACKAGE_DIR / "native", _PACKAGE_DIR.parent / "native"]
 
@@ -32,7 +32,7 @@ def header_path() -> Path:
     )
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _prelude(path: str, mtime_ns: int) -> tuple[str, str]:
     """(prelude text, its digest) for one version of the header file; read and hashed once."""
     text = (

@@ -13,7 +13,8 @@ import sys
 import traceback
 import warnings
 
-from . import _compat, config, tape_safety
+from .. import _compat, config
+from ..tape import tape as tape_safety
 
 
 def format_report(hazards: list) -> str:

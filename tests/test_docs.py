@@ -1,0 +1,130 @@
+"""Every example the documentation shows runs as written: README.md's code blocks, the manual pages' worked
+examples, and the ``Example::`` block of every public docstring (each as its own module: Warp reads kernel source
+from files)."""
+
+import os
+import warnings
+
+import pytest
+from helpers.examples import docstring_example, markdown_blocks, run_as_module
+from hypothesis import settings
+
+import warp_zerostore as wp
+import warp_zerostore.testing as wpt
+from warp_zerostore import options
+from warp_zerostore.tape import access
+from warp_zerostore.testing import GradientMismatch, reference
+
+
+def _has_torch() -> bool:
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def run_example(code, tmp_path, name):
+    """Run an example module and the ``test_*`` functions it defines; restore the hypothesis profile after."""
+    try:
+        module = run_as_module(code, tmp_path, name)
+        for attr, value in vars(module).items():
+            if attr.startswith("test_") and callable(value):
+                value()
+    finally:
+        settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+# -- README.md
+
+
+README_BLOCKS = markdown_blocks("README.md")
+
+
+@pytest.mark.parametrize("index", range(len(README_BLOCKS)))
+def test_readme_example_runs(index, tmp_path):
+    code = README_BLOCKS[index]
+    if "import torch" in code and not _has_torch():
+        pytest.skip("this README example needs PyTorch: pip install 'warp_zerostore[torch]' (torch==2.13.0)")
+    run_example(code, tmp_path, f"readme_example_{index}")
+
+
+# -- the manual pages' worked examples
+
+
+def test_testing_page_examples_run(tmp_path):
+    blocks = markdown_blocks("docs/testing.md")
+    assert len(blocks) == 2
+    run_example("\n".join(blocks), tmp_path, "docs_testing_examples")
+
+
+def test_testing_page_failure_message_is_what_accumulate_mode_prints(tmp_path):
+    block = markdown_blocks("docs/testing.md")[0]
+    printed = markdown_blocks("docs/testing.md", language="")[0].splitlines()
+    with pytest.raises(GradientMismatch) as failure:
+        run_as_module(block.replace("zero_store=True", "zero_store=False"), tmp_path, "docs_accumulate_mode")
+    actual = str(failure.value).splitlines()
+    assert actual[:5] == printed[:5]
+    assert actual[5].startswith(printed[5].rstrip(". "))
+
+
+def test_tape_safety_page_example_warns(tmp_path):
+    (code,) = markdown_blocks("docs/tape-safety.md")[:1]
+    with pytest.warns(wp.OverwriteWarning):
+        run_as_module(code, tmp_path, "docs_tape_safety")
+
+
+# -- public docstrings
+
+
+PUBLIC = {
+    "kernel": options.kernel,
+    "set_module_options": options.set_module_options,
+    "get_module_options": options.get_module_options,
+    "effective_zero_store": options.effective_zero_store,
+    "effective_mode": options.effective_mode,
+    "copy_zero_store": options.copy_zero_store,
+    "Tape": wp.Tape,
+    "tape.access.argument_access": access.argument_access,
+    "testing.check_gradients": wpt.check_gradients,
+    "testing.vjp": wpt.vjp,
+    "testing.Op": wpt.Op,
+    "testing.Program": wpt.Program,
+    "testing.dtypes": wpt.dtypes,
+    "testing.shapes": wpt.shapes,
+    "testing.array_data": wpt.array_data,
+    "testing.arrays": wpt.arrays,
+    "testing.programs": wpt.programs,
+    "testing.register_profiles": wpt.register_profiles,
+    "testing.reference.Rule": reference.Rule,
+    "testing.reference.forward": reference.forward,
+    "testing.reference.backward": reference.backward,
+    "testing.reference.discarded": reference.discarded,
+}
+TORCH_PUBLIC = ["torch", "torch.op", "torch.kernel_op", "torch.streams.torch_stream", "torch.streams.on_torch_device"]
+
+
+def _torch_public(name):
+    import warp_zerostore.torch as wpt_torch
+    from warp_zerostore.torch import streams
+
+    return {
+        "torch": wpt_torch,
+        "torch.op": wpt_torch.op,
+        "torch.kernel_op": wpt_torch.kernel_op,
+        "torch.streams.torch_stream": streams.torch_stream,
+        "torch.streams.on_torch_device": streams.on_torch_device,
+    }[name]
+
+
+@pytest.mark.parametrize("name", list(PUBLIC) + TORCH_PUBLIC)
+def test_docstring_example_runs(name, tmp_path):
+    if name.startswith("torch"):
+        if not _has_torch():
+            pytest.skip("warp_zerostore.torch needs PyTorch: pip install 'warp_zerostore[torch]' (torch==2.13.0)")
+        obj = _torch_public(name)
+    else:
+        obj = PUBLIC[name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", wp.OverwriteWarning)
+        run_example(docstring_example(obj), tmp_path, f"docstring_{name.replace('.', '_')}")
