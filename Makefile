@@ -17,7 +17,7 @@ STAMP := $(VENV)/.installed-$(WARP)-$(subst $(comma),-,$(EXTRAS))
 # matrix venvs skip the lint (LINT=0): it does not depend on the Warp version.
 LINT ?= $(if $(filter 1.9.%,$(WARP)),0,1)
 
-.PHONY: install demo lint test test-matrix bench test-warp-suite clean
+.PHONY: install demo lint test test-matrix bench gpu-check test-warp-suite clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -49,6 +49,7 @@ test-matrix:
 
 bench: install
 	$(BIN)/python benchmarks/bench_store.py
+	$(BIN)/python benchmarks/bench_zeroing.py
 	$(BIN)/python benchmarks/bench_build.py
 	$(BIN)/python benchmarks/bench_tiles.py
 	$(BIN)/python benchmarks/bench_testing.py
@@ -56,6 +57,11 @@ bench: install
 	$(BIN)/python benchmarks/bench_jax_bridge.py
 	$(BIN)/python benchmarks/bench_tape_safety.py
 	$(BIN)/python benchmarks/bench_checkpoint.py
+
+# On a machine with CUDA: the suite on cuda:0 and the benchmarks on the GPU, one summary (JSON too). Without
+# CUDA it says so and exits 0. GPU_CHECK_ARGS=--quick for fewer benchmark repeats, --dry-run to list the steps.
+gpu-check: install
+	$(BIN)/python benchmarks/gpu_check.py $(GPU_CHECK_ARGS)
 
 # Warp's own unittest modules, with this package imported and with zero_store forced on.
 test-warp-suite: install
