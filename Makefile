@@ -14,8 +14,8 @@ comma := ,
 STAMP := $(VENV)/.installed-$(WARP)-$(subst $(comma),-,$(EXTRAS))
 
 # `make test` lints first (ruff, and import-linter's layer contracts, which need warp-lang >= 1.10); the
-# matrix venvs skip the lint (LINT=0): it does not depend on the Warp version.
-LINT ?= $(if $(filter 1.9.%,$(WARP)),0,1)
+# matrix venvs skip the lint (RUN_LINT=0): it does not depend on the Warp version.
+RUN_LINT ?= $(if $(filter 1.9.%,$(WARP)),0,1)
 
 .PHONY: install demo lint test test-matrix bench gpu-check test-warp-suite clean
 
@@ -35,7 +35,7 @@ lint: install
 	$(BIN)/lint-imports
 
 test: install
-ifeq ($(LINT),1)
+ifeq ($(RUN_LINT),1)
 	$(MAKE) --no-print-directory lint VENV=$(VENV) WARP=$(WARP) EXTRAS=$(EXTRAS)
 endif
 	$(BIN)/python -m pytest -q
@@ -44,7 +44,7 @@ endif
 test-matrix:
 	@set -e; for v in $(MATRIX); do \
 		echo "=== warp-lang $$v"; \
-		$(MAKE) --no-print-directory test VENV=.venv-warp-$$v WARP=$$v EXTRAS=test LINT=0; \
+		$(MAKE) --no-print-directory test VENV=.venv-warp-$$v WARP=$$v EXTRAS=test RUN_LINT=0; \
 	done
 
 bench: install
