@@ -14,13 +14,10 @@ comma := ,
 STAMP := $(VENV)/.installed-$(WARP)-$(subst $(comma),-,$(EXTRAS))
 
 # `make test` lints first (ruff, and import-linter's layer contracts, which need warp-lang >= 1.10); the
-# matrix venvs skip the lint (LINT=0): it does not depend on the Warp version.
-# (GNU make predefines LINT = lint, so `?=` would never assign: set it unless the command line or environment did.)
-ifeq ($(origin LINT),default)
-LINT := $(if $(filter 1.9.%,$(WARP)),0,1)
-endif
+# matrix venvs skip the lint (RUN_LINT=0): it does not depend on the Warp version.
+RUN_LINT ?= $(if $(filter 1.9.%,$(WARP)),0,1)
 
-.PHONY: install demo lint test test-matrix bench test-warp-suite clean
+.PHONY: install demo lint test test-matrix bench gpu-check test-warp-suite clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -38,7 +35,7 @@ lint: install
 	$(BIN)/lint-imports
 
 test: install
-ifeq ($(LINT),1)
+ifeq ($(RUN_LINT),1)
 	$(MAKE) --no-print-directory lint VENV=$(VENV) WARP=$(WARP) EXTRAS=$(EXTRAS)
 endif
 	$(BIN)/python -m pytest -q
@@ -47,11 +44,12 @@ endif
 test-matrix:
 	@set -e; for v in $(MATRIX); do \
 		echo "=== warp-lang $$v"; \
-		$(MAKE) --no-print-directory test VENV=.venv-warp-$$v WARP=$$v EXTRAS=test LINT=0; \
+		$(MAKE) --no-print-directory test VENV=.venv-warp-$$v WARP=$$v EXTRAS=test RUN_LINT=0; \
 	done
 
 bench: install
 	$(BIN)/python benchmarks/bench_store.py
+	$(BIN)/python benchmarks/bench_zeroing.py
 	$(BIN)/python benchmarks/bench_build.py
 	$(BIN)/python benchmarks/bench_tiles.py
 	$(BIN)/python benchmarks/bench_testing.py
@@ -59,6 +57,11 @@ bench: install
 	$(BIN)/python benchmarks/bench_jax_bridge.py
 	$(BIN)/python benchmarks/bench_tape_safety.py
 	$(BIN)/python benchmarks/bench_checkpoint.py
+
+# On a machine with CUDA: the suite on cuda:0 and the benchmarks on the GPU, one summary (JSON too). Without
+# CUDA it says so and exits 0. GPU_CHECK_ARGS=--quick for fewer benchmark repeats, --dry-run to list the steps.
+gpu-check: install
+	$(BIN)/python benchmarks/gpu_check.py $(GPU_CHECK_ARGS)
 
 # Warp's own unittest modules, with this package imported and with zero_store forced on.
 test-warp-suite: install

@@ -14,17 +14,29 @@ RESULTS = pathlib.Path(__file__).resolve().parent / "results"
 def interleaved_medians(runs: dict, repeats: int, setup: dict | None = None) -> dict:
     """Time each callable ``repeats`` times, alternating between them; return median seconds per name.
 
-    ``setup[name]``, if given, runs untimed before each timed call of ``runs[name]``.
+    ``setup[name]``, if given, runs untimed before each timed call of ``runs[name]``. Besides wall time, each
+    entry has the calling thread's CPU time (``cpu_median_s``, ``cpu_samples_s``): on a shared machine it
+    leaves out the time the thread waited for a core (it means little for GPU work, which other threads do).
     """
     samples = {name: [] for name in runs}
+    cpu_samples = {name: [] for name in runs}
     for _ in range(repeats):
         for name, fn in runs.items():
             if setup and name in setup:
                 setup[name]()
-            start = time.perf_counter()
+            start, cpu_start = time.perf_counter(), time.thread_time()
             fn()
+            cpu_samples[name].append(time.thread_time() - cpu_start)
             samples[name].append(time.perf_counter() - start)
-    return {name: {"median_s": statistics.median(s), "samples_s": s} for name, s in samples.items()}
+    return {
+        name: {
+            "median_s": statistics.median(s),
+            "samples_s": s,
+            "cpu_median_s": statistics.median(cpu_samples[name]),
+            "cpu_samples_s": cpu_samples[name],
+        }
+        for name, s in samples.items()
+    }
 
 
 def report(name: str, payload: dict) -> None:
@@ -32,7 +44,18 @@ def report(name: str, payload: dict) -> None:
 
     payload = {"benchmark": name, "warp": warp.config.version, "machine": platform.machine(), **payload}
     RESULTS.mkdir(exist_ok=True)
-    path = RESULTS / f"{name}-warp{warp.config.version}.json"
+    device = str(payload.get("device", "cpu"))
+    tag = "" if device == "cpu" else "-" + device.replace(":", "")  # GPU runs do not overwrite CPU results
+    path = RESULTS / f"{name}-warp{warp.config.version}{tag}.json"
     path.write_text(json.dumps(payload, indent=2))
     print(json.dumps({k: v for k, v in payload.items() if k != "timings"}, indent=2))
     print(f"(full JSON with samples: {path})")
+
+
+def paired_ratio(timings: dict, numerator: str, denominator: str, key: str = "samples_s") -> float:
+    """Median over rounds of numerator/denominator, each round's two samples taken back to back.
+
+    Less sensitive than a ratio of medians to load that drifts during the run (a shared machine).
+    """
+    pairs = zip(timings[numerator][key], timings[denominator][key])
+    return statistics.median(a / b for a, b in pairs)

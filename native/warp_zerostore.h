@@ -32,26 +32,25 @@ template <typename T> CUDA_CALLABLE inline bool may_zero(const array_t<T>& buf)
 #endif
 }
 
-// The gradient element a store adjoint reads: the caller's adjoint buffer when one was passed, else buf.grad.
-template <typename T, typename... Ints>
-CUDA_CALLABLE inline T* grad_element(const array_t<T>& buf, const array_t<T>& adj_buf, Ints... idx)
+// Adds one gradient element (or one slot of it) into the stored value's adjoint and, for Zero, zeroes it.
+template <bool Zero, typename T, typename Slot, typename AdjSlot>
+CUDA_CALLABLE inline void read_slot(const array_t<T>& buf, Slot& slot, AdjSlot& adj_value)
 {
-    if (adj_buf.data)
-        return &index(adj_buf, idx...);
-    if (buf.grad)
-        return &index_grad(buf, idx...);
-    return nullptr;
+    adj_value += slot;
+    if (Zero && may_zero(buf))
+        slot = Slot {};
 }
 
+// The element read is the caller's adjoint buffer's when one was passed, else buf.grad's. Each buffer gets its
+// own branch, as in Warp's own adj_array_store: folding both into one pointer chosen at run time made the
+// zeroing twin 1.15x slower than stock Warp 1.19 on CPU (benchmarks/bench_zeroing.py, docs/benchmarks.md).
 template <bool Zero, typename T, typename... Ints>
 CUDA_CALLABLE inline void store_adjoint(const array_t<T>& buf, const array_t<T>& adj_buf, T& adj_value, Ints... idx)
 {
-    T* g = grad_element(buf, adj_buf, idx...);
-    if (g) {
-        adj_value += *g;
-        if (Zero && may_zero(buf))
-            *g = T {};
-    }
+    if (adj_buf.data)
+        read_slot<Zero>(buf, index(adj_buf, idx...), adj_value);
+    else if (buf.grad)
+        read_slot<Zero>(buf, index_grad(buf, idx...), adj_value);
 }
 
 // Component ("slot") stores such as a[i].x = v or a[i][j, k] = v: `access` maps an element to the slot.
@@ -59,13 +58,10 @@ template <bool Zero, typename T, typename Access, typename AdjSlot, typename... 
 CUDA_CALLABLE inline void
 slot_store_adjoint(const array_t<T>& buf, const array_t<T>& adj_buf, AdjSlot& adj_value, Access access, Ints... idx)
 {
-    T* g = grad_element(buf, adj_buf, idx...);
-    if (g) {
-        AdjSlot& slot = access(*g);
-        adj_value += slot;
-        if (Zero && may_zero(buf))
-            slot = AdjSlot {};
-    }
+    if (adj_buf.data)
+        read_slot<Zero>(buf, access(index(adj_buf, idx...)), adj_value);
+    else if (buf.grad)
+        read_slot<Zero>(buf, access(index_grad(buf, idx...)), adj_value);
 #if FP_CHECK
     if (!isfinite(adj_value)) {
         printf("%s:%d - %s(arr, ...) ", __FILE__, __LINE__, __FUNCTION__);
@@ -183,7 +179,15 @@ WP_ZS_GENERIC_ARRAY_STORE(adj_array_store_accumulate)
 // a[i].x = v, a[i][j] = v, a[i][j, k] = v: the adjoint of a component store into an array element.
 // Warp >= 1.19 emits wp::adj_array_store_slot for these; on older Warp the rewrite emits
 // wp::zs::adj_component_store, whose stock form drops the gradient exactly as those versions do.
+// The _zero / _accumulate twins read the overwritten slot of the gradient element into the stored value's
+// adjoint; _zero then zeroes that slot (not the rest of the element).
 
+// Forward of a component store into an array element on Warp <= 1.18 (same write as Warp's own).
+template <typename T, typename Access, typename V, typename... Ints>
+CUDA_CALLABLE inline void component_store(const array_t<T>& buf, V value, Access access, Ints... idx)
+{
+    access(index(buf, idx...)) = value;
+}
 template <typename T, typename Access, typename AdjSlot, typename... Ints>
 CUDA_CALLABLE inline void
 adj_component_store(const array_t<T>& buf, const array_t<T>& adj_buf, AdjSlot& adj_value, Access access, Ints... idx)
@@ -202,13 +206,6 @@ CUDA_CALLABLE inline void adj_array_store_slot_accumulate(
 )
 {
     slot_store_adjoint<false>(buf, adj_buf, adj_value, access, idx...);
-}
-
-// Forward of a component store into an array element on Warp <= 1.18 (same write as Warp's own).
-template <typename T, typename Access, typename V, typename... Ints>
-CUDA_CALLABLE inline void component_store(const array_t<T>& buf, V value, Access access, Ints... idx)
-{
-    access(index(buf, idx...)) = value;
 }
 
 // ---------------------------------------------------------------------------------------------------------

@@ -84,6 +84,14 @@ def test_testing_page_failure_message_is_what_accumulate_mode_prints(tmp_path):
     assert actual[5].startswith(printed[5].rstrip(". "))
 
 
+def test_torch_page_views_example_runs(tmp_path):
+    """docs/torch.md's example of views of one temporary: the second backward and gradcheck agree."""
+    if not _has_torch():
+        pytest.skip("this example needs PyTorch: pip install 'warp_zerostore[torch]' (torch==2.13.0)")
+    (code,) = [block for block in markdown_blocks("docs/torch.md") if "def neighbours" in block]
+    run_example(code, tmp_path, "docs_torch_views")
+
+
 def test_tape_safety_page_example_warns(tmp_path):
     (code,) = markdown_blocks("docs/tape-safety.md")[:1]
     with pytest.warns(wp.OverwriteWarning):

@@ -203,7 +203,7 @@ def test_span_and_addresses_of_a_negative_stride_view():
     class View:  # what a reversed view looks like: pointer at the last element, negative stride
         ptr, shape, strides, size, dtype = 1000 + 3 * 4, (4,), (-4,), 4, wp.float32
 
-    assert tape_memory.span(View) == (1000, 1016)
+    assert tape_memory.span(View) == (1000, 1016)  # through warp_zerostore._memory.byte_span
     assert tape_memory.addresses(View).tolist() == [1012, 1008, 1004, 1000]
 
 

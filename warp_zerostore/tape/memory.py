@@ -15,6 +15,7 @@ import math
 import numpy as np
 
 from .. import _compat
+from .._memory import byte_span
 
 
 def addresses(arr) -> np.ndarray:
@@ -28,12 +29,9 @@ def addresses(arr) -> np.ndarray:
 
 
 def span(arr) -> tuple:
-    """``[first, last)`` bytes an array's elements occupy (negative strides included)."""
-    if arr.size == 0 or not arr.ptr:
-        return (0, 0)
-    first = int(arr.ptr) + sum(min(0, (n - 1) * s) for n, s in zip(arr.shape, arr.strides))
-    last = int(arr.ptr) + sum(max(0, (n - 1) * s) for n, s in zip(arr.shape, arr.strides))
-    return (first, last + _compat.dtype_size_bytes(arr.dtype))
+    """``[first, last)`` bytes an array's elements occupy (negative strides included; shared with the rest of
+    the package through :func:`warp_zerostore._memory.byte_span`)."""
+    return byte_span(arr)
 
 
 def _unit(arr, first: int) -> int:

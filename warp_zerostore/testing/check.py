@@ -9,6 +9,7 @@ in the inputs' own dtype otherwise, with a rounding allowance derived from that 
 from __future__ import annotations
 
 import inspect
+import math
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
@@ -34,8 +35,9 @@ class GradientMismatch(AssertionError):
     """A Tape gradient that differs from its finite difference by more than the tolerance.
 
     Attributes: ``array`` (the input, for ``vjp``, or the output, for ``jvp``, holding the worst element),
-    ``index`` (its NumPy index, element then component), ``tape``, ``finite_difference``, ``tolerance``,
-    ``mode``, ``failing`` (elements outside the tolerance) and ``total`` (elements compared).
+    ``output`` (the output whose cotangent was pulled back, for ``vjp``; ``array`` for ``jvp``), ``index``
+    (its NumPy index, element then component), ``tape``, ``finite_difference``, ``tolerance``, ``mode``,
+    ``failing`` (elements outside the tolerance) and ``total`` (elements compared).
     """
 
     def __init__(self, message: str, **fields):
@@ -74,20 +76,25 @@ def check_gradients(
 
     ``fn(*inputs)`` (or ``fn(**inputs)`` for a dict) launches Warp kernels. Its outputs are the arrays it
     returns plus the inputs named in ``outputs`` (names or positions); if it returns nothing and
-    ``outputs`` is None, every input array with ``requires_grad=True`` is an output (its final value).
-    ``wrt`` (default: every input array with ``requires_grad=True``) are differentiated at their initial
-    values. Each run gets fresh copies of the input arrays, so ``fn`` may overwrite them.
+    ``outputs`` is None, every float input array is an output (its final value), with or without
+    ``requires_grad`` (each run gives every float array a gradient). ``wrt`` (default: every input array
+    with ``requires_grad=True``) are differentiated at their initial values. Each run gets fresh copies of
+    the input arrays, so ``fn`` may overwrite them. Before every backward pass the gradient of every array
+    the recorded launches touch is zeroed, so arrays that outlive a call (module-level buffers) start clean.
 
-    ``mode="vjp"``: one backward pass with random cotangents ``c`` (or ``cotangents``, by output name),
-    compared element by element with the central difference of ``sum(c * outputs)`` along each input
+    ``mode="vjp"``: one backward pass per output with random cotangents ``c`` (or ``cotangents``, by output
+    name), compared element by element with the central difference of ``sum(c * output)`` along each input
     element. ``mode="jvp"``: one backward pass per output element gives ``J v`` for a random tangent ``v``,
     compared with the central difference of the outputs along ``v``.
 
     Finite differences run in float64 when ``fn`` accepts float64 versions of its arrays (generic
     kernels); ``float64=True`` requires that, ``False`` forbids it. Otherwise they run in the inputs' own
-    dtype with step ``eps`` (default: cube root of its epsilon) and an allowance for rounding. An element
-    passes when ``|tape - fd| <= atol * max(1, max|fd|) + rtol * |fd| + rounding``; ``rtol`` and ``atol``
-    default to JAX's per-dtype values (float16 1e-2, float32 2e-3, float64 1e-5) for the dtype the Tape ran in.
+    dtype with an allowance for rounding. Each input element ``x`` moves by ``eps * max(1, |x|)`` (``eps``
+    default: 1e-6 in float64, the cube root of the dtype's epsilon otherwise). An element passes when
+    ``|tape - fd| <= atol * max(1, max|fd|) + rtol * |fd| + rounding``, ``max|fd|`` taken over the values of one
+    comparison (one output's pull-back onto one input for ``vjp``, one output for ``jvp``), so a stiff output
+    does not loosen another's check; ``rtol`` and ``atol`` default to JAX's per-dtype values (float16 1e-2,
+    float32 2e-3, float64 1e-5) for the dtype the Tape ran in.
 
     Example::
 
@@ -105,6 +112,7 @@ def check_gradients(
     """
     if mode not in MODES:
         raise ValueError(f"check_gradients: mode must be 'vjp' or 'jvp', got {mode!r}.")
+    _check_options(eps, rtol, atol)
     problem = _Problem(fn, inputs, outputs, wrt, device)
     if cotangents is not None and mode != "vjp":
         raise ValueError("check_gradients: cotangents apply to mode='vjp' only; leave them out for mode='jvp'.")
@@ -120,15 +128,13 @@ def check_gradients(
     if mode == "vjp":
         cot = problem.cotangents(rng, cotangents)
         tape = problem.tape_vjp(cot)
-        fd, rounding = problem.fd_vjp(cot, fd_promote, fd_dtype, step)
-        labels = {name: f"vjp of input '{name}'" for name in tape}
+        comparisons = problem.fd_vjp(cot, fd_promote, fd_dtype, step, tape)
     else:
-        tape, fd, rounding = problem.jvp(rng, fd_promote, fd_dtype, step)
-        labels = {name: f"jvp of output '{name}'" for name in tape}
+        comparisons = problem.jvp(rng, fd_promote, fd_dtype, step)
 
     precision = "float64" if fd_promote else str(fd_dtype)
     rerun = fd_promote and tape_dtype != np.float64
-    return _compare(problem, mode, labels, tape, fd, rounding, rtol, atol, precision, note, step, rerun)
+    return _compare(problem, mode, comparisons, rtol, atol, precision, note, rerun)
 
 
 def vjp(
@@ -168,6 +174,35 @@ def vjp(
     return {name: _values(a) for name, a in outs.items()}, grads
 
 
+def _check_options(eps, rtol, atol) -> None:
+    """Refuse options that would make the check vacuous (every element passes) or NaN."""
+    if eps is not None and not (isinstance(eps, (int, float)) and math.isfinite(eps) and eps > 0):
+        raise ValueError(
+            f"check_gradients: eps must be a finite number > 0 (the finite-difference step, relative to "
+            f"max(1, |x|)), got {eps!r}. Leave it out for the default of the dtype differences run in."
+        )
+    for name, value in (("rtol", rtol), ("atol", atol)):
+        if value is not None and not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
+            raise ValueError(
+                f"check_gradients: {name} must be a number >= 0 and finite, got {value!r}: a negative, NaN or "
+                f"infinite tolerance would let every element pass. Leave it out for the dtype's default."
+            )
+
+
+@dataclass
+class _Comparison:
+    """Tape values against finite differences for one array: ``output``'s pull-back onto input ``array``
+    (vjp), or output ``array`` along the tangent (jvp). Tolerances scale with this comparison's own values."""
+
+    array: str
+    output: str
+    label: str
+    tape: np.ndarray
+    fd: np.ndarray
+    rounding: np.ndarray
+    step: Callable  #: index -> the finite-difference step used there, as text for messages
+
+
 # ------------------------------------------------------------------------------------------------------------
 
 
@@ -203,6 +238,7 @@ class _Problem:
         self.passthrough = {}  # everything but float arrays (ints, structs, int arrays), passed as it is
         self.dtype, self.base, self.requires_grad = {}, {}, {}
         self.device = device
+        integer_grads = []  # non-float arrays created with requires_grad=True
         for name, value in zip(names, values):
             if isinstance(value, warp.array) and _compat.is_float(value.dtype):
                 if self.device is None:
@@ -212,9 +248,17 @@ class _Problem:
                 self.requires_grad[name] = bool(value.requires_grad)
             else:
                 self.passthrough[name] = value
+                if isinstance(value, warp.array) and value.requires_grad:
+                    integer_grads.append(f"'{name}' is an integer array ({_compat.type_repr(value.dtype)})")
         if self.device is None:
             self.device = "cpu"
         self.wrt = self._select(wrt, "wrt") if wrt is not None else [n for n in self.dtype if self.requires_grad[n]]
+        if not self.wrt and integer_grads:
+            raise ValueError(
+                f"check_gradients: {', '.join(integer_grads)} with requires_grad=True, but integer arrays are "
+                f"not differentiated, so {self.fn_name} has nothing to check. Give requires_grad=True to the float "
+                "input arrays to differentiate (float16/32/64 scalars, vectors, matrices, ...), or name them in wrt."
+            )
         if not self.wrt:
             raise ValueError(
                 f"check_gradients: no input array of {self.fn_name} has requires_grad=True, so there is nothing to "
@@ -227,6 +271,7 @@ class _Problem:
                     "requires_grad=True, or leave it out of wrt."
                 )
         self.explicit_outputs = self._select(outputs, "outputs") if outputs is not None else None
+        self.outputs_given = outputs is not None
         self.output_names = None  # fixed by the first run
         self.output_dtype = {}
 
@@ -258,7 +303,9 @@ class _Problem:
         for name in self.dtype:
             dtype = self.array_dtype(name, promote)
             data = np.asarray(values[name], dtype=np.float64).astype(_compat.numpy_scalar(dtype))
-            arrays[name] = warp.array(data, dtype=dtype, device=self.device, requires_grad=self.requires_grad[name])
+            # on a Tape every float array gets a gradient: an output made without one is still differentiated
+            requires_grad = record or self.requires_grad[name]
+            arrays[name] = warp.array(data, dtype=dtype, device=self.device, requires_grad=requires_grad)
         args = {name: arrays.get(name, self.passthrough.get(name)) for name in self.names}
         tape = warp.Tape() if record else None
         if tape is not None:
@@ -300,11 +347,17 @@ class _Problem:
                 seen.add(id(a))
         explicit = self.explicit_outputs
         if explicit is None and not outs:
-            explicit = [n for n in self.dtype if self.requires_grad[n]]
+            explicit = list(self.dtype)
         for name in explicit or ():
             if id(arrays[name]) not in seen:
                 outs[name] = arrays[name]
                 seen.add(id(arrays[name]))
+        if not outs:
+            raise ValueError(
+                f"check_gradients: {self.fn_name} returned no arrays and outputs=[] names none, so there is "
+                "nothing to compare. Name the arrays it writes (outputs=['y']), or leave outputs out to check "
+                "every float input array's final value."
+            )
         if self.output_names is None:
             self.output_names = list(outs)
             self.output_dtype = {name: a.dtype for name, a in outs.items()}
@@ -315,14 +368,13 @@ class _Problem:
             )
         return outs
 
-    def loss_terms(self, outs, cot) -> tuple[float, float]:
-        """``sum(c * y)`` over outputs, and ``sum|c * y|`` (its rounding scale)."""
-        total = scale = 0.0
+    def loss_terms(self, outs, cot) -> dict:
+        """Per output: ``sum(c * y)``, and ``sum|c * y|`` (its rounding scale)."""
+        terms = {}
         for name, a in outs.items():
-            terms = cot[name] * _values(a)
-            total += float(np.sum(terms))
-            scale += float(np.sum(np.abs(terms)))
-        return total, scale
+            products = cot[name] * _values(a)
+            terms[name] = (float(np.sum(products)), float(np.sum(np.abs(products))))
+        return terms
 
     # -- precision ---------------------------------------------------------------------------------------------
 
@@ -387,87 +439,113 @@ class _Problem:
             cot[name] = _stored(c, _compat.numpy_scalar(a.dtype))
         return cot
 
-    def pull_back(self, arrays, outs, tape, cot) -> dict:
-        seeds = {}
+    def require_gradients(self, outs) -> None:
         for name, a in outs.items():
             if a.grad is None:
                 raise ValueError(
                     f"check_gradients: output '{name}' of {self.fn_name} has no gradient: create it with "
                     "requires_grad=True (e.g. wp.zeros(..., requires_grad=True))."
                 )
-            seeds[a] = warp.array(cot[name].astype(_compat.numpy_scalar(a.dtype)), dtype=a.dtype, device=a.device)
+
+    @staticmethod
+    def zero_gradients(arrays, outs, tape) -> None:
+        """Zero the gradient of every array the recorded launches touch, not only the inputs and outputs: a
+        buffer that outlives one call (a module-level array) would carry its gradient into the next."""
+        for a in [*_compat.tape_arrays(tape), *arrays.values(), *outs.values()]:
+            if a.grad is not None:
+                a.grad.zero_()
+
+    def pull_back(self, arrays, outs, tape, cot) -> dict:
+        """One backward pass from cotangents ``cot`` (by output name; outputs left out get none)."""
+        self.require_gradients(outs)
+        self.zero_gradients(arrays, outs, tape)
+        seeds = {
+            a: warp.array(cot[name].astype(_compat.numpy_scalar(a.dtype)), dtype=a.dtype, device=a.device)
+            for name, a in outs.items()
+            if name in cot
+        }
         tape.backward(grads=seeds)
         return {name: _values(arrays[name].grad) for name in self.wrt}
 
     def tape_vjp(self, cot) -> dict:
+        """Per output: the pull-back of its cotangent alone, by input name."""
         arrays, outs, tape = self.run(self.base, promote=False, record=True)
-        return self.pull_back(arrays, outs, tape, cot)
+        return {name: self.pull_back(arrays, outs, tape, {name: cot[name]}) for name in outs}
 
     # -- finite differences ------------------------------------------------------------------------------------
 
-    def fd_vjp(self, cot, promote, fd_dtype, step):
-        """Central difference of ``sum(c * y)`` along each element of each ``wrt`` input, and its rounding allowance."""
+    def fd_vjp(self, cot, promote, fd_dtype, step, tape) -> list:
+        """Per output and ``wrt`` input: the central difference of ``sum(c * output)`` along each input
+        element, with its rounding allowance, against the Tape's pull-back ``tape[output][input]``."""
         eps = float(np.finfo(fd_dtype).eps)
-        fd, rounding = {}, {}
+        comparisons = []
         for name in self.wrt:
-            g = np.zeros_like(self.base[name])
-            r = np.zeros_like(self.base[name])
-            for idx in np.ndindex(g.shape):
+            g = {out: np.zeros_like(self.base[name]) for out in self.output_names}
+            r = {out: np.zeros_like(self.base[name]) for out in self.output_names}
+            steps = step * np.maximum(1.0, np.abs(self.base[name]))
+            for idx in np.ndindex(self.base[name].shape):
                 x = self.base[name][idx]
-                h = step * max(1.0, abs(x))
-                plus, minus = _stored(x + h, fd_dtype), _stored(x - h, fd_dtype)
+                plus, minus = _stored(x + steps[idx], fd_dtype), _stored(x - steps[idx], fd_dtype)
                 values = dict(self.base)
                 values[name] = self.base[name].copy()
                 values[name][idx] = plus
-                lp, sp = self.loss_terms(self.run(values, promote, record=False)[1], cot)
+                terms_plus = self.loss_terms(self.run(values, promote, record=False)[1], cot)
                 values[name][idx] = minus
-                lm, sm = self.loss_terms(self.run(values, promote, record=False)[1], cot)
-                g[idx] = (lp - lm) / (plus - minus)
-                r[idx] = ROUNDING_ULPS * eps * max(sp, sm) / (plus - minus)
-            fd[name], rounding[name] = g, r
-        return fd, rounding
+                terms_minus = self.loss_terms(self.run(values, promote, record=False)[1], cot)
+                for out in self.output_names:
+                    (lp, sp), (lm, sm) = terms_plus[out], terms_minus[out]
+                    g[out][idx] = (lp - lm) / (plus - minus)
+                    r[out][idx] = ROUNDING_ULPS * eps * max(sp, sm) / (plus - minus)
 
-    def jvp(self, rng, promote, fd_dtype, step):
-        """``J v`` from one backward pass per output element, and the central difference along ``v``."""
+            def step_at(idx, steps=steps):
+                return f"step {float(steps[idx]):g} ({step:g} * max(1, |x|) at this element)"
+
+            for out in self.output_names:
+                label = f"vjp of input '{name}' through output '{out}'"
+                comparisons.append(_Comparison(name, out, label, tape[out][name], g[out], r[out], step_at))
+        return comparisons
+
+    def jvp(self, rng, promote, fd_dtype, step) -> list:
+        """Per output: ``J v`` from one backward pass per output element, and the central difference along
+        ``v``. Each input element moves by ``step * max(1, |x|)``, so a large input does not set the step of
+        the others; ``v`` is the direction the rounded points actually differ in, per unit of ``2 * step``."""
         eps = float(np.finfo(fd_dtype).eps)
         tangent = {n: rng.uniform(-1.0, 1.0, size=self.base[n].shape) for n in self.wrt}
-        h = step * max([1.0] + [float(np.max(np.abs(self.base[n]))) for n in self.wrt if self.base[n].size])
+        steps = {n: step * np.maximum(1.0, np.abs(self.base[n])) for n in self.wrt}
         plus, minus = dict(self.base), dict(self.base)
         for n in self.wrt:
-            plus[n] = _stored(self.base[n] + h * tangent[n], fd_dtype)
-            minus[n] = _stored(self.base[n] - h * tangent[n], fd_dtype)
-        # the direction the rounded points actually differ in, per unit of 2h
-        direction = {n: (plus[n] - minus[n]) / (2 * h) for n in self.wrt}
+            plus[n] = _stored(self.base[n] + steps[n] * tangent[n], fd_dtype)
+            minus[n] = _stored(self.base[n] - steps[n] * tangent[n], fd_dtype)
+        direction = {n: (plus[n] - minus[n]) / (2 * step) for n in self.wrt}
         out_plus = {k: _values(a) for k, a in self.run(plus, promote, record=False)[1].items()}
         out_minus = {k: _values(a) for k, a in self.run(minus, promote, record=False)[1].items()}
-        fd = {k: (out_plus[k] - out_minus[k]) / (2 * h) for k in out_plus}
+        fd = {k: (out_plus[k] - out_minus[k]) / (2 * step) for k in out_plus}
         rounding = {
-            k: ROUNDING_ULPS * eps * np.maximum(np.abs(out_plus[k]), np.abs(out_minus[k])) / (2 * h) for k in out_plus
+            k: ROUNDING_ULPS * eps * np.maximum(np.abs(out_plus[k]), np.abs(out_minus[k])) / (2 * step)
+            for k in out_plus
         }
+        used = np.concatenate([steps[n].ravel() for n in self.wrt])
+        span = f"{float(used.min()):g} to {float(used.max()):g}" if used.size else "none"
+
+        def step_text(_idx):
+            return f"steps {step:g} * max(1, |x|) per input element: {span}, along a random tangent"
 
         arrays, outs, tape = self.run(self.base, promote=False, record=True)
-        for name, a in outs.items():
-            if a.grad is None:
-                raise ValueError(
-                    f"check_gradients: output '{name}' of {self.fn_name} has no gradient: create it with "
-                    "requires_grad=True (e.g. wp.zeros(..., requires_grad=True))."
-                )
-        tape_jv = {}
+        self.require_gradients(outs)
+        comparisons = []
         for name, out in outs.items():
             jv = np.zeros(out.numpy().shape)
             for idx in np.ndindex(jv.shape):
-                tape.zero()
-                for a in list(arrays.values()) + list(outs.values()):
-                    if a.grad is not None:
-                        a.grad.zero_()
+                self.zero_gradients(arrays, outs, tape)
                 seed = np.zeros(jv.shape)
                 seed[idx] = 1.0
                 seed = seed.astype(_compat.numpy_scalar(out.dtype))
                 out.grad.assign(warp.array(seed, dtype=out.dtype, device=out.device))
                 tape.backward()
                 jv[idx] = sum(float(np.sum(_values(arrays[n].grad) * direction[n])) for n in self.wrt)
-            tape_jv[name] = jv
-        return tape_jv, fd, rounding
+            label = f"jvp of output '{name}'"
+            comparisons.append(_Comparison(name, name, label, jv, fd[name], rounding[name], step_text))
+        return comparisons
 
 
 def _positional_names(fn, count: int) -> list:
@@ -489,44 +567,47 @@ def _index_text(index: tuple) -> str:
     return "[" + ", ".join(str(i) for i in index) + "]"
 
 
-def _compare(problem, mode, labels, tape, fd, rounding, rtol, atol, precision, note, step, rerun) -> GradientCheck:
-    scale = max([1.0] + [float(np.max(np.abs(v))) for v in fd.values() if v.size])
-    worst = (0.0, None, None)
-    failing = {}
-    total = 0
-    for name in tape:
-        tol = atol * scale + rtol * np.abs(fd[name]) + rounding[name]
-        ratio = np.abs(tape[name] - fd[name]) / tol
+def _compare(problem, mode, comparisons, rtol, atol, precision, note, rerun) -> GradientCheck:
+    worst = (0.0, None, None, None)  # ratio, comparison, index, its scale
+    failing = {}  # array name -> elements outside the tolerance in any comparison
+    for c in comparisons:
+        scale = max([1.0, float(np.max(np.abs(c.fd)))] if c.fd.size else [1.0])
+        tol = atol * scale + rtol * np.abs(c.fd) + c.rounding
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.abs(c.tape - c.fd) / tol
         ratio = np.where(np.isnan(ratio), np.inf, ratio)
-        failing[name] = int(np.sum(ratio > 1.0))
-        total += ratio.size
+        failing[c.array] = failing.get(c.array, np.zeros(ratio.shape, dtype=bool)) | (ratio > 1.0)
         if ratio.size and float(np.max(ratio)) > worst[0]:
             idx = np.unravel_index(int(np.argmax(ratio)), ratio.shape)
-            worst = (float(ratio[idx]), name, tuple(int(i) for i in idx))
+            worst = (float(ratio[idx]), c, tuple(int(i) for i in idx), scale)
+    total = sum(mask.size for mask in failing.values())
     if worst[0] <= 1.0:
         return GradientCheck(mode, precision, note, total, worst[0])
 
-    _, name, idx = worst
-    t, f = float(tape[name][idx]), float(fd[name][idx])
-    tol = atol * scale + rtol * abs(f) + float(rounding[name][idx])
-    dtype = problem.dtype.get(name) or problem.output_dtype[name]
+    _, c, idx, scale = worst
+    name = c.array
+    t, f = float(c.tape[idx]), float(c.fd[idx])
+    tol = atol * scale + rtol * abs(f) + float(c.rounding[idx])
+    dtype = problem.dtype.get(name) if mode == "vjp" else problem.output_dtype[name]
     element_dims = len(_compat.element_shape(dtype))
     where = f"element {_index_text(idx[: len(idx) - element_dims])}"
     if element_dims:
         where += f", component {_index_text(idx[-element_dims:])}"
-    shape = tape[name].shape[: len(idx) - element_dims]
-    how = f"central, {precision}" + (" re-run" if rerun else "") + f", step {step:g} * max(1, |x|)"
+    shape = c.tape.shape[: len(idx) - element_dims]
+    how = f"central, {precision}" + (" re-run" if rerun else "") + f", {c.step(idx)}"
     if note:
         how += f"; {note.split(':')[0]}"
+    failing_total = sum(int(mask.sum()) for mask in failing.values())
     message = (
         f"check_gradients(mode={mode!r}) of {problem.fn_name}: Tape and finite differences disagree at "
-        f"{name}{_index_text(idx)}: {labels[name]}, shape {shape}, dtype {_compat.type_repr(dtype)}, {where}\n"
+        f"{name}{_index_text(idx)}: {c.label}, shape {shape}, dtype {_compat.type_repr(dtype)}, {where}\n"
         f"  tape              : {t: .9e}\n"
         f"  finite difference : {f: .9e}   ({how})\n"
         f"  |difference|      : {abs(t - f):.3e} > tolerance {tol:.3e} "
-        f"(atol {atol:g} * {scale:.3g} + rtol {rtol:g} * |fd| + rounding {float(rounding[name][idx]):.2e})\n"
-        f"  outside tolerance : {failing[name]} of {tape[name].size} values of {name}, "
-        f"{sum(failing.values())} of {total} in all\n"
+        f"(atol {atol:g} * {scale:.3g} + rtol {rtol:g} * |fd| + rounding {float(c.rounding[idx]):.2e}; "
+        f"{scale:.3g} = max(1, max|fd|) of this {'pull-back' if mode == 'vjp' else 'output'})\n"
+        f"  outside tolerance : {int(failing[name].sum())} of {failing[name].size} values of {name}, "
+        f"{failing_total} of {total} in all\n"
         "  What to do: if the function overwrites arrays, build its kernels with @wp.kernel(zero_store=True) "
         "(accumulate mode keeps an overwritten element's gradient); if a kernel reads a value that a later "
         "launch overwrites, the backward pass replays against the new value: write to a fresh array instead; "
@@ -535,11 +616,12 @@ def _compare(problem, mode, labels, tape, fd, rounding, rtol, atol, precision, n
     raise GradientMismatch(
         message,
         array=name,
+        output=c.output,
         index=idx,
         tape=t,
         finite_difference=f,
         tolerance=tol,
         mode=mode,
-        failing=sum(failing.values()),
+        failing=failing_total,
         total=total,
     )

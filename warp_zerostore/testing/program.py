@@ -120,6 +120,9 @@ class Launch:
             parts.append(f"{self.op.offset}={self.start}")
         return f"{self.op.name}({', '.join(parts)}) on [{self.start}:{self.start + self.count}]"
 
+    def _repr_pretty_(self, printer, cycle) -> None:
+        _pretty_listing(self, printer)
+
 
 @dataclass(frozen=True, repr=False)
 class Program:
@@ -232,6 +235,19 @@ class Program:
         lines += [f"  {k}: {launch!r}" for k, launch in enumerate(self.launches)]
         lines += [f"  data {name} = {self.data[name].tolist()!r}" for name in self.dtypes]
         return "\n".join(lines) + ")"
+
+    def _repr_pretty_(self, printer, cycle) -> None:
+        # hypothesis (and IPython) pretty-print dataclasses field by field unless told otherwise: a falsifying
+        # example must print as the launch listing
+        _pretty_listing(self, printer)
+
+
+def _pretty_listing(obj, printer) -> None:
+    """``obj``'s repr through a hypothesis/IPython pretty printer, one line per line."""
+    for k, line in enumerate(repr(obj).splitlines()):
+        if k:
+            printer.break_()
+        printer.text(line)
 
 
 def _overlap(a: slice, b: slice) -> bool:

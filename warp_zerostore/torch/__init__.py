@@ -15,10 +15,13 @@ What a bridged op guarantees, each tested (``tests/test_torch_bridge.py``):
 * No gradient lands twice in a leaf's ``.grad``: Warp never sees a tensor's ``.grad``; each Warp input gets
   its own gradient buffer, handed to PyTorch (without a copy) as the op's returned gradient.
 * Backward is reentrant: calling it again (``retain_graph=True``, gradcheck with ``nondet_tol=0``) gives the
-  same gradients; the caller's ``grad_output`` tensors are unchanged (Warp works on a copy).
+  same gradients; the caller's ``grad_output`` tensors are unchanged (Warp works on a copy). Views of one array
+  share one gradient buffer in every call, however they overlap (``t[0:n]`` and ``t[1:n+1]`` of a temporary,
+  negative strides): ``tests/test_torch_views.py``.
 * Double backward raises :class:`DoubleBackwardError`, naming the op, when a gradient it computed is itself
   differentiated; first-order ``create_graph=True`` still works.
-* Zero copy in: a contiguous tensor of the parameter's dtype is wrapped in place. A non-contiguous one is
+* Zero copy in: a contiguous tensor of the parameter's dtype is wrapped in place (one with an odd stride on a
+  size-1 dimension, ``col.t()`` or ``s.expand(1)``, viewed with row-major strides). A non-contiguous one is
   copied once to a contiguous tensor; a wrong dtype, shape or device is refused with an error naming the
   argument. Outputs are allocated (zero-filled) by PyTorch and returned without a copy.
 * Kernels keep their own ``zero_store`` flag (or module/process default); the bridge is right for both values.

@@ -16,7 +16,7 @@ from typing import Any
 import torch
 import warp
 
-from .. import _compat
+from .. import _compat, _memory
 
 EMPTY = inspect.Parameter.empty
 
@@ -123,8 +123,25 @@ def input_array(param: Param, value, device: torch.device, first: str):
     check_device(param, value, device, first)
     dtype = warp_dtype_for(param, value)
     check_shape(param, value, dtype)
-    tensor = value if value.is_contiguous() else value.contiguous()
+    tensor = row_major(value) if value.is_contiguous() else value.contiguous()
     return warp.from_torch(tensor, dtype=dtype, requires_grad=False), tensor
+
+
+def row_major(tensor: torch.Tensor) -> torch.Tensor:
+    """A contiguous tensor viewed with the strides of a fresh contiguous tensor (same memory, no copy).
+
+    PyTorch calls a tensor contiguous whatever the strides of its size-1 dimensions (``col.t()``,
+    ``s.expand(1)``, a one-channel ``CHW.permute(1, 2, 0)``); Warp requires an array's gradient to have the
+    array's strides exactly, and the gradient buffers the bridge allocates are laid out row-major.
+    """
+    strides, step = [], 1
+    for n in reversed(tensor.shape):
+        strides.append(step)
+        step *= max(n, 1)
+    strides = tuple(reversed(strides))
+    if tensor.stride() == strides:
+        return tensor
+    return tensor.as_strided(tensor.shape, strides, tensor.storage_offset())
 
 
 def is_differentiable(dtype) -> bool:
@@ -157,24 +174,25 @@ def attach_grad(array, like: torch.Tensor, zero: bool = True) -> torch.Tensor:
     return grad
 
 
-def grad_span(array) -> tuple:
-    """``(first byte, one past the last byte)`` of the elements of ``array.grad``."""
-    grad = array.grad
-    if grad.size == 0:
-        return grad.ptr, grad.ptr
-    last = sum((n - 1) * stride for n, stride in zip(grad.shape, grad.strides))
-    return grad.ptr, grad.ptr + last + _compat.dtype_size_bytes(grad.dtype)
+def grad_block(nbytes: int, device) -> object:
+    """A zeroed byte buffer holding the gradients of a group of views (see ``autograd.Recording``)."""
+    return warp.zeros(max(nbytes, 1), dtype=warp.uint8, device=device)
 
 
-def grad_view(root, offset: int, like):
-    """A gradient array for ``like`` over ``root.grad``'s memory, ``offset`` bytes in (views share gradients)."""
-    start, end = grad_span(root)
+def grad_view(base: int, end: int, offset: int, like):
+    """A gradient array for ``like`` at ``offset`` bytes from ``base`` (a buffer ending at ``end``), with
+    ``like``'s shape and strides (negative ones included): views share one buffer as they share one array."""
     return warp.array(
-        ptr=start + offset,
+        ptr=base + offset,
         dtype=like.dtype,
         shape=like.shape,
         strides=like.strides,
-        capacity=end - start - offset,
+        capacity=end - base - offset,
         device=like.device,
         copy=False,
     )
+
+
+def grad_span(array) -> tuple:
+    """``(first byte, one past the last byte)`` of the elements of ``array.grad``."""
+    return _memory.byte_span(array.grad)

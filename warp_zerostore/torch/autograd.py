@@ -6,7 +6,8 @@ outputs, temporaries the op made with ``requires_grad=True``) has one at record 
 ``wp.copy``/``assign`` between them as it does on any Tape.
 
 Each backward call is independent: it uses forward's gradient buffers the first time and fresh ones after
-(the inputs' and temporaries' zeroed; views follow their array), ``grad_output`` is COPIED into the outputs'
+(the inputs' and temporaries' zeroed; views follow their array, and temporaries whose gradients overlap share
+one buffer, as views of one array do), ``grad_output`` is COPIED into the outputs'
 gradient buffers (store adjoints that zero what they read, or
 loads that add into an output's gradient, touch the bridge's copy, never the caller's tensor), the Tape runs
 backward, the inputs' gradient buffers are returned to PyTorch as they are (no copy), and every gradient buffer
@@ -31,6 +32,30 @@ class DoubleBackwardError(RuntimeError):
 
 
 @dataclass
+class GradGroup:
+    """Arrays the op made whose gradients share memory (a temporary's views, however they overlap): one
+    fresh zeroed buffer per backward call holds all their gradients, each at its recorded offset."""
+
+    start: int  #: first byte of the group's gradients when recorded
+    end: int  #: one past the last
+    device: object
+    #: (array, byte offset of its gradient's pointer from ``start``)
+    members: list
+    buffer: object = None
+
+    def acquire(self) -> None:
+        self.buffer = arrays.grad_block(self.end - self.start, self.device)
+        base = self.buffer.ptr
+        for array, offset in self.members:
+            array.grad = arrays.grad_view(base, base + self.end - self.start, offset, array)
+
+    def release(self) -> None:
+        for array, _ in self.members:
+            array.grad = None
+        self.buffer = None
+
+
+@dataclass
 class Recording:
     """What forward leaves for backward."""
 
@@ -41,9 +66,10 @@ class Recording:
     #: per op output: its Warp array and tensor, or None when the output is not differentiable
     outputs: list
     tape: object = None
-    #: arrays with a gradient the bridge did not allocate (temporaries made with requires_grad=True)
-    temporaries: list = field(default_factory=list)
-    #: (array, root, byte offset): arrays whose gradient is a view into another's (``x[1:]``, ``t.reshape``)
+    #: arrays with a gradient the bridge did not allocate (temporaries made with requires_grad=True and their
+    #: views), grouped by overlapping gradient memory
+    groups: list = field(default_factory=list)
+    #: (array, root, byte offset): arrays whose gradient is a view into an input's or output's (``x[1:]``)
     aliases: list = field(default_factory=list)
     #: the bridge's gradient buffers, by id of their array, as the tensors PyTorch allocated
     grads: dict = field(default_factory=dict)
@@ -57,33 +83,44 @@ class Recording:
         for pair in self.outputs:
             if pair is not None and pair[0].grad is None:
                 self.grads[id(pair[0])] = arrays.attach_grad(*pair, zero=False)
-        for array in self.temporaries:
-            if array.grad is None:
-                array.requires_grad = True  # Warp allocates it zeroed
-            else:
-                array.grad.zero_()  # a forward wp.copy from an output copied that output's unset gradient
+        for group in self.groups:
+            group.acquire()
         for array, root, offset in self.aliases:
-            array.grad = arrays.grad_view(root, offset, array)
+            start, end = arrays.grad_span(root)
+            array.grad = arrays.grad_view(start, end, offset, array)
 
     def find_aliases(self, recorded: list) -> None:
-        """Split the recorded arrays with gradients the bridge did not allocate into temporaries (their own
-        gradient buffer) and aliases (views, e.g. ``x[1:]`` of an input, whose gradient is a view of the
-        root's): a fresh buffer for a root must carry its views along, or they write into the old one."""
+        """Sort the recorded arrays with gradients the bridge did not allocate into aliases (views such as
+        ``x[1:]`` of an input, whose gradient is a view of the input's) and groups of temporaries whose
+        gradients overlap (``t[0:n]`` and ``t[1:n+1]`` of a temporary ``t`` the op never passes itself).
+
+        Views share gradient memory, so every backward call must give them one buffer again: a fresh buffer
+        per array would split what one array's gradient accumulates.
+        """
         roots = [pair[0] for pair in self.inputs + self.outputs if pair is not None]
         owned = {id(a) for a in roots}
-        spans = {id(a): arrays.grad_span(a) for a in roots}
-        rest = [a for a in recorded if a.grad is not None and id(a) not in owned]
-        for a in rest:
-            spans[id(a)] = arrays.grad_span(a)
-        # the widest first, so that a view's root is the buffer that contains it, not another view
-        for a in sorted(rest, key=lambda a: spans[id(a)][0] - spans[id(a)][1]):
-            start, end = spans[id(a)]
-            root = next((r for r in roots if spans[id(r)][0] <= start and end <= spans[id(r)][1] and start < end), None)
+        root_spans = [(arrays.grad_span(r), r) for r in roots]
+        rest = []
+        for a in recorded:
+            if a.grad is None or id(a) in owned or a.size == 0:
+                continue
+            start, end = arrays.grad_span(a)
+            root = next(((s, r) for (s, e), r in root_spans if s <= start and end <= e), None)
             if root is None:
-                roots.append(a)
-                self.temporaries.append(a)
+                rest.append((start, end, a))
             else:
-                self.aliases.append((a, root, start - spans[id(root)][0]))
+                self.aliases.append((a, root[1], int(a.grad.ptr) - root[0]))
+        # overlapping gradient spans merged: one group per piece of memory the op's temporaries occupy
+        spans = []
+        for start, end, a in sorted(rest, key=lambda item: item[0]):
+            if not spans or start >= spans[-1][1]:
+                spans.append([start, end, []])
+            spans[-1][1] = max(spans[-1][1], end)
+            spans[-1][2].append(a)
+        self.groups = [
+            GradGroup(start, end, members[0].device, [(a, int(a.grad.ptr) - start) for a in members])
+            for start, end, members in spans
+        ]
 
     def release(self) -> None:
         """Drop every gradient buffer (the returned ones now belong to PyTorch)."""
@@ -91,8 +128,8 @@ class Recording:
         for pair in self.inputs + self.outputs:
             if pair is not None:
                 pair[0].grad = None
-        for array in self.temporaries:
-            array.grad = None
+        for group in self.groups:
+            group.release()
         for array, _, _ in self.aliases:
             array.grad = None
         self.grads.clear()
