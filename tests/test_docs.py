@@ -10,6 +10,7 @@ from helpers.examples import docstring_example, markdown_blocks, run_as_module
 from hypothesis import settings
 
 import warp_zerostore as wp
+import warp_zerostore.tape as wp_tape
 import warp_zerostore.testing as wpt
 from warp_zerostore import checkpoint, options
 from warp_zerostore.tape import access
@@ -109,6 +110,7 @@ PUBLIC = {
     "copy_zero_store": options.copy_zero_store,
     "Tape": wp.Tape,
     "tape.access.argument_access": access.argument_access,
+    "tape.hazard_listener": wp_tape.hazard_listener,
     "testing.check_gradients": wpt.check_gradients,
     "testing.vjp": wpt.vjp,
     "testing.Op": wpt.Op,

@@ -146,16 +146,19 @@ def test_read_twins_mark_indexed_reads_and_fall_back_to_the_whole_argument():
 
     assert read_instrumentation.twin(k.copy_first_half_to_second)[1] == ["a"]
     assert read_instrumentation.twin(k.fill_keep) is None  # reads nothing
-    assert read_instrumentation.twin(k.read_through_a_function) is None  # `a` passed to a @wp.func: whole
+    assert read_instrumentation.twin(k.read_through_a_function)[1] == ["a"]  # followed into the @wp.func
 
 
-def test_a_whole_argument_read_is_conservative(device):
+def test_a_read_through_a_function_is_element_precise(device):
     a, b = arr([1.0, 2.0, 3.0, 4.0], device), arr([0.0] * 4, device)
     tape = wp.Tape(check="warn")
-    with pytest.warns(wp.OverwriteWarning, match="changes 2 element.*read_through_a_function"):
+    with tape:
+        wp.launch(k.read_through_a_function, dim=4, inputs=[a, b], device=device)  # reads a[0] only
+        wp.launch(k.fill_keep, dim=2, inputs=[a, 2, f64(5.0)], device=device)  # a[2:4]: not read
+    assert tape.hazards == []
+    with pytest.warns(wp.OverwriteWarning, match="changes 1 element.*read_through_a_function"):
         with tape:
-            wp.launch(k.read_through_a_function, dim=4, inputs=[a, b], device=device)  # reads a[0] only
-            wp.launch(k.fill_keep, dim=2, inputs=[a, 2, f64(5.0)], device=device)  # reported anyway
+            wp.launch(k.fill_keep, dim=1, inputs=[a, 0, f64(5.0)], device=device)
 
 
 def test_in_place_update_is_a_stale_read_of_its_own_launch(device):

@@ -664,3 +664,60 @@ def jax_graph_mode_none():
     module = jax_ffi_module()
     modes = getattr(module, "JaxCallableGraphMode", None) or getattr(module, "GraphMode", None)
     return modes.NONE
+
+
+# ---- Tape safety on Newton (issue 11): annotations, @wp.func helpers, Tape.launches entries, capture
+
+
+def is_plain_array(t) -> bool:
+    """True for every spelling of a plain array annotation: ``wp.array(dtype=float)``, ``wp.array1d``/``2d``...,
+    and the subscript forms ``wp.array[float]``, ``wp.array2d[float]`` (Warp >= 1.17 keeps those as annotations
+    until the kernel is built). Indexed and fabric arrays are not plain."""
+    if type(t) is wtypes.array:
+        return True
+    annotation = getattr(wtypes, "_ArrayAnnotation", None)
+    return annotation is not None and type(t) is annotation
+
+
+def user_function(obj):
+    """The Python function of a user ``@wp.func`` (one overload), or None for builtins and anything else."""
+    function_class = getattr(context, "Function", None)
+    if function_class is None or not isinstance(obj, function_class):
+        return None
+    if obj.is_builtin() or getattr(obj, "func", None) is None:
+        return None
+    overloads = getattr(obj, "user_overloads", None) or {}
+    if len(overloads) > 1:
+        return None  # several overloads: which one a call picks is decided by types at build time
+    return obj.func
+
+
+def function_source(func) -> str:
+    """The dedented source of a ``@wp.func``'s Python function (decorators included)."""
+    import textwrap  # noqa: PLC0415
+
+    return textwrap.dedent(inspect.getsource(func))
+
+
+def append_tape_callback(tape, callback) -> None:
+    """Add a callable to ``tape.launches``: Warp's backward calls it in reverse order like a launch's adjoint."""
+    tape.launches.append(callback)
+
+
+def insert_tape_callback(tape, index: int, callback) -> None:
+    """Insert a callable before entry ``index`` of ``tape.launches``: backward calls it right after that
+    entry's adjoint."""
+    tape.launches.insert(index, callback)
+
+
+def tape_launch_count(tape) -> int:
+    return len(tape.launches)
+
+
+def is_capturing(device) -> bool:
+    """True while ``wp.ScopedCapture`` records on ``device``; on the CPU (Warp >= 1.19) launches are then recorded
+    without running."""
+    try:
+        return bool(warp.get_device(device).is_capturing)
+    except Exception:  # noqa: BLE001 - older Warp: no CPU capture; a CUDA query failing means no capture either
+        return False

@@ -1,4 +1,4 @@
-"""The command line: ``python -m warp_zerostore demo | warp-suite | check SCRIPT.py [args]``."""
+"""The command line: ``python -m warp_zerostore demo | warp-suite | check SCRIPT.py [args] | check -m MODULE [args]``."""
 
 from __future__ import annotations
 
@@ -18,8 +18,9 @@ def main(argv=None) -> int:
     check = sub.add_parser(
         "check", help="run a script with every Tape checking for overwrite hazards; exit 1 if any was found"
     )
-    check.add_argument("script")
-    check.add_argument("script_args", nargs=argparse.REMAINDER, help="arguments passed to the script")
+    check.add_argument("-m", dest="module", action="store_true", help="run the target as a module (python -m)")
+    check.add_argument("script", help="the script (or, with -m, the module) to run")
+    check.add_argument("script_args", nargs=argparse.REMAINDER, help="arguments passed to the program")
     args = parser.parse_args(argv)
 
     import warp_zerostore as wp  # noqa: PLC0415  (import late: argparse errors need no Warp)
@@ -33,7 +34,7 @@ def main(argv=None) -> int:
     if args.command == "check":
         from . import check as check_command
 
-        return check_command.run(args.script, args.script_args)
+        return check_command.run(args.script, args.script_args, as_module=args.module)
     from . import warp_suite
 
     value = {"none": None, "true": True, "false": False}[args.zero_store]

@@ -3,8 +3,9 @@
 The Tape's safety checks need, per launch, the arrays whose values the backward pass re-reads (reads) and
 the kind of each write (a plain store, whose adjoint may need zeroing, or an atomic accumulation, whose
 adjoint is exact). Warp's own ``is_read``/``is_write`` marks exist only when the module was built with
-``verify_autograd_array_access``; this reads the kernel's AST instead, and is conservative: an array
-argument passed to a function, or bound to another name, counts as read and stored.
+``verify_autograd_array_access``; this reads the kernel's AST instead. An array passed to a user ``@wp.func``
+is followed into the helper's source (the helper's use of its parameter counts); an array passed to anything
+else, or bound to another name, counts as read and stored (conservative).
 
 Granularity is the whole argument: "reads ``x``" means some element of ``x`` (not which ones).
 """
@@ -22,8 +23,10 @@ _ACCUMULATING = {"atomic_add", "atomic_sub", "tile_atomic_add"}
 _READING = {"tile_load", "len", "tile_load_indexed"}
 # Builtins that take an array and only store into it.
 _STORING = {"tile_store", "tile_store_indexed"}
-# Array attributes that carry no element values.
-_METADATA = {"shape", "ndim", "strides", "size", "dtype", "ptr"}
+# Array attributes that carry no element values (shared with the read twin, which must agree).
+METADATA_ATTRIBUTES = frozenset({"shape", "ndim", "strides", "size", "dtype", "ptr"})
+# How deep helpers calling helpers are followed before an argument counts as read and stored.
+HELPER_DEPTH = 8
 
 
 @dataclasses.dataclass
@@ -39,10 +42,67 @@ class ArgumentAccess:
         return self.stores or self.accumulates
 
 
+def resolve_helper(call: ast.Call, namespace: dict):
+    """The Python function of the user ``@wp.func`` a call names (``f(...)`` or ``module.f(...)``), or None."""
+    func = call.func
+    path = []
+    while isinstance(func, ast.Attribute):
+        path.append(func.attr)
+        func = func.value
+    if not isinstance(func, ast.Name) or func.id not in namespace:
+        return None
+    obj = namespace[func.id]
+    for attr in reversed(path):
+        obj = getattr(obj, attr, None)
+    return _compat.user_function(obj)
+
+
+def helper_parameter(helper, call: ast.Call, node) -> str | None:
+    """The helper's parameter that receives ``node`` (a positional or keyword argument of ``call``), or None."""
+    import inspect  # noqa: PLC0415
+
+    names = list(inspect.signature(helper).parameters)
+    for position, arg in enumerate(call.args):
+        if arg is node:
+            return names[position] if position < len(names) else None
+    for keyword in call.keywords:
+        if keyword.value is node:
+            return keyword.arg
+    return None
+
+
+def _helper_access(helper, parameter: str, depth: int) -> ArgumentAccess | None:
+    key = (id(helper), parameter)
+    cached = _HELPER_CACHE.get(key)
+    if cached is not None and cached[0] is helper:
+        return cached[1]
+    try:
+        tree = ast.parse(_compat.function_source(helper))
+    except (OSError, TypeError, SyntaxError):
+        return None
+    visitor = _Visitor([parameter], helper.__globals__, depth + 1)
+    visitor.visit(tree.body[0])
+    access = visitor.access[parameter]
+    _HELPER_CACHE[key] = (helper, access)
+    return access
+
+
+_HELPER_CACHE: dict = {}
+
+
+def is_truth_test(node, parent) -> bool:
+    """``if x:``, ``while x:``, ``not x``, ``x and ...``: a test whether an optional array argument is None."""
+    if isinstance(parent, (ast.If, ast.While, ast.IfExp)) and parent.test is node:
+        return True
+    return isinstance(parent, ast.BoolOp) or (isinstance(parent, ast.UnaryOp) and isinstance(parent.op, ast.Not))
+
+
 class _Visitor(ast.NodeVisitor):
-    def __init__(self, names):
+    def __init__(self, names, namespace: dict | None = None, depth: int = 0):
         self.access = {name: ArgumentAccess() for name in names}
         self.parents: dict = {}
+        self.namespace = namespace or {}
+        self.depth = depth
 
     def generic_visit(self, node):
         for child in ast.iter_child_nodes(node):
@@ -56,17 +116,26 @@ class _Visitor(ast.NodeVisitor):
         parent = self.parents.get(node)
         if isinstance(parent, ast.Subscript) and parent.value is node:
             self._element(parent, access)
-        elif isinstance(parent, ast.Attribute) and parent.attr in _METADATA:
+        elif isinstance(parent, ast.Attribute) and parent.attr in METADATA_ATTRIBUTES:
             pass
-        elif isinstance(parent, ast.Call) and node in parent.args:
+        elif is_truth_test(node, parent):
+            pass  # `if x:` / `not x` asks whether an optional array was passed, not its values
+        elif isinstance(parent, ast.Call) and (node in parent.args or node in [k.value for k in parent.keywords]):
             name = parent.func.attr if isinstance(parent.func, ast.Attribute) else getattr(parent.func, "id", "")
-            if name in _ACCUMULATING:
+            helper = resolve_helper(parent, self.namespace) if self.depth < HELPER_DEPTH else None
+            parameter = helper_parameter(helper, parent, node) if helper is not None else None
+            inner = _helper_access(helper, parameter, self.depth) if parameter is not None else None
+            if inner is not None:  # a @wp.func: what it does with its parameter
+                access.reads |= inner.reads
+                access.stores |= inner.stores
+                access.accumulates |= inner.accumulates
+            elif name in _ACCUMULATING:
                 access.accumulates = True
             elif name in _READING:
                 access.reads = True
             elif name in _STORING:
                 access.stores = True
-            else:  # a @wp.func or another builtin: it may do anything with the array
+            else:  # another builtin, or a helper whose source cannot be read: it may do anything with the array
                 access.reads = access.stores = True
         elif isinstance(node.ctx, ast.Load) and isinstance(parent, (ast.Return, ast.Expr)):
             pass
@@ -112,7 +181,7 @@ def argument_access(kernel) -> dict:
     if cached is not None and cached[0] is kernel:
         return cached[1]
     names = [label for label, t in _compat.kernel_parameters(kernel) if _compat.is_array_type(t)]
-    visitor = _Visitor(names)
+    visitor = _Visitor(names, _compat.kernel_function(kernel).__globals__)
     visitor.visit(_compat.kernel_tree(kernel))
     _CACHE[id(kernel)] = (kernel, visitor.access)
     return visitor.access

@@ -1,100 +1,291 @@
-"""Element-precise read sets for the Tape's checks: an instrumented twin of a kernel marks what it reads.
+"""Element-precise read sets for the Tape: an instrumented twin of a kernel marks what each thread reads, and when.
 
-For a kernel whose array argument ``x`` is read only through full element indexing (``x[i]``, ``x[i, j]``),
-the twin takes an extra ``int32`` array per such argument and, before each statement that reads ``x[idx]``,
-stores 1 at ``idx`` in it. Checking Tapes run the twin on device copies of the launch's arrays (so the real
-arrays change once), then the real launch. Arguments read any other way (a row ``x[i]`` of a 2-D array, passed
-to a function, tiles, read in a ``while`` test) keep the whole-argument read of :mod:`.kernel_access`, as do
-kernels with ``@wp.struct``, indexed or fabric array arguments (those arrays would be written for real) and kernels whose twin
-cannot be built. The twin is forward-only and built once per kernel, in its own module.
+For a kernel whose array argument ``x`` is read through full element indexing (``x[i]``, ``x[i, j]``), directly
+or inside user ``@wp.func`` helpers it is passed to (the helpers get instrumented twins too), the twin takes
+three extra ``int32`` arrays per such argument that the kernel also writes (one, ``read``, for an argument it
+only reads):
+
+* ``written``: set after each statement that stores into ``x[idx]``;
+* ``before``: set where ``x[idx]`` is read while ``written[idx]`` is still 0 (the launch's input value);
+* ``after``: set where ``x[idx]`` is read after this launch stored into it (the value the launch wrote).
+
+Warp's backward replay re-reads arrays as they are at ``backward()`` time, so a read "after" is replayed right
+when the array holds the launch's output, and a read "before" when it holds the launch's input: the Tape's
+snapshots restore, per element, the value the launch read, and its checks do not call a read of one's own
+write a stale read. Checking and snapshotting Tapes run the twin on device copies of the launch's arrays
+(the real arrays change once), then the real launch.
+
+Arguments read any other way (a row ``x[i]`` of a 2-D array, passed to a builtin or to a helper whose source
+cannot be read, tiles, read in a ``while`` test) keep the whole-argument read of :mod:`.access`, as do
+kernels with ``@wp.struct``, indexed or fabric array arguments (those arrays would be written for real) and
+kernels whose twin cannot be built. Stores through ``wp.atomic_*`` builtins are not marked as written. The twin
+is forward-only and built once per kernel, in its own module.
 """
 
 from __future__ import annotations
 
 import ast
+import copy
+import dataclasses
 import hashlib
 import os
 import sys
 import tempfile
 import types
 
+import numpy as np
 import warp
 
 from .. import _compat
-from .access import argument_access
+from .access import (
+    HELPER_DEPTH,
+    METADATA_ATTRIBUTES,
+    argument_access,
+    helper_parameter,
+    is_truth_test,
+    resolve_helper,
+)
 
-_PREFIX = "_wzs_read_"
+_PREFIX = "_wzs_"
+_FLAGS = ("before", "after", "written")
 _CACHE: dict = {}
+_HELPER_TWINS: dict = {}
 
 
-class _ReadMarker(ast.NodeTransformer):
-    """Inserts ``_wzs_read_x[idx] = 1`` before each statement that reads ``x[idx]``."""
+def _shadow(label: str, flag: str, single: bool = False) -> str:
+    return f"{_PREFIX}read_{label}" if single else f"{_PREFIX}{flag}_{label}"
 
-    def __init__(self, ndims: dict):
-        self.ndims = ndims  # label -> ndim of arguments that can be instrumented
+
+def _flags(single: bool) -> tuple:
+    """The shadow arrays an argument gets: three, or one (``read``) for an argument the kernel never writes."""
+    return ("read",) if single else _FLAGS
+
+
+@dataclasses.dataclass
+class ElementReads:
+    """Per element of one argument (its shape): read before this launch wrote it, read after, written."""
+
+    before: np.ndarray
+    after: np.ndarray
+    written: np.ndarray
+
+    @property
+    def read(self) -> np.ndarray:
+        return self.before | self.after
+
+
+def _index_of(subscript: ast.Subscript):
+    index = subscript.slice
+    if isinstance(index, ast.Index):  # Python 3.8
+        index = index.value
+    return index
+
+
+def _element_index(subscript: ast.Subscript, ndim: int):
+    """The index of a full element access ``x[i]``/``x[i, j]`` of an ``ndim``-D array, else None."""
+    index = _index_of(subscript)
+    count = len(index.elts) if isinstance(index, ast.Tuple) else 1
+    if count != ndim or isinstance(index, ast.Slice):
+        return None
+    return index
+
+
+def _set(name: str, index, value) -> ast.stmt:
+    target = ast.Subscript(value=ast.Name(id=name, ctx=ast.Load()), slice=copy.deepcopy(index), ctx=ast.Store())
+    return ast.Assign(targets=[target], value=value, lineno=0)
+
+
+def _read_mark(label: str, index, single: bool) -> ast.stmt:
+    if single:
+        return _set(_shadow(label, "read", True), index, ast.Constant(value=1))
+    written = ast.Subscript(value=ast.Name(id=_shadow(label, "written"), ctx=ast.Load()), slice=copy.deepcopy(index), ctx=ast.Load())
+    return ast.If(
+        test=ast.Compare(left=written, ops=[ast.Eq()], comparators=[ast.Constant(value=0)]),
+        body=[_set(_shadow(label, "before"), index, ast.Constant(value=1))],
+        orelse=[_set(_shadow(label, "after"), index, ast.Constant(value=1))],
+    )
+
+
+class _ReadMarker:
+    """Rewrites a function body: marks reads before, and stores after, each statement; follows helpers."""
+
+    def __init__(self, ndims: dict, namespace: dict, module_names: dict, depth: int = 0, single=frozenset()):
+        self.ndims = ndims  # label -> ndim of the arguments being instrumented
+        self.single = single  # labels never written: one shadow, every read simply a read
+        self.namespace = namespace  # the function's globals: resolves helper calls
+        self.module_names = module_names  # name -> object the twin module must hold (helper twins)
+        self.depth = depth
         self.whole: set = set()  # labels read in a way this cannot mark
+        self.in_helpers: set = set()  # ids of Name nodes passed on to an instrumented helper
+
+    def _helper_call(self, call: ast.Call) -> list:
+        """Instrument a call passing marked arrays to a user @wp.func; returns the labels it could not follow."""
+        passed = [(node, node.id) for node in list(call.args) + [k.value for k in call.keywords]
+                  if isinstance(node, ast.Name) and node.id in self.ndims]
+        helper = resolve_helper(call, self.namespace) if self.depth < HELPER_DEPTH else None
+        parameters = [helper_parameter(helper, call, node) if helper is not None else None for node, _ in passed]
+        labels = [label for _, label in passed]
+        if helper is None or None in parameters or len(set(labels)) != len(labels):
+            return labels
+        made = _helper_twin(
+            helper,
+            tuple((p, self.ndims[label], label in self.single) for p, label in zip(parameters, labels)),
+            self.depth,
+        )
+        if made is None:
+            return labels
+        name, function, whole = made
+        self.module_names[name] = function
+        call.func = ast.Name(id=name, ctx=ast.Load())
+        for label in labels:
+            single = label in self.single
+            for flag in _flags(single):
+                call.args.append(ast.Name(id=_shadow(label, flag, single), ctx=ast.Load()))
+        self.in_helpers.update(id(node) for node, _ in passed)
+        return [label for parameter, label in zip(parameters, labels) if parameter in whole]
 
     def _reads(self, nodes) -> list:
         marks = []
         for root in nodes:
             for node in ast.walk(root):
-                if (
+                if isinstance(node, ast.Call):
+                    self.whole.update(self._helper_call(node))
+                elif (
                     isinstance(node, ast.Subscript)
                     and isinstance(node.value, ast.Name)
                     and node.value.id in self.ndims
                     and isinstance(node.ctx, ast.Load)
                 ):
-                    index = node.slice
-                    if isinstance(index, ast.Index):  # Python 3.8
-                        index = index.value
-                    count = len(index.elts) if isinstance(index, ast.Tuple) else 1
-                    if count != self.ndims[node.value.id] or isinstance(index, ast.Slice):
+                    index = _element_index(node, self.ndims[node.value.id])
+                    if index is None:
                         self.whole.add(node.value.id)
-                        continue
-                    target = ast.Subscript(
-                        value=ast.Name(id=_PREFIX + node.value.id, ctx=ast.Load()), slice=index, ctx=ast.Store()
-                    )
-                    marks.append(ast.Assign(targets=[target], value=ast.Constant(value=1), lineno=0))
+                    else:
+                        marks.append(_read_mark(node.value.id, index, node.value.id in self.single))
         return marks
 
-    def _body(self, statements) -> list:
+    def _stores(self, statement) -> list:
+        targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+        marks = []
+        for target in targets:
+            for node in ast.walk(target):
+                if (
+                    isinstance(node, ast.Subscript)
+                    and isinstance(node.value, ast.Name)
+                    and node.value.id in self.ndims
+                ):
+                    index = _element_index(node, self.ndims[node.value.id])
+                    if index is not None and node.value.id not in self.single:
+                        marks.append(_set(_shadow(node.value.id, "written"), index, ast.Constant(value=1)))
+        return marks
+
+    def body(self, statements) -> list:
         out = []
         for statement in statements:
-            if isinstance(statement, (ast.For,)):
+            after = []
+            if isinstance(statement, ast.For):
                 out.extend(self._reads([statement.iter]))
-                statement.body = self._body(statement.body)
-                statement.orelse = self._body(statement.orelse)
+                statement.body = self.body(statement.body)
+                statement.orelse = self.body(statement.orelse)
             elif isinstance(statement, ast.If):
                 out.extend(self._reads([statement.test]))
-                statement.body = self._body(statement.body)
-                statement.orelse = self._body(statement.orelse)
+                statement.body = self.body(statement.body)
+                statement.orelse = self.body(statement.orelse)
             elif isinstance(statement, ast.While):
                 for node in ast.walk(statement.test):
                     if isinstance(node, ast.Name) and node.id in self.ndims:
                         self.whole.add(node.id)
-                statement.body = self._body(statement.body)
+                statement.body = self.body(statement.body)
             elif isinstance(statement, ast.With):
                 out.extend(self._reads([item.context_expr for item in statement.items]))
-                statement.body = self._body(statement.body)
+                statement.body = self.body(statement.body)
+            elif isinstance(statement, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+                # `x[i].y = v` loads x[i] in the AST: count it as a read (conservative), the store as a write.
+                out.extend(self._reads([statement]))
+                after = self._stores(statement)
             else:
                 out.extend(self._reads([statement]))
             out.append(statement)
+            out.extend(after)
+        return out
+
+    def used_otherwise(self, function) -> set:
+        """Labels that appear other than as ``x[...]``, ``x.shape`` or an argument of an instrumented helper."""
+        parents = {child: node for node in ast.walk(function) for child in ast.iter_child_nodes(node)}
+        out = set()
+        for node in ast.walk(function):
+            if isinstance(node, ast.Name) and node.id in self.ndims and id(node) not in self.in_helpers:
+                parent = parents.get(node)
+                if isinstance(parent, ast.Subscript) and parent.value is node:
+                    continue
+                if isinstance(parent, ast.Attribute) and parent.attr in METADATA_ATTRIBUTES:
+                    continue
+                if is_truth_test(node, parent):
+                    continue
+                out.add(node.id)
         return out
 
 
-def _used_otherwise(function, names) -> set:
-    """Arguments that appear other than as ``x[...]`` or ``x.shape`` (passed to a function, bound to a name)."""
-    parents = {child: node for node in ast.walk(function) for child in ast.iter_child_nodes(node)}
-    out = set()
-    for node in ast.walk(function):
-        if isinstance(node, ast.Name) and node.id in names:
-            parent = parents.get(node)
-            if isinstance(parent, ast.Subscript) and parent.value is node:
-                continue
-            if isinstance(parent, ast.Attribute) and parent.attr in ("shape", "ndim", "strides", "size"):
-                continue
-            out.add(node.id)
+def _load_module(source: str, namespace: dict, extra: dict):
+    """Exec ``source`` from a file (Warp reads functions' source through ``inspect``) in a copy of ``namespace``."""
+    digest = hashlib.sha256(source.encode()).hexdigest()[:16]
+    name = f"_wzs_twin_{digest}"
+    directory = os.path.join(tempfile.gettempdir(), "warp_zerostore_read_twins")
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, f"{name}.py")
+    if not os.path.exists(path):
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(source + "\n")
+    module = types.ModuleType(name)
+    module.__dict__.update(namespace)
+    module.__dict__.update(extra)
+    module.__dict__.update({"__name__": name, "__file__": path, "_wzs_warp": warp})
+    sys.modules[name] = module
+    exec(compile(source, path, "exec"), module.__dict__)  # noqa: S102 - the user's own source, rewritten
+    return module
+
+
+def _namespace(func) -> dict:
+    out = dict(func.__globals__)
+    if func.__closure__:
+        out.update(zip(func.__code__.co_freevars, (c.cell_contents for c in func.__closure__)))
     return out
+
+
+def _add_shadow_parameters(function: ast.FunctionDef, ndims: dict, single) -> None:
+    for label, ndim in ndims.items():
+        for flag in _flags(label in single):
+            annotation = ast.parse(f"_wzs_warp.array(dtype=_wzs_warp.int32, ndim={ndim})", mode="eval").body
+            function.args.args.append(ast.arg(arg=_shadow(label, flag, label in single), annotation=annotation))
+
+
+def _helper_twin(helper, parameters: tuple, depth: int):
+    """``(unique name, @wp.func twin, parameters it cannot mark)`` of a helper marking its ``parameters``
+    ((name, ndim), ...), or None."""
+    key = (id(helper), parameters)
+    cached = _HELPER_TWINS.get(key)
+    if cached is not None and cached[0] is helper:
+        return cached[1]
+    made = None
+    try:
+        tree = ast.parse(_compat.function_source(helper))
+        function = tree.body[0]
+        function.decorator_list = []
+        ndims = {p: ndim for p, ndim, _ in parameters}
+        single = frozenset(p for p, _, one in parameters if one)
+        names: dict = {}
+        marker = _ReadMarker(ndims, _namespace(helper), names, depth + 1, single)
+        function.body = marker.body(function.body)
+        whole = marker.whole | marker.used_otherwise(function)  # parameters the caller counts as read in whole
+        _add_shadow_parameters(function, ndims, single)
+        digest = hashlib.sha256(ast.unparse(tree).encode()).hexdigest()[:12]
+        function.name = f"{function.name}_wzs_{digest}"
+        source = ast.unparse(ast.fix_missing_locations(tree))
+        module = _load_module(source, _namespace(helper), names)
+        made = (function.name, warp.func(getattr(module, function.name)), whole)
+    except Exception:  # noqa: BLE001 - the caller then counts the arrays as read in whole
+        made = None
+    _HELPER_TWINS[key] = (helper, made)
+    return made
 
 
 def _build(kernel):
@@ -102,7 +293,7 @@ def _build(kernel):
     params = _compat.kernel_parameters(kernel)
     if any(not _compat.is_array_type(t) and hasattr(t, "vars") for _, t in params):
         return None  # @wp.struct arguments: their arrays would be written for real
-    if any(_compat.is_array_type(t) and not _compat.is_plain_array_type(t) for _, t in params):
+    if any(_compat.is_array_type(t) and not _compat.is_plain_array(t) for _, t in params):
         return None  # indexed or fabric arrays are not copied: the same
     ndims = {label: _compat.array_type_ndim(t) for label, t in params if label in access and access[label].reads}
     if not ndims:
@@ -110,39 +301,25 @@ def _build(kernel):
     tree = ast.parse(_compat.kernel_source(kernel))
     function = tree.body[0]
     function.decorator_list = []
-    marker = _ReadMarker(ndims)
-    marker.whole |= _used_otherwise(function, ndims)
-    function.body = marker._body(function.body)
-    marked = {label: n for label, n in ndims.items() if label not in marker.whole}
-    if not marked:
+    func = _compat.kernel_function(kernel)
+    names: dict = {}
+    single = frozenset(label for label in ndims if not access[label].writes)
+    marker = _ReadMarker(ndims, _namespace(func), names, 0, single)
+    function.body = marker.body(function.body)
+    whole = marker.whole | marker.used_otherwise(function)
+    if whole >= set(ndims):
         return None
-    for label, ndim in marked.items():
-        annotation = ast.parse(f"_wzs_warp.array(dtype=_wzs_warp.int32, ndim={ndim})", mode="eval").body
-        function.args.args.append(ast.arg(arg=_PREFIX + label, annotation=annotation))
+    # Every read argument gets its shadows (a whole-argument one is simply not looked at): helpers may take them.
+    _add_shadow_parameters(function, ndims, single)
     function.name = f"{function.name}_reads"
     source = ast.unparse(ast.fix_missing_locations(tree))
-    digest = hashlib.sha256(source.encode()).hexdigest()[:16]
-    name = f"_wzs_reads_{digest}"
-    directory = os.path.join(tempfile.gettempdir(), "warp_zerostore_read_twins")
-    os.makedirs(directory, exist_ok=True)
-    path = os.path.join(directory, f"{name}.py")
-    if not os.path.exists(path):
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(source + "\n")
-    func = _compat.kernel_function(kernel)
-    module = types.ModuleType(name)
-    module.__dict__.update(func.__globals__)
-    if func.__closure__:
-        module.__dict__.update(zip(func.__code__.co_freevars, (c.cell_contents for c in func.__closure__)))
-    module.__dict__.update({"__name__": name, "__file__": path, "_wzs_warp": warp})
-    sys.modules[name] = module
-    exec(compile(source, path, "exec"), module.__dict__)  # noqa: S102 - the kernel's own source, rewritten
-    twin = warp.kernel(getattr(module, function.name), enable_backward=False, module="unique")
-    return twin, list(marked)
+    module = _load_module(source, _namespace(func), names)
+    twin_kernel = warp.kernel(getattr(module, function.name), enable_backward=False, module="unique")
+    return twin_kernel, [label for label in ndims if label not in whole], list(ndims)
 
 
 def twin(kernel):
-    """``(forward-only twin kernel, [labels it marks])`` or None (see the module docstring)."""
+    """``(forward-only twin kernel, [labels it marks], [labels given shadows])`` or None (see the module docstring)."""
     cached = _CACHE.get(id(kernel))
     if cached is not None and cached[0] is kernel:
         return cached[1]
@@ -154,35 +331,66 @@ def twin(kernel):
     return built
 
 
-def element_reads(kernel, launch: dict, copy) -> dict:
-    """``{label: bool array}`` of the elements the launch reads, for the arguments the twin marks.
+def _shadows(kernel, label: str, shape: tuple, device, flags: int) -> list:
+    """Zeroed int32 shadow arrays for one argument, reused from launch to launch (a launch zeroes them)."""
+    key = (id(kernel), label, tuple(shape), str(device))
+    pool = _SHADOWS.get(key)
+    if pool is None or len(pool) != flags:
+        pool = _SHADOWS[key] = [warp.zeros(shape, dtype=warp.int32, device=device) for _ in range(flags)]
+    else:
+        for shadow in pool:
+            shadow.zero_()
+    return pool
 
-    ``launch`` is ``launch()``'s arguments by name; ``copy(arr)`` makes a device copy. Runs the twin on copies.
+
+_SHADOWS: dict = {}
+
+
+def element_reads(kernel, launch: dict, copy_array) -> dict:
+    """``{label: ElementReads}`` for the arguments the twin marks (``launch``: ``launch()``'s arguments by name).
+
+    ``copy_array(arr)`` makes a device copy; the twin runs on copies of the arrays the kernel may write, so the
+    real arrays are not touched.
     """
     made = twin(kernel)
     if made is None:
         return {}
-    variant, labels = made
+    variant, labels, shadowed = made
+    access = argument_access(kernel)
     values = list(launch.get("inputs") or []) + list(launch.get("outputs") or [])
     names = _compat.kernel_argument_labels(kernel)
     by_label = dict(zip(names, values))
-    copies = [copy(v) if isinstance(v, warp.array) else v for v in values]
-    device = launch.get("device")
+    copies = [
+        copy_array(v) if isinstance(v, warp.array) and (label not in access or access[label].writes) else v
+        for label, v in zip(names, values)
+    ]
     shadows = {}
-    for label in labels:
+    for label in shadowed:
         arr = by_label[label]
-        shadows[label] = warp.zeros(arr.shape, dtype=warp.int32, device=arr.device)
+        shape = arr.shape if isinstance(arr, warp.array) else (0,)
+        device = arr.device if isinstance(arr, warp.array) else launch.get("device")
+        shadows[label] = _shadows(kernel, label, shape, device, 3 if access[label].writes else 1)
     try:
         with _compat.no_active_tape():
             _compat.launch_original(
                 variant,
                 dim=launch["dim"],
-                inputs=copies + [shadows[label] for label in labels],
-                device=device,
+                inputs=copies + [s for label in shadowed for s in shadows[label]],
+                device=launch.get("device"),
                 max_blocks=launch.get("max_blocks", 0),
                 block_dim=launch.get("block_dim", 256),
             )
     except Exception:  # noqa: BLE001 - the twin does not build or launch here: whole-argument reads
         _CACHE[id(kernel)] = (kernel, None)
         return {}
-    return {label: shadows[label].numpy() != 0 for label in labels}
+    out = {}
+    for label in labels:
+        if not isinstance(by_label[label], warp.array):
+            continue
+        if access[label].writes:
+            before, after, written = (s.numpy() != 0 for s in shadows[label])
+        else:
+            before = shadows[label][0].numpy() != 0
+            after = written = np.zeros_like(before)
+        out[label] = ElementReads(before, after, written)
+    return out

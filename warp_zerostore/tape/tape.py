@@ -12,16 +12,25 @@ they were when the launch was recorded. :class:`Tape` watches recorded launches 
   ``fill_``, NumPy/Torch writes through shared memory, untaped launches), found by content checksums at the
   next recorded launch that touches it, or at ``backward()``.
 
+Two more kinds say what the Tape cannot do, whatever ``check`` is (warned with ``check="off"`` too):
+
+* **read before and after write** (with ``snapshot=True``): one thread read an element both before and after
+  the launch wrote it; Warp's replay reads one value for both reads, so no snapshot can make both right.
+* **not checked (graph capture)**: a launch recorded inside ``wp.ScopedCapture`` is not run (CPU, Warp >= 1.19)
+  or runs later (CUDA graphs), so the Tape can neither see its reads and writes nor snapshot it.
+
 Precision: written elements come from a content diff (copy before the launch, compare after), so they are
 element-precise, but a store of the value already there is invisible. Read elements come from an instrumented
 twin of the kernel (:mod:`.read_twin`) run on copies before the launch, for arguments read by full
-element indexing (``x[i]``, ``x[i, j]``); other arguments the kernel's source reads (:mod:`.access`)
-count as read in whole (conservative). Elements are identified by memory address per device, so views of one
-buffer (``x``, ``x[1:]``) are connected.
+element indexing (``x[i]``, ``x[i, j]``), in the kernel or in the ``@wp.func`` helpers it passes them to; other
+arguments the kernel's source reads (:mod:`.access`) count as read in whole (conservative). A thread
+reading back what it wrote in the same launch is not a stale read (replay reads the launch's output too).
+Elements are identified by memory address per device (:mod:`.memory`), so views of one buffer are connected.
 
 ``snapshot=True`` saves, before a recorded launch, every array it may write that a recorded launch (earlier
-or this one) reads, and restores them in reverse order during ``backward()``; when ``backward()`` returns,
-arrays hold their values from the end of the forward pass again.
+or this one) reads. During ``backward()``, just before the launch's adjoint, each element gets back the value
+the launch read: its input value, or its output value where the thread read it back after writing it; after the
+adjoint, the input value. When ``backward()`` returns, arrays hold their values from the end of the forward pass.
 
 Checks and snapshots act only on launches made through ``warp.launch`` / ``warp.launch_tiled`` (which the
 Tape intercepts while it is entered with checks or snapshots on); with ``check="off"`` and
@@ -30,11 +39,13 @@ Tape intercepts while it is entered with checks or snapshots on); with ``check="
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import os
 import sys
 import warnings
+from typing import Callable, Iterator
 
 import numpy as np
 import warp
@@ -42,13 +53,18 @@ import warp
 from .. import _compat, config
 from ..config import validate_check
 from ..options import effective_mode
-from . import read_twin as read_instrumentation
-from .access import argument_access
+from . import read_twin
+from .access import ArgumentAccess, argument_access
+from .memory import AddressBook, span
 
 OVERWRITE = "overwrite"
 STALE_READ = "stale read"
 MUTATED = "mutated after record"
-KINDS = (OVERWRITE, STALE_READ, MUTATED)
+REPLAY = "read before and after write"
+CAPTURED = "not checked (graph capture)"
+KINDS = (OVERWRITE, STALE_READ, MUTATED, REPLAY, CAPTURED)
+# Kinds about what the Tape cannot do: reported (warned) even by a Tape with check="off".
+_ALWAYS_REPORTED = (REPLAY, CAPTURED)
 
 
 class OverwriteWarning(UserWarning):
@@ -69,7 +85,8 @@ class Site:
     location: str
 
     def describe(self) -> str:
-        return f"kernel '{self.kernel}' (launch #{self.launch} at {self.location}), argument '{self.argument}'"
+        where = f"kernel '{self.kernel}' (launch #{self.launch} at {self.location})"
+        return where + (f", argument '{self.argument}'" if self.argument else "")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -111,6 +128,22 @@ class Hazard:
                 f"{' argument ' + repr(self.reader.argument) + ';' if same else ''} its backward pass will re-read "
                 "the new values. Write to a new array, or record with wp.Tape(snapshot=True)."
             )
+        if self.kind == REPLAY:
+            return (
+                f"read before and after write: in {self.writer.describe()}, {self.elements} element(s) are read by "
+                "one thread both before and after the same launch writes them. Warp's backward replay reads one "
+                "value for both reads, so no snapshot can make both right: the snapshot restores the value written "
+                "(right for the later read; the gradient is right only if the earlier read's value does not matter, "
+                "as in an accumulation a[i] = a[i] + v). To be sure, write the result to a separate array."
+            )
+        if self.kind == CAPTURED:
+            return (
+                f"not checked (graph capture): {self.writer.describe()} was recorded inside wp.ScopedCapture / "
+                "wp.capture_begin, where Warp records a launch without running it (CPU) or runs it later (CUDA "
+                "graph), so Tape checks cannot see what it reads and writes and Tape(snapshot=True) cannot save "
+                "its inputs. Record this Tape without graph capture to check it (for Newton's examples, "
+                "use_cuda_graph/use_graph = False)."
+            )
         return (
             f"mutated after record: the array read by {self.reader.describe()} changed after the launch was "
             f"recorded, outside any recorded kernel launch (wp.copy, assign, fill_, NumPy or Torch writes, untaped launches; "
@@ -119,18 +152,66 @@ class Hazard:
         )
 
 
-# Every hazard any Tape finds, while ``python -m warp_zerostore check`` collects them.
-_sink: list | None = None
+# -- hazard listeners: who hears of each new hazard besides the Tape that found it
+
+_listeners: list = []
+
+
+@contextlib.contextmanager
+def hazard_listener(callback: Callable[[Hazard], None]) -> Iterator[None]:
+    """Within the block, every Tape calls ``callback(hazard)`` for each hazard it records (each distinct
+    hazard once per Tape; real or not). ``python -m warp_zerostore check`` collects its report this way.
+
+    Example::
+
+        import warnings
+
+        import warp_zerostore as wp
+        from warp_zerostore.tape import hazard_listener
+
+        @wp.kernel
+        def square_in_place(x: wp.array(dtype=float)):
+            x[wp.tid()] = x[wp.tid()] * x[wp.tid()]
+
+        found = []
+        x = wp.array([3.0], dtype=float, requires_grad=True)
+        with hazard_listener(found.append), warnings.catch_warnings():
+            warnings.simplefilter("ignore", wp.OverwriteWarning)
+            with wp.Tape(check="warn"):
+                wp.launch(square_in_place, dim=1, inputs=[x])
+        assert [h.kind for h in found] == ["stale read"]
+    """
+    _listeners.append(callback)
+    try:
+        yield
+    finally:
+        _listeners.remove(callback)
+
+
+# -- helpers
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(__file__)) + os.sep  # warp_zerostore/
+
+
+def _is_internal(filename: str) -> bool:
+    return filename.startswith(_compat.warp_package_dirs() + (_PACKAGE_DIR,)) or filename.startswith("<frozen")
 
 
 def _call_site() -> str:
-    skip = _compat.warp_package_dirs() + (os.path.dirname(os.path.dirname(__file__)) + os.sep,)
-    frame = sys._getframe(2)
-    while frame is not None and frame.f_code.co_filename.startswith(skip):
+    frame = sys._getframe(1)
+    while frame is not None and _is_internal(frame.f_code.co_filename):
         frame = frame.f_back
     if frame is None:
         return "<unknown>"
     return f"{frame.f_code.co_filename}:{frame.f_lineno}"
+
+
+def _user_stacklevel() -> int:
+    """The ``warnings.warn`` stacklevel (from its caller) of the first frame outside Warp and this package."""
+    level, frame = 1, sys._getframe(1)
+    while frame is not None and _is_internal(frame.f_code.co_filename):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _host_copy(arr) -> np.ndarray:
@@ -162,21 +243,25 @@ def _device_copy(arr):
         return warp.clone(arr, requires_grad=False)
 
 
+def _device_array(values: np.ndarray, like):
+    with _compat.no_active_tape():
+        return warp.array(values, dtype=like.dtype, shape=like.shape, device=like.device)
+
+
 def _copy_into(dest, src) -> None:
     with _compat.no_active_tape():
         warp.copy(dest, src)
 
 
 class _Restore:
-    """A Tape entry run by ``backward()`` just before the adjoint of the launch it follows: the arrays that
-    launch wrote get their pre-launch values back."""
+    """A Tape entry ``backward()`` calls in reverse order, like a launch's adjoint: copies saved values back."""
 
     def __init__(self, pairs):
-        self.pairs = pairs  # [(array, snapshot)]
+        self.pairs = pairs  # [(array, saved device copy)]
 
     def __call__(self):
-        for arr, snap in self.pairs:
-            _copy_into(arr, snap)
+        for arr, saved in self.pairs:
+            _copy_into(arr, saved)
 
 
 class _Tracked:
@@ -189,39 +274,43 @@ class _Tracked:
         self.read = False
 
 
-# Elements are tracked by memory address (per device), so views of one buffer (x, x[1:], x[::2]) are connected.
+# -- one recorded launch, phase by phase
 
 
-def _addresses(arr) -> np.ndarray:
-    """The address of each element of an array (its shape), from its pointer and byte strides."""
-    out = np.full(arr.shape, int(arr.ptr or 0), dtype=np.int64)
-    for axis, (size, stride) in enumerate(zip(arr.shape, arr.strides)):
-        index_shape = [1] * len(arr.shape)
-        index_shape[axis] = size
-        out = out + (np.arange(size, dtype=np.int64) * int(stride)).reshape(index_shape)
-    return out
+@dataclasses.dataclass
+class _ArrayUse:
+    """One array argument of a recorded launch and what the Tape saved about it."""
+
+    label: str
+    array: object
+    access: ArgumentAccess
+    before: np.ndarray | None = None  # host copy from before the launch
+    after: np.ndarray | None = None  # host copy from after the launch
+    marks: read_twin.ElementReads | None = None  # element reads, when the read twin ran
+    saved: object = None  # device copy from before the launch (snapshot)
+    checksum: str | None = None  # of ``before``, once computed
+    located: tuple | None = None  # (Region, slot per element), once looked up for this launch
+
+    def read_mask(self, which: str) -> np.ndarray | None:
+        """Elements read ``before`` / ``after`` the launch wrote them, None: the whole array (no twin)."""
+        if self.marks is None:
+            return None if which == "before" else np.zeros(self.array.shape, dtype=bool)
+        return getattr(self.marks, which)
 
 
-def _span(arr) -> tuple:
-    """``[first, last)`` bytes an array's elements occupy."""
-    if arr.size == 0 or not arr.ptr:
-        return (0, 0)
-    first = int(arr.ptr) + sum(min(0, (n - 1) * s) for n, s in zip(arr.shape, arr.strides))
-    last = int(arr.ptr) + sum(max(0, (n - 1) * s) for n, s in zip(arr.shape, arr.strides))
-    return (first, last + _compat.dtype_size_bytes(arr.dtype))
+@dataclasses.dataclass
+class _Launch:
+    """A launch the Tape records: its kernel, its array arguments (each once) and where the user launched it."""
 
+    kernel: object
+    index: int
+    location: str
+    device: object
+    uses: list
 
-class _Memory:
-    """Per device: which recorded launch last wrote each address, and which addresses each read site read."""
+    def site(self, label: str) -> Site:
+        return Site(self.index, self.kernel.key, label, self.location)
 
-    def __init__(self):
-        self.written = np.zeros(0, dtype=np.int64)  # sorted addresses
-        self.writer = np.zeros(0, dtype=np.int64)  # index into Tape._sites, aligned with ``written``
-        self.reads: dict = {}  # (kernel, argument, location) -> [Site, sorted addresses]
-        self.read_spans: set = set()  # [first, last) of every array a recorded launch read
-
-    def overlaps_read(self, span) -> bool:
-        return any(first < span[1] and span[0] < last for first, last in self.read_spans)
 
 def _launch_hook(original, args, kwargs):
     tape = _compat.active_tape()
@@ -237,7 +326,8 @@ class Tape(_compat.WarpTape):
     per distinct real hazard) or ``"error"`` (:class:`OverwriteError` at the launch that creates it, or at
     ``backward()`` for a mutation). Every hazard found, real or not, is in ``tape.hazards``.
     ``snapshot=True`` makes in-place updates of arrays that recorded launches read differentiable;
-    ``tape.snapshot_bytes`` says how much it saved, ``tape.reset()`` frees it.
+    ``tape.snapshot_bytes`` says how much it saved, ``tape.reset()`` frees it. Launches recorded under graph
+    capture cannot be checked or snapshotted: the Tape says so (and ``snapshot=True`` raises).
 
     Example::
 
@@ -269,8 +359,9 @@ class Tape(_compat.WarpTape):
 
     def _clear_tracking(self):
         self._tracked: dict = {}
-        self._memory: dict = {}  # device -> _Memory
-        self._sites: list = []  # writer Sites, indexed from _Memory.writer
+        self._books: dict = {}  # device -> AddressBook
+        self._located: dict = {}  # id -> (array, Region, slots)
+        self._sites: list = []  # writer Sites, indexed from Region.writer
         self._snapshotted: dict = {}  # id -> array with at least one snapshot
         self.snapshot_bytes = 0
 
@@ -294,7 +385,136 @@ class Tape(_compat.WarpTape):
                 self._hooked = False
                 _compat.remove_launch_hook()
 
-    # -- recording
+    # -- recording: the phases of one launch
+
+    def _recorded_launch(self, original, args, kwargs):
+        a = _compat.launch_arguments(args, kwargs)
+        if a.get("adjoint") or not a.get("record_tape", True) or a.get("record_cmd"):
+            return original(*args, **kwargs)
+        launch = self._plan(a)
+        if _compat.is_capturing(launch.device):
+            return self._captured(launch, original, args, kwargs)
+        found = self._before(launch, a)
+        result = original(*args, **kwargs)
+        if _compat.tape_launch_count(self) <= launch.index:  # not recorded (e.g. the Tape was left inside)
+            return result
+        entry = self.launches[launch.index]
+        if _compat.is_kernel_launch(entry):
+            launch.kernel = _compat.launch_kernel(entry)  # the overload actually launched
+        found += self._after(launch)
+        self._save_snapshots(launch)
+        self._report(found)
+        return result
+
+    def _plan(self, a: dict) -> _Launch:
+        """The launch's array arguments that the kernel uses (each array once, under its first label)."""
+        kernel = a["kernel"]
+        access = argument_access(kernel)
+        values = list(a.get("inputs") or []) + list(a.get("outputs") or [])
+        uses, seen = [], set()
+        for label, value in zip(_compat.kernel_argument_labels(kernel), values):
+            if label in access and isinstance(value, warp.array) and id(value) not in seen:
+                seen.add(id(value))
+                uses.append(_ArrayUse(label, value, access[label]))
+        device = a.get("device")
+        if device is None:
+            device = uses[0].array.device if uses else warp.get_device()
+        return _Launch(kernel, _compat.tape_launch_count(self), _call_site(), device, uses)
+
+    def _captured(self, launch: _Launch, original, args, kwargs):
+        """Under graph capture the launch does not run now: record it, and say it was not checked."""
+        result = original(*args, **kwargs)
+        self._report([Hazard(CAPTURED, writer=launch.site(""))], force_error=self.snapshot)
+        return result
+
+    def _before(self, launch: _Launch, a: dict) -> list:
+        """Element reads (the read twin, on copies), host copies, mutation checks, snapshot copies."""
+        checking = self.check != "off"
+        found = []
+        if any(use.access.reads for use in launch.uses):
+            marks = read_twin.element_reads(launch.kernel, a, _device_copy)
+            for use in launch.uses:
+                use.marks = marks.get(use.label)
+        for use in launch.uses:
+            wanted = self.snapshot and use.access.writes and use.array.size and (
+                use.access.reads or self._read_before(use.array)
+            )
+            if checking or wanted:
+                use.before = _host_copy(use.array)
+            if wanted:
+                use.saved = _device_copy(use.array)
+            tracked = self._tracked.get(id(use.array))
+            if checking and tracked is not None and tracked.read:
+                use.checksum = _checksum(use.before)
+            if checking and tracked is not None and tracked.read and tracked.checksum != use.checksum:
+                for reader in tracked.readers.values():
+                    found.append(Hazard(MUTATED, writer=launch.site(use.label), reader=reader))
+        return found
+
+    def _after(self, launch: _Launch) -> list:
+        """Reads recorded, then writes compared with earlier writes and reads; checksums refreshed."""
+        checking = self.check != "off"
+        found = []
+        for use in launch.uses:
+            if use.access.reads and use.array.size:
+                self._record_read(launch, use, use.read_mask("before"))
+        changed_regions = []
+        # An array the kernel does not write keeps its values, unless it shares memory with one it writes.
+        written_regions = {id(self._locate(u)[0]) for u in launch.uses if u.access.writes and u.array.size}
+        for use in launch.uses:
+            if use.before is None:
+                continue
+            unchanged = not use.access.writes and (
+                not use.array.size or id(self._locate(use)[0]) not in written_regions
+            )
+            use.after = use.before if unchanged else _host_copy(use.array)
+            if not checking:
+                continue
+            tracked = self._track(use.array)
+            if not unchanged:
+                changed = _changed(use.before, use.after, use.array.shape)
+                if changed.any():
+                    found.extend(self._write_hazards(launch, use, changed))
+                    changed_regions.append((use.array, self._locate(use)[0]))
+                use.checksum = None
+            tracked.checksum = use.checksum if use.checksum is not None else _checksum(use.after)
+        # A thread's read of its own write: not stale for this launch's writes, but it is for later writers.
+        for use in launch.uses:
+            if use.access.reads and use.array.size and use.marks is not None and use.marks.after.any():
+                self._record_read(launch, use, use.marks.after)
+        if checking:
+            self._refresh_views(launch, changed_regions)
+        return found
+
+    def _save_snapshots(self, launch: _Launch) -> None:
+        """Restore entries around the launch: before its adjoint, what it read; after its adjoint, its input."""
+        read_values, inputs = [], []
+        found = []
+        for use in launch.uses:
+            if use.saved is None or not _changed(use.before, use.after, use.array.shape).any():
+                continue  # a snapshot of an array the launch did not change is not needed
+            self._snapshotted[id(use.array)] = use.array
+            saved_bytes = use.saved.size * _compat.dtype_size_bytes(use.saved.dtype)
+            after = use.marks.after if use.marks is not None else None
+            if after is None or not after.any():
+                read_values.append((use.array, use.saved))
+                self.snapshot_bytes += saved_bytes
+                continue
+            values = use.before.copy()
+            values[after] = use.after[after]
+            read_values.append((use.array, _device_array(values, use.array)))
+            inputs.append((use.array, use.saved))
+            self.snapshot_bytes += 2 * saved_bytes
+            both = int(np.count_nonzero(after & use.marks.before))
+            if both:
+                found.append(Hazard(REPLAY, writer=launch.site(use.label), elements=both))
+        if read_values:
+            _compat.append_tape_callback(self, _Restore(read_values))
+        if inputs:
+            _compat.insert_tape_callback(self, launch.index, _Restore(inputs))
+        self._report(found)
+
+    # -- bookkeeping
 
     def _track(self, arr) -> _Tracked:
         tracked = self._tracked.get(id(arr))
@@ -302,147 +522,108 @@ class Tape(_compat.WarpTape):
             tracked = self._tracked[id(arr)] = _Tracked(arr)
         return tracked
 
-    def _recorded_launch(self, original, args, kwargs):
-        a = _compat.launch_arguments(args, kwargs)
-        if a.get("adjoint") or not a.get("record_tape", True) or a.get("record_cmd"):
-            return original(*args, **kwargs)
-        kernel = a["kernel"]
-        access = argument_access(kernel)
-        values = list(a.get("inputs") or []) + list(a.get("outputs") or [])
-        arrays = []  # (label, array), each array once (first label)
-        seen = set()
-        for label, value in zip(_compat.kernel_argument_labels(kernel), values):
-            if label in access and isinstance(value, warp.array) and id(value) not in seen:
-                seen.add(id(value))
-                arrays.append((label, value))
-        location = _call_site()
-        index = len(self.launches)
-        checking = self.check != "off"
-        found = []
-
-        before = {}
-        read_masks = {}
-        if checking:
-            if any(access[label].reads for label, _ in arrays):
-                read_masks = read_instrumentation.element_reads(kernel, a, _device_copy)
-            for label, arr in arrays:
-                before[label] = _host_copy(arr)
-                tracked = self._tracked.get(id(arr))
-                if tracked is not None and tracked.read and tracked.checksum != _checksum(before[label]):
-                    for reader in tracked.readers.values():
-                        found.append(Hazard(MUTATED, writer=Site(index, kernel.key, label, location), reader=reader))
-
-        snapshots = []
-        if self.snapshot:
-            for label, arr in arrays:
-                use = access[label]
-                if use.writes and arr.size and (use.reads or self._memory_of(arr).overlaps_read(_span(arr))):
-                    snapshots.append((label, arr, _device_copy(arr)))
-
-        result = original(*args, **kwargs)
-        if len(self.launches) <= index:  # not recorded (e.g. the Tape was left inside the launch)
-            return result
-        kernel = self.launches[index][0]  # the overload actually launched
-
-        for label, arr in arrays:
-            if access[label].reads and arr.size:
-                tracked = self._track(arr)
-                tracked.read = True
-                site = Site(index, kernel.key, label, location)
-                key = (site.kernel, site.argument, site.location)
-                tracked.readers.setdefault(key, site)
-                memory = self._memory_of(arr)
-                memory.read_spans.add(_span(arr))
-                if checking:
-                    addresses = _addresses(arr)
-                    mask = read_masks.get(label)
-                    addresses = np.unique(addresses[mask] if mask is not None else addresses)
-                    entry = memory.reads.get(key)
-                    if entry is None:
-                        memory.reads[key] = [site, addresses]
-                    else:
-                        entry[1] = np.union1d(entry[1], addresses)
-
-        if checking:
-            changed_spans = []
-            for label, arr in arrays:
-                after = _host_copy(arr)
-                tracked = self._track(arr)
-                changed = _changed(before[label], after, arr.shape)
-                if changed.any():
-                    writer = Site(index, kernel.key, label, location)
-                    found.extend(self._write_hazards(arr, changed, writer, kernel, access[label]))
-                    changed_spans.append((str(arr.device), _span(arr)))
-                tracked.checksum = _checksum(after)
-            # Other arrays over the same memory (views) changed through a recorded launch too: not a mutation.
-            passed = {id(arr) for _, arr in arrays}
-            for other in self._tracked.values():
-                if id(other.array) not in passed and other.checksum is not None:
-                    span, device = _span(other.array), str(other.array.device)
-                    if any(d == device and a < span[1] and span[0] < b for d, (a, b) in changed_spans):
-                        other.checksum = _checksum(_host_copy(other.array))
-            # A snapshot of an array the launch did not change is not needed.
-            snapshots = [s for s in snapshots if _changed(before[s[0]], _host_copy(s[1]), s[1].shape).any()]
-
-        if snapshots:
-            for _, arr, snap in snapshots:
-                self._snapshotted[id(arr)] = arr
-                self.snapshot_bytes += snap.size * _compat.dtype_size_bytes(snap.dtype)
-            self.launches.append(_Restore([(arr, snap) for _, arr, snap in snapshots]))
-
-        self._report(found, stacklevel=5)  # _report <- here <- hook <- warp.launch <- the user's line
-        return result
-
-    def _memory_of(self, arr) -> _Memory:
+    def _region(self, arr):
+        """``(Region, slot per element)`` of an array; kept per array object while its region is not merged."""
+        cached = self._located.get(id(arr))
+        if cached is not None and cached[0] is arr and cached[1].alive:
+            return cached[1], cached[2]
         key = str(arr.device)
-        memory = self._memory.get(key)
-        if memory is None:
-            memory = self._memory[key] = _Memory()
-        return memory
+        book = self._books.get(key)
+        if book is None:
+            book = self._books[key] = AddressBook()
+        region, slots = book.region(arr)
+        region.arrays[id(arr)] = arr
+        self._located[id(arr)] = (arr, region, slots)
+        return region, slots
 
-    def _write_hazards(self, arr, changed, writer: Site, kernel, use) -> list:
+    def _locate(self, use: _ArrayUse):
+        """The use's region and slots, looked up once per launch (regions only grow within a launch)."""
+        if use.located is None or not use.located[0].alive:
+            use.located = self._region(use.array)
+        return use.located
+
+    def _read_before(self, arr) -> bool:
+        """Did a recorded launch read any element of ``arr``?"""
+        if not arr.size:
+            return False
+        region, slots = self._region(arr)
+        return bool(region.read_any[slots].any())
+
+    def _record_read(self, launch: _Launch, use: _ArrayUse, mask) -> None:
+        tracked = self._track(use.array)
+        tracked.read = True
+        site = launch.site(use.label)
+        key = (site.kernel, site.argument, site.location)
+        tracked.readers.setdefault(key, site)
+        region, slots = self._locate(use)
+        read = slots if mask is None else slots[mask]
+        entry = region.reads.get(key)
+        if entry is None:
+            entry = region.reads[key] = [site, np.zeros(region.writer.size, dtype=bool)]
+        entry[1][read] = True
+        region.read_any[read] = True
+
+    def _write_hazards(self, launch: _Launch, use: _ArrayUse, changed) -> list:
         found = []
-        memory = self._memory_of(arr)
-        written = np.unique(_addresses(arr)[changed])
-        earlier = np.isin(memory.written, written, assume_unique=True)
-        if use.stores:  # accumulation over earlier values (atomic_add) is exact, not an overwrite
-            sites, counts = np.unique(memory.writer[earlier], return_counts=True)
+        writer = launch.site(use.label)
+        region, slots = self._locate(use)
+        written = slots[changed]
+        if any(stride == 0 for stride in use.array.strides):  # broadcast: one element at several indices
+            written = np.unique(written)
+        if use.access.stores:  # accumulation over earlier values (atomic_add) is exact, not an overwrite
+            earlier = region.writer[written]
+            sites, counts = np.unique(earlier[earlier >= 0], return_counts=True)
             for site, count in zip(sites.tolist(), counts.tolist()):
                 found.append(
                     Hazard(
                         OVERWRITE,
                         writer=writer,
                         earlier=self._sites[site],
-                        real=not _zeroes_store_adjoints(kernel),
+                        real=not _zeroes_store_adjoints(launch.kernel),
                         elements=int(count),
                     )
                 )
-        for reader, addresses in memory.reads.values():
-            count = np.intersect1d(addresses, written, assume_unique=True).size
+        for reader, bitmap in region.reads.values():
+            count = int(np.count_nonzero(bitmap[written]))
             if count:
-                found.append(Hazard(STALE_READ, writer=writer, reader=reader, elements=int(count)))
+                found.append(Hazard(STALE_READ, writer=writer, reader=reader, elements=count))
         self._sites.append(writer)
-        addresses = np.concatenate([memory.written[~earlier], written])
-        writers = np.concatenate([memory.writer[~earlier], np.full(written.size, len(self._sites) - 1, np.int64)])
-        order = np.argsort(addresses, kind="stable")
-        memory.written, memory.writer = addresses[order], writers[order]
+        region.writer[written] = len(self._sites) - 1
         return found
 
-    def _report(self, found, stacklevel: int):
+    def _refresh_views(self, launch: _Launch, changed_regions: list) -> None:
+        """Other arrays over memory a recorded launch changed (views) changed legitimately: not a mutation."""
+        passed = {id(use.array) for use in launch.uses}
+        for arr, region in changed_regions:
+            first, last = span(arr)
+            for other in region.arrays.values():
+                tracked = self._tracked.get(id(other))
+                if id(other) in passed or tracked is None or tracked.checksum is None:
+                    continue
+                other_first, other_last = span(other)
+                if first < other_last and other_first < last:
+                    tracked.checksum = _checksum(_host_copy(other))
+
+    # -- reporting
+
+    def _report(self, found, force_error: bool = False):
         errors = []
         for hazard in found:
             if hazard.key() in self._hazard_keys:
                 continue
             self._hazard_keys.add(hazard.key())
             self.hazards.append(hazard)
-            if _sink is not None:
-                _sink.append(hazard)
+            for listener in list(_listeners):
+                listener(hazard)
             if not hazard.real:
                 continue
-            if self.check == "error":
+            level = self.check
+            if hazard.kind in _ALWAYS_REPORTED and level == "off":
+                level = "warn"
+            if level == "error" or force_error:
                 errors.append(hazard)
-            elif self.check == "warn":
-                warnings.warn(OverwriteWarning(hazard.message()), stacklevel=stacklevel)
+            elif level == "warn":
+                warnings.warn(OverwriteWarning(hazard.message()), stacklevel=_user_stacklevel())
         if errors:
             raise OverwriteError("\n".join(h.message() for h in errors))
 
@@ -455,7 +636,7 @@ class Tape(_compat.WarpTape):
                 if _checksum(_host_copy(tracked.array)) != tracked.checksum:
                     for reader in tracked.readers.values():
                         found.append(Hazard(MUTATED, writer=None, reader=reader))
-        self._report(found, stacklevel=4)  # _report <- here <- backward <- the user's line
+        self._report(found)
 
     def backward(self, loss=None, grads=None):
         if self.check != "off":
@@ -464,8 +645,8 @@ class Tape(_compat.WarpTape):
         try:
             super().backward(loss=loss, grads=grads)
         finally:
-            for arr, copy in final:  # the forward pass's final values, again
-                _copy_into(arr, copy)
+            for arr, saved in final:  # the forward pass's final values, again
+                _copy_into(arr, saved)
 
     def reset(self):
         """Clear the recorded launches, zero the gradients and free the snapshots (``hazards`` are kept)."""

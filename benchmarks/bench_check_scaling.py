@@ -1,0 +1,133 @@
+"""Check-mode cost: ``Tape(check="warn")`` over plain recording, (1) on a growing number of recorded launches and
+(2) on a Newton example at its default length.
+
+(1) The issue's program: per step one new 1000-element array, written by one launch; 250 / 500 / 1000 recorded
+launches on one Tape, no backward. Prints each time, the check/plain ratio, and the slope of check time against
+launches (least squares, seconds per launch) with the slopes of the halves (250->500, 500->1000): a cost linear
+in launches has equal slopes (the old address unions grew faster than quadratically: 6 / 37 / 268 s).
+
+(2) Newton's ``diffsim_ball`` (36 frames x 8 substeps of the semi-implicit solver and its collisions: the
+example's forward and backward), without graph capture, recorded on ``warp.Tape()`` versus on
+``warp_zerostore.Tape(check="warn")``, fresh Tape per run; target check/plain <= 5. Skipped if Newton is absent.
+
+Time: medians of interleaved runs, both sides in the same run, after one untimed warm-up of each (kernel
+builds, read twins). Usage: python benchmarks/bench_check_scaling.py [--repeats 3] [--launches 250 500 1000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import warnings
+
+import numpy as np
+import warp  # noqa: E402
+from common import interleaved_medians, report
+
+import warp_zerostore as wp  # noqa: E402
+from warp_zerostore import _compat, config  # noqa: E402
+from warp_zerostore.tape import tape as tape_safety  # noqa: E402
+
+
+@wp.kernel
+def scale_into(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+    i = wp.tid()
+    y[i] = 2.0 * x[i]
+
+
+def record(launches: int, make_tape):
+    x = wp.ones(1000, dtype=float, requires_grad=True)
+    tape = make_tape()
+    with tape, warnings.catch_warnings():
+        warnings.simplefilter("ignore", wp.OverwriteWarning)
+        for _ in range(launches):
+            y = wp.zeros(1000, dtype=float, requires_grad=True)
+            wp.launch(scale_into, dim=1000, inputs=[x, y])
+            x = y
+
+
+def scaling(counts: list, repeats: int) -> dict:
+    runs = {}
+    for n in counts:
+        runs[f"plain {n}"] = lambda n=n: record(n, warp.Tape)
+        runs[f"check {n}"] = lambda n=n: record(n, lambda: wp.Tape(check="warn"))
+    record(10, lambda: wp.Tape(check="warn"))  # warm-up: kernel and read twin built
+    timings = interleaved_medians(runs, repeats)
+    check = np.array([timings[f"check {n}"]["median_s"] for n in counts])
+    plain = np.array([timings[f"plain {n}"]["median_s"] for n in counts])
+    slope = float(np.polyfit(counts, check, 1)[0])
+    halves = [float((check[i + 1] - check[i]) / (counts[i + 1] - counts[i])) for i in range(len(counts) - 1)]
+    for n, c, p in zip(counts, check, plain):
+        print(f"  {n:5d} launches: check {c:8.3f} s, plain {p:7.3f} s, ratio {c / p:6.1f}x")
+    print(f"  slope: {slope * 1e3:.3f} ms per launch (segments: {', '.join(f'{h * 1e3:.3f}' for h in halves)} ms)")
+    return {
+        "launches": counts,
+        "check_s": check.tolist(),
+        "plain_s": plain.tolist(),
+        "ratio": (check / plain).tolist(),
+        "slope_s_per_launch": slope,
+        "segment_slopes_s_per_launch": halves,
+        "timings": timings,
+    }
+
+
+def newton_ball(repeats: int) -> dict | None:
+    try:
+        import newton.viewer  # noqa: PLC0415
+        from newton.examples.diffsim import example_diffsim_ball as example  # noqa: PLC0415
+    except ImportError:
+        print("  newton is not installed: skipped")
+        return None
+
+    class Args:
+        verbose = False
+
+    example.Example.capture = lambda self: setattr(self, "graph", None)
+    ball = example.Example(newton.viewer.ViewerNull(num_frames=1), Args())
+    launches = {}
+
+    def plain():
+        ball.forward_backward()
+        launches["plain"] = len(ball.tape.launches)
+
+    def check():
+        saved = config.check
+        config.check = "warn"
+        try:
+            with _compat.tape_class_replaced(tape_safety.Tape), warnings.catch_warnings():
+                warnings.simplefilter("ignore", wp.OverwriteWarning)
+                ball.forward_backward()
+        finally:
+            config.check = saved
+        launches["check"] = len(ball.tape.launches)
+        launches["hazards"] = len(ball.tape.hazards)
+
+    plain()
+    check()  # warm-up: builds and read twins
+    timings = interleaved_medians({"plain": plain, "check": check}, repeats)
+    ratio = timings["check"]["median_s"] / timings["plain"]["median_s"]
+    print(
+        f"  diffsim_ball, {launches['plain']} recorded launches: check {timings['check']['median_s']:.3f} s, "
+        f"plain {timings['plain']['median_s']:.3f} s, ratio {ratio:.2f}x (target <= 5), "
+        f"{launches['hazards']} hazard(s)"
+    )
+    return {"example": "diffsim_ball", "launches": launches, "ratio": ratio, "timings": timings}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--launches", type=int, nargs="+", default=[250, 500, 1000])
+    parser.add_argument("--skip-newton", action="store_true")
+    args = parser.parse_args()
+    wp.config.quiet = True
+    wp.init()
+    print("check time over plain recording, one new 1000-element array per launch:")
+    payload = {"repeats": args.repeats, "scaling": scaling(args.launches, args.repeats)}
+    if not args.skip_newton:
+        print("Newton example at its default length, no graph capture:")
+        payload["newton"] = newton_ball(args.repeats)
+    report("check_scaling", payload)
+
+
+if __name__ == "__main__":
+    main()

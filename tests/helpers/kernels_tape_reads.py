@@ -1,0 +1,93 @@
+"""Kernels for tests/test_tape_reads.py: reads of one's own writes, reads through helpers, annotation spellings."""
+
+import warp_zerostore as wp
+
+
+@wp.kernel
+def read_back_own_write(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+    # one thread: y[0] is read back after this launch wrote it (replay must see the written value)
+    y[0] = x[0] * x[0]
+    y[1] = y[0] * x[1]
+
+
+@wp.kernel
+def read_before_and_after_write(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+    # one thread reads y[0] before writing it and again after: no single restored value serves both reads
+    y[1] = y[0] * x[1]
+    y[0] = x[0] * x[0]
+    y[1] = y[1] + y[0] * x[1]
+
+
+@wp.kernel
+def chain_forward(parent: wp.array(dtype=int), local: wp.array(dtype=float), pose: wp.array(dtype=float)):
+    # forward kinematics down a chain: one thread writes a parent's pose and reads it for the child
+    for i in range(local.shape[0]):
+        p = parent[i]
+        base = float(0.0)
+        if p >= 0:
+            base = pose[p]
+        pose[i] = base + local[i]
+
+
+@wp.func
+def first(a: wp.array(dtype=float)):
+    return a[0]
+
+
+@wp.func
+def first_of_first(a: wp.array(dtype=float)):
+    return first(a) * 2.0
+
+
+@wp.func
+def store_at(a: wp.array(dtype=float), i: int, value: float):
+    a[i] = value
+
+
+@wp.kernel
+def read_first_through_helpers(a: wp.array(dtype=float), b: wp.array(dtype=float)):
+    i = wp.tid()
+    store_at(b, i, first_of_first(a))
+
+
+@wp.kernel
+def read_a_row(a: wp.array2d(dtype=float), b: wp.array(dtype=float)):
+    # a row of a 2-D array, `a[0]`, cannot be marked element by element: the whole of `a` counts as read
+    row = a[0]
+    b[wp.tid()] = row[0]
+
+
+@wp.kernel
+def fill(a: wp.array(dtype=float), offset: int, value: float):
+    a[wp.tid() + offset] = value
+
+
+@wp.kernel
+def fill_2d(a: wp.array2d(dtype=float), row: int, value: float):
+    a[row, wp.tid()] = value
+
+
+@wp.kernel
+def loss_of(y: wp.array(dtype=float), index: int, loss: wp.array(dtype=float)):
+    loss[0] = y[index]
+
+
+@wp.kernel
+def square_in_place(x: wp.array(dtype=float)):
+    i = wp.tid()
+    x[i] = x[i] * x[i]
+
+
+@wp.kernel
+def first_call(x: wp.array(dtype=float), out: wp.array(dtype=float)):
+    out[0] = x[0]
+
+
+@wp.kernel
+def first_1d(x: wp.array1d(dtype=float), out: wp.array(dtype=float)):
+    out[0] = x[0]
+
+
+@wp.kernel
+def first_2d(x: wp.array2d(dtype=float), out: wp.array(dtype=float)):
+    out[0] = x[0, 0]

@@ -1,0 +1,104 @@
+"""Which recorded launch last wrote each element, and which read sites read it: per-region tables, per device.
+
+Elements are identified by memory address, so views of one buffer (``x``, ``x[1:]``, ``x[::2]``) are connected.
+Memory is kept as disjoint regions (byte ranges that arrays seen by the Tape cover); each region holds NumPy
+tables indexed by ``(address - start) // unit``: the last writer of each slot and, per read site, a bitmap of
+the slots it read. A launch touches only the regions of its own arrays, found by bisection, so the cost of the
+bookkeeping per launch depends on that launch's arrays, not on how many launches were recorded before.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+
+import numpy as np
+
+from .. import _compat
+from .._memory import byte_span
+
+
+def addresses(arr) -> np.ndarray:
+    """The address of each element of an array (its shape), from its pointer and byte strides (any sign)."""
+    out = np.full(arr.shape, int(arr.ptr or 0), dtype=np.int64)
+    for axis, (size, stride) in enumerate(zip(arr.shape, arr.strides)):
+        index_shape = [1] * len(arr.shape)
+        index_shape[axis] = size
+        out = out + (np.arange(size, dtype=np.int64) * int(stride)).reshape(index_shape)
+    return out
+
+
+def span(arr) -> tuple:
+    """``[first, last)`` bytes an array's elements occupy (negative strides included; shared with the rest of
+    the package through :func:`warp_zerostore._memory.byte_span`)."""
+    return byte_span(arr)
+
+
+def _unit(arr, first: int) -> int:
+    """The largest slot size that puts every element of ``arr`` at a slot boundary counted from ``first``."""
+    unit = _compat.dtype_size_bytes(arr.dtype)
+    unit = math.gcd(unit, int(arr.ptr) - first)
+    for n, s in zip(arr.shape, arr.strides):
+        if n > 1:
+            unit = math.gcd(unit, abs(int(s)))
+    return max(unit, 1)
+
+
+class Region:
+    """One byte range ``[start, stop)`` in slots of ``unit`` bytes: last writer per slot, read bitmaps per site."""
+
+    def __init__(self, start: int, stop: int, unit: int):
+        self.start, self.stop, self.unit = start, stop, unit
+        slots = -(-(stop - start) // unit)
+        self.writer = np.full(slots, -1, dtype=np.int64)  # index into the Tape's writer sites; -1: none
+        self.reads: dict = {}  # read-site key -> [Site, bool bitmap]
+        self.read_any = np.zeros(slots, dtype=bool)
+        self.arrays: dict = {}  # id -> tracked array object over this region (views refresh their checksums)
+        self.alive = True  # False once merged into a larger region
+
+    def _absorb(self, other: Region) -> None:
+        """Copy another (smaller or coarser) region's tables into this one."""
+        step = other.unit // self.unit
+        offset = (other.start - self.start) // self.unit
+        where = offset + np.arange(other.writer.size) * step
+        self.writer[where] = other.writer
+        self.read_any[where] |= other.read_any
+        for key, (site, bitmap) in other.reads.items():
+            entry = self.reads.setdefault(key, [site, np.zeros(self.writer.size, dtype=bool)])
+            entry[1][where] |= bitmap
+        self.arrays.update(other.arrays)
+
+
+class AddressBook:
+    """The regions of one device, sorted by start address."""
+
+    def __init__(self):
+        self.starts: list = []
+        self.regions: list = []
+
+    def region(self, arr) -> tuple:
+        """``(region, slot index of each element (the array's shape))``; creates or merges regions as needed."""
+        first, last = span(arr)
+        lo = bisect.bisect_right(self.starts, first) - 1
+        if lo >= 0 and self.regions[lo].stop <= first:
+            lo += 1
+        lo = max(lo, 0)
+        hi = bisect.bisect_left(self.starts, last)
+        overlapping = self.regions[lo:hi]
+        if len(overlapping) == 1:
+            region = overlapping[0]
+            inside = region.start <= first and last <= region.stop
+            if inside and (first - region.start) % region.unit == 0 and _unit(arr, first) % region.unit == 0:
+                return region, (addresses(arr) - region.start) // region.unit
+        start = min([first] + [r.start for r in overlapping])
+        stop = max([last] + [r.stop for r in overlapping])
+        unit = _unit(arr, start)
+        for r in overlapping:
+            unit = math.gcd(math.gcd(unit, r.unit), r.start - start)
+        region = Region(start, stop, unit)
+        for r in overlapping:
+            region._absorb(r)
+            r.alive = False
+        self.starts[lo:hi] = [start]
+        self.regions[lo:hi] = [region]
+        return region, (addresses(arr) - region.start) // region.unit
