@@ -9,7 +9,8 @@
 //                     retain_grad=True (Warp >= 1.13) are read but not zeroed.
 //   adj_X_accumulate  reads the same element and never zeroes it (Warp <= 1.12 semantics).
 //
-// The Python side prepends `#define WP_ZS_HAS_RETAIN_GRAD 0|1` before this text. No function-style casts:
+// The Python side (codegen/native.py) prepends the defines WP_ZS_HAS_RETAIN_GRAD, WP_ZS_TILE_INDEX_T and
+// WP_ZS_HAS_TILE_GRAD_ZERO_GLOBAL, which describe the installed Warp, before this text. No function-style casts:
 // Warp <= 1.12 `#define float(x)` and `int(x)` in its headers.
 
 #ifndef WARP_ZEROSTORE_H
@@ -182,12 +183,7 @@ WP_ZS_GENERIC_ARRAY_STORE(adj_array_store_accumulate)
 // The _zero / _accumulate twins read the overwritten slot of the gradient element into the stored value's
 // adjoint; _zero then zeroes that slot (not the rest of the element).
 
-// Forward of a component store into an array element on Warp <= 1.18 (same write as Warp's own).
-template <typename T, typename Access, typename V, typename... Ints>
-CUDA_CALLABLE inline void component_store(const array_t<T>& buf, V value, Access access, Ints... idx)
-{
-    access(index(buf, idx...)) = value;
-}
+// The forward is Warp's own (address, indexref, store); only the reverse statement is added.
 template <typename T, typename Access, typename AdjSlot, typename... Ints>
 CUDA_CALLABLE inline void
 adj_component_store(const array_t<T>& buf, const array_t<T>& adj_buf, AdjSlot& adj_value, Access access, Ints... idx)

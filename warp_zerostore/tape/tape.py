@@ -51,7 +51,7 @@ import numpy as np
 import warp
 
 from .. import _compat, config
-from ..config import validate_check
+from ..config import CheckLevel, validate_check
 from ..options import effective_mode
 from . import read_twin
 from .access import ArgumentAccess, argument_access
@@ -348,7 +348,7 @@ class Tape(_compat.WarpTape):
         assert x.numpy()[0] == 81.0 and tape.snapshot_bytes == 8
     """
 
-    def __init__(self, check=None, snapshot: bool = False):
+    def __init__(self, check: CheckLevel | None = None, snapshot: bool = False):
         super().__init__()
         self.check = validate_check(config.check if check is None else check, "Tape(check=...)")
         self.snapshot = bool(snapshot)
