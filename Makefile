@@ -32,6 +32,7 @@ demo: install
 
 lint: install
 	$(BIN)/ruff check warp_zerostore tests benchmarks examples
+	$(BIN)/ruff format --check warp_zerostore tests benchmarks examples
 	$(BIN)/lint-imports
 
 test: install

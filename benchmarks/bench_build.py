@@ -30,7 +30,9 @@ print(time.perf_counter() - start)
 
 def build_once(flag: str) -> float:
     with tempfile.TemporaryDirectory() as cache:
-        env = dict(os.environ, WARP_CACHE_PATH=cache, ZS_BENCH_FLAG=flag, PYTHONPATH=os.pathsep.join([str(HERE)] + sys.path))
+        env = dict(
+            os.environ, WARP_CACHE_PATH=cache, ZS_BENCH_FLAG=flag, PYTHONPATH=os.pathsep.join([str(HERE)] + sys.path)
+        )
         out = subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True, text=True, check=True)
         return float(out.stdout.strip().splitlines()[-1])
 

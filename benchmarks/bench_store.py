@@ -54,7 +54,9 @@ def main() -> None:
 
     def arrays():
         x = wp.array(np.linspace(0.0, 1.0, n, dtype=np.float32), dtype=float, device=device)
-        outs = [wp.zeros(n, dtype=float, device=device) for _ in range(4)] + [wp.zeros(n, dtype=wp.mat44, device=device)]
+        outs = [wp.zeros(n, dtype=float, device=device) for _ in range(4)] + [
+            wp.zeros(n, dtype=wp.mat44, device=device)
+        ]
         adj_x = wp.zeros(n, dtype=float, device=device)
         adj_outs = [wp.ones(n, dtype=float, device=device) for _ in range(4)] + [
             wp.ones(n, dtype=wp.mat44, device=device)
@@ -87,7 +89,9 @@ def main() -> None:
     print(f"backward median, zero_store=True : {timings['zero_store=True']['median_s'] * 1e3:.2f} ms")
     print(f"backward median, zero_store=False: {timings['zero_store=False']['median_s'] * 1e3:.2f} ms")
     stock = timings["zero_store=None"]["median_s"]
-    print(f"backward median, unflagged (stock {'zeroes' if STOCK_STORE_ZEROES else 'accumulates'}): {stock * 1e3:.2f} ms")
+    print(
+        f"backward median, unflagged (stock {'zeroes' if STOCK_STORE_ZEROES else 'accumulates'}): {stock * 1e3:.2f} ms"
+    )
     print(f"ratio True/False: {ratio:.3f} (target <= 1.10)")
     print(f"ratio True/stock: {timings['zero_store=True']['median_s'] / stock:.3f}")
     report(

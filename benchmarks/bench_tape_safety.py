@@ -158,7 +158,9 @@ def main() -> None:
 
     x0, v0 = initial(args.n, args.device)
     results = {side: simulate(side, x0, v0, args.steps) for side in SIDES}  # build, warm up, and agree
-    np.testing.assert_allclose(results["snapshot"][1][0].grad.numpy(), results["one array per step"][1][0].grad.numpy(), rtol=1e-10)
+    np.testing.assert_allclose(
+        results["snapshot"][1][0].grad.numpy(), results["one array per step"][1][0].grad.numpy(), rtol=1e-10
+    )
     del results
     runs = {side: (lambda side=side: simulate(side, x0, v0, args.steps)) for side in SIDES}
     timings = interleaved_medians(runs, args.repeats)
@@ -194,8 +196,10 @@ def main() -> None:
         ratio = memory["snapshot"]["median_bytes"] / memory["one array per step"]["median_bytes"]
         print(f"peak memory ratio snapshot/one-array-per-step: {ratio:.3f} (target <= 1.05)")
         payload.update({"memory": memory, "memory_ratio_snapshot_over_per_step": ratio, "memory_target": 1.05})
-    print(f"launch overhead, Tape(check='off') / warp.Tape over {overhead['launches']} launches: "
-          f"{overhead['ratio_off_over_warp']:.3f}")
+    print(
+        f"launch overhead, Tape(check='off') / warp.Tape over {overhead['launches']} launches: "
+        f"{overhead['ratio_off_over_warp']:.3f}"
+    )
     report("tape_safety", payload)
 
 

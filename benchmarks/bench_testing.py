@@ -75,7 +75,11 @@ def draw_programs(dtype: str, count: int) -> list:
     drawn = []
 
     @settings(
-        max_examples=count, derandomize=True, database=None, deadline=None, phases=[Phase.generate],
+        max_examples=count,
+        derandomize=True,
+        database=None,
+        deadline=None,
+        phases=[Phase.generate],
         suppress_health_check=list(HealthCheck),
     )
     @given(program=wpt.programs(OPS[dtype], {n: T for n in ("x0", "x1", "t0", "t1", "t2")}), seed=st.integers(0, 2**31))
@@ -114,14 +118,20 @@ def main() -> None:
             for name in grads:
                 np.testing.assert_allclose(grads[name], expected[name], rtol=1e-4, atol=1e-4)
 
-    runs = {"check_gradients vjp": check("vjp"), "check_gradients jvp": check("jvp"), "tape vjp vs reference": against_reference}
+    runs = {
+        "check_gradients vjp": check("vjp"),
+        "check_gradients jvp": check("jvp"),
+        "tape vjp vs reference": against_reference,
+    }
     for fn in runs.values():  # build and warm up
         fn()
     timings = interleaved_medians(runs, args.repeats)
     per_second = {name: len(drawn) / t["median_s"] for name, t in timings.items()}
     launches = sum(len(p.launches) for p, _ in drawn) / len(drawn)
     elements = sum(p.shape[0] for p, _ in drawn) / len(drawn)
-    print(f"{len(drawn)} drawn {args.dtype} programs on {device}: {launches:.1f} launches, {elements:.1f} elements per array on average")
+    print(
+        f"{len(drawn)} drawn {args.dtype} programs on {device}: {launches:.1f} launches, {elements:.1f} elements per array on average"
+    )
     for name, rate in per_second.items():
         print(f"{name:>24}: {rate:8.1f} programs/s  ({timings[name]['median_s'] * 1e3 / len(drawn):.2f} ms each)")
     report(

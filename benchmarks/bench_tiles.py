@@ -50,12 +50,20 @@ def main() -> None:
     runs, setup = {}, {}
     for flag, kernel in KERNELS.items():
         C = wp.zeros((N, N), dtype=float, device=device)
-        adj = [wp.zeros((N, N), dtype=float, device=device) for _ in range(2)] + [wp.ones((N, N), dtype=float, device=device)]
+        adj = [wp.zeros((N, N), dtype=float, device=device) for _ in range(2)] + [
+            wp.ones((N, N), dtype=float, device=device)
+        ]
         wp.launch_tiled(kernel, dim=grid, inputs=[A, B, C], block_dim=args.block_dim, device=device)
 
         def backward(kernel=kernel, C=C, adj=adj):
             wp.launch_tiled(
-                kernel, dim=grid, inputs=[A, B, C], adj_inputs=adj, adjoint=True, block_dim=args.block_dim, device=device
+                kernel,
+                dim=grid,
+                inputs=[A, B, C],
+                adj_inputs=adj,
+                adjoint=True,
+                block_dim=args.block_dim,
+                device=device,
             )
             wp.synchronize_device(device)
 

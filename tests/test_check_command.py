@@ -10,7 +10,7 @@ import warp
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-KERNELS = '''
+KERNELS = """
 import warp as wp
 
 wp.config.quiet = True
@@ -25,10 +25,10 @@ def square_in_place(x: wp.array(dtype=float)):
 @wp.kernel
 def double(x: wp.array(dtype=float), y: wp.array(dtype=float)):
     y[wp.tid()] = 2.0 * x[wp.tid()]
-'''
+"""
 
 # Three Tapes, one in-place launch site: one hazard in the report (found by 3 Tapes).
-THREE_TAPES = '''
+THREE_TAPES = """
 import warp as wp
 from sibling_kernels import square_in_place
 
@@ -37,9 +37,9 @@ for _ in range(3):
     with wp.Tape():
         wp.launch(square_in_place, dim=1, inputs=[x])
 print("ran three tapes")
-'''
+"""
 
-CLEAN = '''
+CLEAN = """
 import sys
 import warp as wp
 from sibling_kernels import double
@@ -49,9 +49,9 @@ y = wp.zeros(3, dtype=float, requires_grad=True)
 with wp.Tape() as tape:
     wp.launch(double, dim=3, inputs=[x, y])
 print("args", sys.argv[1:])
-'''
+"""
 
-CAPTURED = '''
+CAPTURED = """
 import warp as wp
 from sibling_kernels import square_in_place
 
@@ -60,14 +60,18 @@ with wp.Tape():
     with wp.ScopedCapture(device="cpu"):
         wp.launch(square_in_place, dim=1, inputs=[x], device="cpu")
 print("captured")
-'''
+"""
 
 
 def run_check(*args, cwd):
     env = dict(os.environ, PYTHONPATH=ROOT)
     return subprocess.run(
         [sys.executable, "-m", "warp_zerostore", "check", *args],
-        capture_output=True, text=True, env=env, cwd=cwd, timeout=300,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=300,
     )
 
 

@@ -48,7 +48,10 @@ def test_featherstone_check_names_the_wrench_overwrite_and_nothing_else(chain):
         warnings.simplefilter("ignore", wp.OverwriteWarning)
         newton_chain.chain_loss(model, solver, Q, tape)
     real = [h for h in tape.hazards if h.real]
-    assert any(h.kind == "stale read" and h.writer.kernel == "eval_rigid_tau" and h.writer.argument == "body_f_ext" for h in real)
+    assert any(
+        h.kind == "stale read" and h.writer.kernel == "eval_rigid_tau" and h.writer.argument == "body_f_ext"
+        for h in real
+    )
     assert not reported_arrays(real) & NOT_AT_RISK, [h.message() for h in real]
 
 
@@ -57,7 +60,9 @@ def test_featherstone_snapshot_matches_central_differences(chain):
     fd = newton_chain.chain_central_differences(model, solver, Q)
     stock = newton_chain.chain_gradient(model, solver, Q, warp.Tape())
     # body_ft_s: eval_rigid_tau reads a parent's accumulated wrench before adding to it and after: named.
-    with pytest.warns(wp.OverwriteWarning, match="read before and after write: in kernel 'eval_rigid_tau'.*'body_ft_s'"):
+    with pytest.warns(
+        wp.OverwriteWarning, match="read before and after write: in kernel 'eval_rigid_tau'.*'body_ft_s'"
+    ):
         snap = newton_chain.chain_gradient(model, solver, Q, wp.Tape(snapshot=True))
     assert np.all(np.isfinite(snap))
     np.testing.assert_allclose(snap, fd, rtol=0.02)
@@ -78,7 +83,11 @@ def run_check(*args):
     env = dict(os.environ, PYTHONPATH=ROOT)
     return subprocess.run(
         [sys.executable, "-m", "warp_zerostore", "check", *args],
-        capture_output=True, text=True, env=env, cwd=os.path.join(ROOT, "tests"), timeout=900,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=os.path.join(ROOT, "tests"),
+        timeout=900,
     )
 
 

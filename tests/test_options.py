@@ -1,6 +1,5 @@
 """Resolving the mode (kernel > module > process), rebuilding when it changes, and clear errors."""
 
-
 import numpy as np
 import pytest
 import warp
@@ -63,7 +62,9 @@ def test_flagged_kernels_get_their_own_hash():
 
 @pytest.mark.parametrize("value", [1, 0, "yes", 1.0, np.bool_(True)])
 def test_non_bool_kernel_flag_is_refused(value):
-    with pytest.raises(TypeError, match=r"kernel 'test_non_bool_kernel_flag_is_refused.<locals>.bad'.*zero_store must be True"):
+    with pytest.raises(
+        TypeError, match=r"kernel 'test_non_bool_kernel_flag_is_refused.<locals>.bad'.*zero_store must be True"
+    ):
 
         @wp.kernel(zero_store=value)
         def bad(x: wp.array(dtype=float)):

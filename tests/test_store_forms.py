@@ -65,7 +65,9 @@ SHAPES = {1: (5,), 2: (2, 3), 3: (2, 2, 3), 4: (2, 1, 2, 3)}
 @pytest.mark.parametrize("ndim", [1, 2, 3, 4])
 def test_nd_array_store(flag, ndim, device):
     shape = SHAPES[ndim]
-    x = wp.array(np.linspace(0.5, 1.5, int(np.prod(shape))).reshape(shape), dtype=float, requires_grad=True, device=device)
+    x = wp.array(
+        np.linspace(0.5, 1.5, int(np.prod(shape))).reshape(shape), dtype=float, requires_grad=True, device=device
+    )
     y = wp.zeros(shape, dtype=float, requires_grad=True, device=device)
     with wp.Tape() as tape:
         wp.launch(ND[flag][ndim], dim=shape, inputs=[x, y], device=device)

@@ -50,7 +50,9 @@ def test_snapshot_restores_the_written_value_a_thread_read_back(device):
 
 
 def test_snapshot_of_a_read_before_and_after_write_is_named(device):
-    with pytest.warns(wp.OverwriteWarning, match="read before and after write: in kernel 'read_before_and_after_write'.*argument 'y'"):
+    with pytest.warns(
+        wp.OverwriteWarning, match="read before and after write: in kernel 'read_before_and_after_write'.*argument 'y'"
+    ):
         own_write_gradient(device, k.read_before_and_after_write, snapshot=True)
     with pytest.raises(wp.OverwriteError, match="read before and after write.*argument 'y'"):
         own_write_gradient(device, k.read_before_and_after_write, snapshot=True, check="error")
@@ -111,7 +113,9 @@ def test_reads_through_helpers_are_followed_element_by_element(device):
         wp.launch(k.read_first_through_helpers, dim=4, inputs=[a, b], device=device)  # reads a[0] only
         wp.launch(k.fill, dim=3, inputs=[a, 1, 5.0], device=device)  # a[1:4]: not read
     assert tape.hazards == [] and b.numpy().tolist() == [2.0] * 4
-    with pytest.raises(wp.OverwriteError, match="stale read: kernel 'fill'.*changes 1 element.*read_first_through_helpers"):
+    with pytest.raises(
+        wp.OverwriteError, match="stale read: kernel 'fill'.*changes 1 element.*read_first_through_helpers"
+    ):
         with tape:
             wp.launch(k.fill, dim=1, inputs=[a, 0, 5.0], device=device)
 
@@ -219,7 +223,9 @@ needs_cpu_capture = pytest.mark.skipif(
 def test_a_launch_under_cpu_capture_is_reported_not_checked():
     x = farr([2.0], "cpu")
     tape = wp.Tape(check="error")
-    with pytest.raises(wp.OverwriteError, match="not checked \\(graph capture\\): kernel 'square_in_place'.*ScopedCapture"):
+    with pytest.raises(
+        wp.OverwriteError, match="not checked \\(graph capture\\): kernel 'square_in_place'.*ScopedCapture"
+    ):
         with tape:
             with wp.ScopedCapture(device="cpu"):
                 wp.launch(k.square_in_place, dim=1, inputs=[x], device="cpu")

@@ -89,7 +89,9 @@ def test_accumulation_into_a_written_array_is_not_an_overwrite(device):
 def test_write_after_read_is_a_stale_read(device):
     x, y = arr([1.0, 2.0], device), arr([0.0, 0.0], device)
     tape = wp.Tape(check="warn")
-    with pytest.warns(wp.OverwriteWarning, match="stale read: kernel 'fill_keep'.*argument 'a'.*double_into.*'x' reads"):
+    with pytest.warns(
+        wp.OverwriteWarning, match="stale read: kernel 'fill_keep'.*argument 'a'.*double_into.*'x' reads"
+    ):
         with tape:
             wp.launch(k.double_into, dim=2, inputs=[x, y], device=device)
             wp.launch(k.fill_keep, dim=2, inputs=[x, 0, f64(5.0)], device=device)
@@ -422,7 +424,11 @@ def run_check(script, *args):
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     return subprocess.run(
         [sys.executable, "-m", "warp_zerostore", "check", script, *args],
-        capture_output=True, text=True, env=env, cwd=ROOT, timeout=300,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=300,
     )
 
 
@@ -433,7 +439,10 @@ def test_check_command_reports_the_known_bug_and_fails():
     assert "gradient:" in out  # the script ran, through plain `import warp`
     assert "warp_zerostore check: 2 hazard(s)" in out
     assert "== stale read: 2" in out and "kernel 'relu_in_place', array 'x':" in out
-    assert "launch #1 at examples/tape_inplace_bug.py:30" in out and "'energy' (launch #0 at examples/tape_inplace_bug.py:29" in out
+    assert (
+        "launch #1 at examples/tape_inplace_bug.py:30" in out
+        and "'energy' (launch #0 at examples/tape_inplace_bug.py:29" in out
+    )
 
 
 def test_check_command_passes_a_clean_script_and_its_arguments(tmp_path):

@@ -11,7 +11,14 @@ import warp_zerostore as wp
 from warp_zerostore.testing import GradientMismatch, Launch, Op, Program, check_gradients, programs, reference
 
 F32 = {name: wp.float32 for name in ("x0", "x1", "t0", "t1", "t2")}
-SCALED_SUM = Op(kt.scaled_sum, reads=("a", "b"), writes="dst", linear=("a", "b"), offset="off", args={"alpha": st.sampled_from([0.5, -2.0])})
+SCALED_SUM = Op(
+    kt.scaled_sum,
+    reads=("a", "b"),
+    writes="dst",
+    linear=("a", "b"),
+    offset="off",
+    args={"alpha": st.sampled_from([0.5, -2.0])},
+)
 FIND = settings(database=None, derandomize=True, max_examples=300, suppress_health_check=list(HealthCheck))
 
 

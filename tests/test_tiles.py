@@ -30,7 +30,11 @@ def test_tile_matmul_seed(dtype, shape, flag, size, device):
     a, b, c = (wp.array(v, dtype=T, requires_grad=True, device=device) for v in (A, B, C))
     with wp.Tape() as tape:
         wp.launch_tiled(
-            kt.MATMUL[(dtype, shape, flag)], dim=[-(-m // tm), -(-n // tn)], inputs=[a, b, c], block_dim=32, device=device
+            kt.MATMUL[(dtype, shape, flag)],
+            dim=[-(-m // tm), -(-n // tn)],
+            inputs=[a, b, c],
+            block_dim=32,
+            device=device,
         )
     tape.backward(grads={c: wp.array(adj_C, dtype=T, device=device)})
     tol = TOL[dtype]
@@ -76,7 +80,9 @@ def test_tile_store_indexed_overwrite(flag, device):
     x = wp.array(values, dtype=T, requires_grad=True, device=device)
     y = wp.zeros((6, 4), dtype=T, requires_grad=True, device=device)
     with wp.Tape() as tape:
-        wp.launch_tiled(kt.OVERWRITES[("float32", flag)]["indexed"], dim=[2], inputs=[x, y], block_dim=32, device=device)
+        wp.launch_tiled(
+            kt.OVERWRITES[("float32", flag)]["indexed"], dim=[2], inputs=[x, y], block_dim=32, device=device
+        )
     seed = np.ones((6, 4), dtype=np.float32)
     tape.backward(grads={y: wp.array(seed, dtype=T, device=device)})
     expected_y = np.zeros((6, 4), dtype=np.float32)

@@ -63,4 +63,6 @@ def test_ddp_gradients_equal_single_process(tmp_path):
         assert len(history) == len(expected) == ddp_model.STEPS
         for step, (got, want) in enumerate(zip(history, expected)):
             for g, w in zip(got, want):
-                torch.testing.assert_close(g, w, rtol=1e-12, atol=1e-14, msg=lambda m, r=r, step=step: f"rank {r} step {step}: {m}")
+                torch.testing.assert_close(
+                    g, w, rtol=1e-12, atol=1e-14, msg=lambda m, r=r, step=step: f"rank {r} step {step}: {m}"
+                )

@@ -137,7 +137,9 @@ def _adj_copy(call: _compat.CopyAdjointCall) -> None:
     if mode and not call.dest_retain_grad:
         # zero before adding: a self-copy's windows may overlap, and the source's share must survive
         zeros = warp.zeros(count, dtype=adj_dest.dtype, device=device)
-        warp.launch(_STORE[adj_dest.ndim], dim=count, inputs=[adj_dest, dest_offset, zeros, 0], device=device, stream=stream)
+        warp.launch(
+            _STORE[adj_dest.ndim], dim=count, inputs=[adj_dest, dest_offset, zeros, 0], device=device, stream=stream
+        )
     warp.launch(_STORE[adj_src.ndim], dim=count, inputs=[adj_src, src_offset, window, 1], device=device, stream=stream)
 
 

@@ -68,7 +68,10 @@ RULES = {
     "add": Rule(reads=("a", "b"), write="dst", forward=lambda a, b: a + b, vjp=lambda g, a, b: (g, g)),
     "mul": Rule(reads=("a", "b"), write="dst", forward=lambda a, b: a * b, vjp=lambda g, a, b: (g * b, g * a)),
     "axpy": Rule(
-        reads=("dst", "src"), write="dst", forward=lambda dst, src: dst + 3.0 * src, vjp=lambda g, dst, src: (g, 3.0 * g)
+        reads=("dst", "src"),
+        write="dst",
+        forward=lambda dst, src: dst + 3.0 * src,
+        vjp=lambda g, dst, src: (g, 3.0 * g),
     ),
 }
 

@@ -147,8 +147,12 @@ def euler_per_step(x0, v0, steps, dt, tape):
         for _ in range(steps):
             v_next = wp.empty_like(vs[-1], requires_grad=True)
             x_next = wp.empty_like(xs[-1], requires_grad=True)
-            wp.launch(velocity_out, dim=x0.shape[0], inputs=[xs[-1], vs[-1], f64(dt)], outputs=[v_next], device=x0.device)
-            wp.launch(position_out, dim=x0.shape[0], inputs=[xs[-1], v_next, f64(dt)], outputs=[x_next], device=x0.device)
+            wp.launch(
+                velocity_out, dim=x0.shape[0], inputs=[xs[-1], vs[-1], f64(dt)], outputs=[v_next], device=x0.device
+            )
+            wp.launch(
+                position_out, dim=x0.shape[0], inputs=[xs[-1], v_next, f64(dt)], outputs=[x_next], device=x0.device
+            )
             xs.append(x_next)
             vs.append(v_next)
         wp.launch(euler_loss, dim=x0.shape[0], inputs=[xs[-1], vs[-1], loss], device=x0.device)

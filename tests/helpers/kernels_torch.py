@@ -94,7 +94,6 @@ def _overwriting(flag):
 OVERWRITING = {flag: _overwriting(flag) for flag in (True, False, None)}
 
 
-
 @wp.kernel
 def multiply(a: wp.array(dtype=wp.float64), b: wp.array(dtype=wp.float64), out: wp.array(dtype=wp.float64)):
     i = wp.tid()

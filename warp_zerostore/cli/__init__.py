@@ -39,4 +39,3 @@ def main(argv=None) -> int:
 
     value = {"none": None, "true": True, "false": False}[args.zero_store]
     return warp_suite.run(args.modules, value)
-

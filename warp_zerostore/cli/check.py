@@ -64,7 +64,9 @@ def format_report(hazards: list, tapes: dict | None = None) -> str:
             if not group:
                 continue
             lines.append("")
-            lines.append(f"== {kind}{'' if is_real else ' (safe: the later writer zeroes its store adjoints)'}: {len(group)}")
+            lines.append(
+                f"== {kind}{'' if is_real else ' (safe: the later writer zeroes its store adjoints)'}: {len(group)}"
+            )
             by_site: dict = {}
             for h in group:
                 site = h.reader if kind == tape_safety.MUTATED else h.writer

@@ -30,6 +30,7 @@ STORE_ADJOINTS: dict[str, dict[bool, str]] = {
 
 _STORE_PATTERN = re.compile("|".join(re.escape(k) for k in STORE_ADJOINTS))
 
+
 def variant_suffix(mode: bool) -> str:
     return "__zs_zero" if mode else "__zs_accumulate"
 

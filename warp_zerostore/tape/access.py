@@ -145,7 +145,9 @@ class _Visitor(ast.NodeVisitor):
     def _element(self, subscript, access):
         # Climb a[i] -> a[i][j] -> a[i].x: the outermost node says whether the element is stored.
         outer = subscript
-        while isinstance(self.parents.get(outer), (ast.Subscript, ast.Attribute)) and self.parents[outer].value is outer:
+        while (
+            isinstance(self.parents.get(outer), (ast.Subscript, ast.Attribute)) and self.parents[outer].value is outer
+        ):
             outer = self.parents[outer]
         if isinstance(outer.ctx, ast.Store):
             if isinstance(self.parents.get(outer), ast.AugAssign):

@@ -98,7 +98,9 @@ def _set(name: str, index, value) -> ast.stmt:
 def _read_mark(label: str, index, single: bool) -> ast.stmt:
     if single:
         return _set(_shadow(label, "read", True), index, ast.Constant(value=1))
-    written = ast.Subscript(value=ast.Name(id=_shadow(label, "written"), ctx=ast.Load()), slice=copy.deepcopy(index), ctx=ast.Load())
+    written = ast.Subscript(
+        value=ast.Name(id=_shadow(label, "written"), ctx=ast.Load()), slice=copy.deepcopy(index), ctx=ast.Load()
+    )
     return ast.If(
         test=ast.Compare(left=written, ops=[ast.Eq()], comparators=[ast.Constant(value=0)]),
         body=[_set(_shadow(label, "before"), index, ast.Constant(value=1))],
@@ -120,8 +122,11 @@ class _ReadMarker:
 
     def _helper_call(self, call: ast.Call) -> list:
         """Instrument a call passing marked arrays to a user @wp.func; returns the labels it could not follow."""
-        passed = [(node, node.id) for node in list(call.args) + [k.value for k in call.keywords]
-                  if isinstance(node, ast.Name) and node.id in self.ndims]
+        passed = [
+            (node, node.id)
+            for node in list(call.args) + [k.value for k in call.keywords]
+            if isinstance(node, ast.Name) and node.id in self.ndims
+        ]
         helper = resolve_helper(call, self.namespace) if self.depth < HELPER_DEPTH else None
         parameters = [helper_parameter(helper, call, node) if helper is not None else None for node, _ in passed]
         labels = [label for _, label in passed]
@@ -168,11 +173,7 @@ class _ReadMarker:
         marks = []
         for target in targets:
             for node in ast.walk(target):
-                if (
-                    isinstance(node, ast.Subscript)
-                    and isinstance(node.value, ast.Name)
-                    and node.value.id in self.ndims
-                ):
+                if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id in self.ndims:
                     index = _element_index(node, self.ndims[node.value.id])
                     if index is not None and node.value.id not in self.single:
                         marks.append(_set(_shadow(node.value.id, "written"), index, ast.Constant(value=1)))

@@ -436,8 +436,11 @@ class Tape(_compat.WarpTape):
             for use in launch.uses:
                 use.marks = marks.get(use.label)
         for use in launch.uses:
-            wanted = self.snapshot and use.access.writes and use.array.size and (
-                use.access.reads or self._read_before(use.array)
+            wanted = (
+                self.snapshot
+                and use.access.writes
+                and use.array.size
+                and (use.access.reads or self._read_before(use.array))
             )
             if checking or wanted:
                 use.before = _host_copy(use.array)
