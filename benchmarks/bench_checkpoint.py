@@ -34,7 +34,7 @@ import sys
 import time
 
 import numpy as np
-from common import interleaved_medians, report
+from common import interleaved_medians, peak_rss_growth, report
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests"))
 
@@ -133,31 +133,20 @@ def reversed_steps(data, steps: int):
     return time.perf_counter() - start
 
 
-def _status_kib(field: str) -> int:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    raise RuntimeError(f"{field} not in /proc/self/status")
-
-
 def measure_memory(side: str, n: int, steps: int, snapshots: int) -> dict:
     small = initial(16, steps)
     checkpointed(small, 4, 2) if side == "checkpointed" else store_everything(small, 4)  # build the kernels
     data = initial(n, steps)
     warm = checkpointed(data, 20, 3) if side == "checkpointed" else store_everything(data, 20)
     del warm
-    before = _status_kib("VmRSS")
-    with open("/proc/self/clear_refs", "w") as f:
-        f.write("5")  # reset VmHWM to the current RSS
-    if side == "checkpointed":
-        run, kept = checkpointed(data, steps, snapshots)
-        extra = {"summary": str(run.summary), "steps_run": run.summary.steps_run}
-    else:
-        _, kept = store_everything(data, steps)
-        extra = {}
-    peak = _status_kib("VmHWM")
-    return {"side": side, "peak_growth_bytes": (peak - before) * 1024, **extra}
+    with peak_rss_growth() as growth:
+        if side == "checkpointed":
+            run, kept = checkpointed(data, steps, snapshots)
+            extra = {"summary": str(run.summary), "steps_run": run.summary.steps_run}
+        else:
+            _, kept = store_everything(data, steps)
+            extra = {}
+    return {"side": side, "peak_growth_bytes": growth["bytes"], **extra}
 
 
 def memory_medians(n: int, steps: int, store_steps: int, snapshots: int, repeats: int) -> dict:

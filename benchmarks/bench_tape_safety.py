@@ -29,12 +29,12 @@ import subprocess
 import sys
 
 import numpy as np
-from common import interleaved_medians, report
+from common import interleaved_medians, peak_rss_growth, report
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests"))
 
-import kernels_tape_safety as k  # noqa: E402  (the simulation the tests check to 1e-10)
 import warp  # noqa: E402
+from helpers import kernels_tape_safety as k  # noqa: E402  (the simulation the tests check to 1e-10)
 
 import warp_zerostore as wp  # noqa: E402
 
@@ -73,26 +73,15 @@ def warp_bytes(side: str, tape, steps: int, n: int) -> int:
     return 2 * 2 * (steps + 1) * n * 8
 
 
-def _status_kib(field: str) -> int:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    raise RuntimeError(f"{field} not in /proc/self/status")
-
-
 def measure_memory(side: str, n: int, steps: int) -> dict:
     x0, v0 = initial(16, "cpu")
     simulate(side, x0, v0, 2)  # build the kernels
     x0, v0 = initial(n, "cpu")
     kept = simulate(side, x0, v0, steps)  # warm up at full size, then free it
     del kept
-    before = _status_kib("VmRSS")
-    with open("/proc/self/clear_refs", "w") as f:
-        f.write("5")  # reset VmHWM to the current RSS
-    tape, held = simulate(side, x0, v0, steps)
-    peak = _status_kib("VmHWM")
-    return {"side": side, "peak_growth_bytes": (peak - before) * 1024, "warp_bytes": warp_bytes(side, tape, steps, n)}
+    with peak_rss_growth() as growth:
+        tape, held = simulate(side, x0, v0, steps)
+    return {"side": side, "peak_growth_bytes": growth["bytes"], "warp_bytes": warp_bytes(side, tape, steps, n)}
 
 
 def memory_medians(n: int, steps: int, repeats: int) -> dict:

@@ -28,7 +28,7 @@ import subprocess
 import sys
 
 import torch
-from common import interleaved_medians, report
+from common import interleaved_medians, peak_rss_growth, report
 
 import warp_zerostore as wp
 import warp_zerostore.torch as wpt
@@ -105,14 +105,6 @@ def step(fn, xs):
     return y
 
 
-def _status_kib(field: str) -> int:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    raise RuntimeError(f"{field} not in /proc/self/status")
-
-
 def measure_memory(side: str, n: int) -> dict:
     """In a child process (see the module docstring): peak RSS growth of one forward + backward, in bytes."""
     fn = SIDES[side]
@@ -121,13 +113,10 @@ def measure_memory(side: str, n: int) -> dict:
     step(fn, xs)  # warm up at full size, then free what it made
     for x in xs:
         x.grad = None
-    before = _status_kib("VmRSS")
-    with open("/proc/self/clear_refs", "w") as f:
-        f.write("5")  # reset VmHWM to the current RSS
-    kept = step(fn, xs)
-    peak = _status_kib("VmHWM")
+    with peak_rss_growth() as growth:
+        kept = step(fn, xs)
     assert kept is not None
-    return {"side": side, "peak_growth_bytes": (peak - before) * 1024}
+    return {"side": side, "peak_growth_bytes": growth["bytes"]}
 
 
 def memory_medians(n: int, repeats: int) -> dict:

@@ -1,7 +1,8 @@
-"""Shared by the benchmarks: interleaved repeated timing, medians, and the JSON report."""
+"""Shared by the benchmarks: interleaved repeated timing, medians, peak resident-set growth, and the JSON report."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import pathlib
 import platform
@@ -59,3 +60,26 @@ def paired_ratio(timings: dict, numerator: str, denominator: str, key: str = "sa
     """
     pairs = zip(timings[numerator][key], timings[denominator][key])
     return statistics.median(a / b for a, b in pairs)
+
+
+def _status_kib(field: str) -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise RuntimeError(f"{field} not in /proc/self/status")
+
+
+@contextlib.contextmanager
+def peak_rss_growth():
+    """Measure how far the resident set's peak (VmHWM) rises above its size at entry, within the block.
+
+    Yields a dict whose ``"bytes"`` is set when the block ends. Linux only (``/proc/self``); run each side in its
+    own child process, since freed memory is not always returned to the system.
+    """
+    result: dict = {}
+    before = _status_kib("VmRSS")
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")  # reset VmHWM to the current RSS
+    yield result
+    result["bytes"] = (_status_kib("VmHWM") - before) * 1024
