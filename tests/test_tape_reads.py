@@ -263,3 +263,39 @@ def test_hazard_listener_hears_each_hazard_once_per_tape(device):
         warnings.simplefilter("ignore", wp.OverwriteWarning)
         wp.launch(k.square_in_place, dim=1, inputs=[x], device=device)
     assert len(heard) == 2 * half  # not listening any more
+
+
+# -- which kernels may read their own store: the read twin runs for snapshots only there
+
+
+@pytest.mark.parametrize(
+    "kernel, argument, expected",
+    [
+        ("read_back_own_write", "y", True),  # y[1] = y[0] * x[1] after y[0] = ...
+        ("store_in_a_loop_then_read", "y", True),  # a later iteration reads an earlier store
+        ("store_then_read_through_a_helper", "y", True),  # the helper reads after the store
+        ("chain_forward", "pose", True),
+        ("square_in_place", "x", False),  # x[i] = x[i] * x[i]: the value is read before the store
+        ("read_back_own_write", "x", False),  # never stored
+    ],
+)
+def test_reads_after_store(kernel, argument, expected):
+    from warp_zerostore.tape.access import argument_access
+
+    assert argument_access(getattr(k, kernel))[argument].reads_after_store is expected
+
+
+def test_snapshots_run_the_read_twin_only_where_a_thread_may_read_its_own_store(device, monkeypatch):
+    from warp_zerostore.tape import read_twin
+
+    calls = []
+    original = read_twin.element_reads
+    monkeypatch.setattr(read_twin, "element_reads", lambda kernel, *a: calls.append(kernel.key) or original(kernel, *a))
+    x = farr([3.0], device)
+    with wp.Tape(snapshot=True) as tape:
+        wp.launch(k.square_in_place, dim=1, inputs=[x], device=device)
+        wp.launch(k.square_in_place, dim=1, inputs=[x], device=device)
+    tape.backward(grads={x: wp.array([1.0], dtype=float, device=device)})
+    assert x.grad.numpy().tolist() == [108.0] and calls == []  # pre-launch values are what it read
+    assert own_write_gradient(device, k.read_back_own_write, snapshot=True)[0] == [12.0, 9.0]
+    assert calls == ["read_back_own_write"]

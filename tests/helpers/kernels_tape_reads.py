@@ -91,3 +91,16 @@ def first_1d(x: wp.array1d(dtype=float), out: wp.array(dtype=float)):
 @wp.kernel
 def first_2d(x: wp.array2d(dtype=float), out: wp.array(dtype=float)):
     out[0] = x[0, 0]
+
+
+@wp.kernel
+def store_in_a_loop_then_read(y: wp.array(dtype=float), n: int):
+    for j in range(n):
+        t = y[j]  # on the next iteration, reads what the previous one stored
+        y[j + 1] = t * 2.0
+
+
+@wp.kernel
+def store_then_read_through_a_helper(y: wp.array(dtype=float)):
+    y[0] = 1.0
+    y[1] = first(y)

@@ -36,6 +36,9 @@ class ArgumentAccess:
     reads: bool = False
     stores: bool = False
     accumulates: bool = False
+    #: a thread may read an element after storing into the argument (a later statement, a later loop
+    #: iteration, a helper): only then can what a launch read differ from the array before the launch
+    reads_after_store: bool = False
 
     @property
     def writes(self) -> bool:
@@ -98,16 +101,60 @@ def is_truth_test(node, parent) -> bool:
 
 
 class _Visitor(ast.NodeVisitor):
+    """Visits a function in evaluation order (an assignment's value before its targets), so that a read seen
+    after a store of the same argument is a read that may follow the store at run time."""
+
     def __init__(self, names, namespace: dict | None = None, depth: int = 0):
         self.access = {name: ArgumentAccess() for name in names}
         self.parents: dict = {}
         self.namespace = namespace or {}
         self.depth = depth
+        self.loops: list = []  # per enclosing loop: {name: set of "read" / "store" seen in its body}
 
     def generic_visit(self, node):
         for child in ast.iter_child_nodes(node):
             self.parents[child] = node
         super().generic_visit(node)
+
+    def _visit_in_order(self, node, fields):
+        for child in ast.iter_child_nodes(node):
+            self.parents[child] = node
+        for field in fields:
+            value = getattr(node, field, None)
+            for child in value if isinstance(value, list) else [value]:
+                if isinstance(child, ast.AST):
+                    self.visit(child)
+
+    def visit_Assign(self, node):  # noqa: N802 - ast API
+        self._visit_in_order(node, ("value", "targets"))
+
+    def visit_AnnAssign(self, node):  # noqa: N802 - ast API
+        self._visit_in_order(node, ("value", "target", "annotation"))
+
+    def visit_AugAssign(self, node):  # noqa: N802 - ast API
+        self._visit_in_order(node, ("value", "target"))
+
+    def _visit_loop(self, node):
+        self.loops.append({})
+        self.generic_visit(node)
+        seen = self.loops.pop()
+        for name, kinds in seen.items():
+            if kinds >= {"read", "store"}:  # a later iteration reads what an earlier one stored
+                self.access[name].reads_after_store = True
+            if self.loops:
+                self.loops[-1].setdefault(name, set()).update(kinds)
+
+    visit_For = visit_While = _visit_loop  # noqa: N815
+
+    def _note(self, name: str, access: ArgumentAccess, *, read: bool = False, store: bool = False) -> None:
+        if read and access.stores:
+            access.reads_after_store = True
+        if self.loops:
+            kinds = self.loops[-1].setdefault(name, set())
+            if read:
+                kinds.add("read")
+            if store:
+                kinds.add("store")
 
     def visit_Name(self, node):  # noqa: N802 - ast API
         access = self.access.get(node.id)
@@ -126,21 +173,25 @@ class _Visitor(ast.NodeVisitor):
             parameter = helper_parameter(helper, parent, node) if helper is not None else None
             inner = _helper_access(helper, parameter, self.depth) if parameter is not None else None
             if inner is not None:  # a @wp.func: what it does with its parameter
+                self._note(node.id, access, read=inner.reads, store=inner.stores)
                 access.reads |= inner.reads
                 access.stores |= inner.stores
                 access.accumulates |= inner.accumulates
+                access.reads_after_store |= inner.reads_after_store
             elif name in _ACCUMULATING:
                 access.accumulates = True
             elif name in _READING:
+                self._note(node.id, access, read=True)
                 access.reads = True
             elif name in _STORING:
+                self._note(node.id, access, store=True)
                 access.stores = True
             else:  # another builtin, or a helper whose source cannot be read: it may do anything with the array
-                access.reads = access.stores = True
+                access.reads = access.stores = access.reads_after_store = True
         elif isinstance(node.ctx, ast.Load) and isinstance(parent, (ast.Return, ast.Expr)):
             pass
         else:  # bound to a local, compared, ...: conservative
-            access.reads = access.stores = True
+            access.reads = access.stores = access.reads_after_store = True
 
     def _element(self, subscript, access):
         # Climb a[i] -> a[i][j] -> a[i].x: the outermost node says whether the element is stored.
@@ -149,12 +200,15 @@ class _Visitor(ast.NodeVisitor):
             isinstance(self.parents.get(outer), (ast.Subscript, ast.Attribute)) and self.parents[outer].value is outer
         ):
             outer = self.parents[outer]
+        name = subscript.value.id
         if isinstance(outer.ctx, ast.Store):
             if isinstance(self.parents.get(outer), ast.AugAssign):
                 access.accumulates = True  # Warp turns `a[i] += v` into an atomic add
             else:
+                self._note(name, access, store=True)
                 access.stores = True
         else:
+            self._note(name, access, read=True)
             access.reads = True
 
 

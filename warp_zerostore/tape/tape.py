@@ -431,7 +431,10 @@ class Tape(_compat.WarpTape):
         """Element reads (the read twin, on copies), host copies, mutation checks, snapshot copies."""
         checking = self.check != "off"
         found = []
-        if any(use.access.reads for use in launch.uses):
+        # Checks need the elements read; snapshots need them only where a thread may read its own store (then
+        # what the launch read is not what the array held before it).
+        twin_needed = checking or (self.snapshot and any(use.access.reads_after_store for use in launch.uses))
+        if twin_needed and any(use.access.reads for use in launch.uses):
             marks = read_twin.element_reads(launch.kernel, a, _device_copy)
             for use in launch.uses:
                 use.marks = marks.get(use.label)
@@ -442,7 +445,7 @@ class Tape(_compat.WarpTape):
                 and use.array.size
                 and (use.access.reads or self._read_before(use.array))
             )
-            if checking or wanted:
+            if checking or (wanted and use.marks is not None):
                 use.before = _host_copy(use.array)
             if wanted:
                 use.saved = _device_copy(use.array)
@@ -494,8 +497,10 @@ class Tape(_compat.WarpTape):
         read_values, inputs = [], []
         found = []
         for use in launch.uses:
-            if use.saved is None or not _changed(use.before, use.after, use.array.shape).any():
-                continue  # a snapshot of an array the launch did not change is not needed
+            if use.saved is None:
+                continue
+            if use.before is not None and not _changed(use.before, use.after, use.array.shape).any():
+                continue  # a snapshot of an array the launch did not change is not needed (known when compared)
             self._snapshotted[id(use.array)] = use.array
             saved_bytes = use.saved.size * _compat.dtype_size_bytes(use.saved.dtype)
             after = use.marks.after if use.marks is not None else None
