@@ -293,8 +293,8 @@ def test_snapshots_run_the_read_twin_only_where_a_thread_may_read_its_own_store(
     monkeypatch.setattr(read_twin, "element_reads", lambda kernel, *a: calls.append(kernel.key) or original(kernel, *a))
     x = farr([3.0], device)
     with wp.Tape(snapshot=True) as tape:
-        wp.launch(k.square_in_place, dim=1, inputs=[x], device=device)
-        wp.launch(k.square_in_place, dim=1, inputs=[x], device=device)
+        wp.launch(k.square_in_place_zeroing, dim=1, inputs=[x], device=device)
+        wp.launch(k.square_in_place_zeroing, dim=1, inputs=[x], device=device)
     tape.backward(grads={x: wp.array([1.0], dtype=float, device=device)})
     assert x.grad.numpy().tolist() == [108.0] and calls == []  # pre-launch values are what it read
     assert own_write_gradient(device, k.read_back_own_write, snapshot=True)[0] == [12.0, 9.0]

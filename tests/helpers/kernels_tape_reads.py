@@ -104,3 +104,9 @@ def store_in_a_loop_then_read(y: wp.array(dtype=float), n: int):
 def store_then_read_through_a_helper(y: wp.array(dtype=float)):
     y[0] = 1.0
     y[1] = first(y)
+
+
+@wp.kernel(zero_store=True)
+def square_in_place_zeroing(x: wp.array(dtype=float)):
+    i = wp.tid()
+    x[i] = x[i] * x[i]
