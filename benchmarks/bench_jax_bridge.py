@@ -19,21 +19,10 @@ import jax.numpy as jnp
 import numpy as np
 import warp
 from common import report
+from seed_op import op_kernel
 
 import warp_zerostore as wp
 import warp_zerostore.jax as wpj
-
-
-@wp.kernel
-def op_kernel(
-    x0: wp.array(dtype=wp.float32),
-    x1: wp.array(dtype=wp.float32),
-    x2: wp.array(dtype=wp.float32),
-    y: wp.array(dtype=wp.float32),
-):
-    i = wp.tid()
-    y[i] = x0[i] ** 2.0 * x1[i] ** 2.0 * x2[i] ** 2.0
-
 
 bridged = wpj.kernel_op(op_kernel, outputs={"y": "x0"})
 bridged_unfilled = wpj.kernel_op(op_kernel, outputs={"y": "x0"}, zero_outputs=False, name="op_kernel_unfilled")

@@ -3,10 +3,12 @@
 Draws N programs once (hypothesis, derandomized: 1-6 launches of four elementwise zero_store kernels over
 five arrays of 1-5 elements), then times, over interleaved repeats: check_gradients in vjp and jvp mode,
 and one Tape VJP compared with the NumPy reference. Prints programs per second (N / median) and JSON.
-Usage: python benchmarks/bench_testing.py [--programs 200] [--repeats 5] [--dtype float32|float64|vec3]
+Usage: python benchmarks/bench_testing.py [--programs 200] [--repeats 5] [--dtype float32|float64|vec3|mat22]
 """
 
 import argparse
+import pathlib
+import sys
 
 import numpy as np
 from common import interleaved_medians, report
@@ -17,61 +19,14 @@ import warp_zerostore as wp
 import warp_zerostore.testing as wpt
 from warp_zerostore.testing import reference
 
-DTYPES = {"float32": (wp.float32, wp.float32), "float64": (wp.float64, wp.float64), "vec3": (wp.vec3, wp.float32)}
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests"))
 
-
-def _kernels(T, S):
-    two, three = S(2.0), S(3.0)
-
-    @wp.kernel(zero_store=True)
-    def scale(src: wp.array(dtype=T), dst: wp.array(dtype=T), off: int):
-        i = wp.tid() + off
-        dst[i] = two * src[i]
-
-    @wp.kernel(zero_store=True)
-    def add(a: wp.array(dtype=T), b: wp.array(dtype=T), dst: wp.array(dtype=T), off: int):
-        i = wp.tid() + off
-        dst[i] = a[i] + b[i]
-
-    if T is wp.vec3:
-
-        @wp.kernel(zero_store=True)
-        def mul(a: wp.array(dtype=T), b: wp.array(dtype=T), dst: wp.array(dtype=T), off: int):
-            i = wp.tid() + off
-            dst[i] = wp.cw_mul(a[i], b[i])
-
-    else:
-
-        @wp.kernel(zero_store=True)
-        def mul(a: wp.array(dtype=T), b: wp.array(dtype=T), dst: wp.array(dtype=T), off: int):
-            i = wp.tid() + off
-            dst[i] = a[i] * b[i]
-
-    @wp.kernel(zero_store=True)
-    def axpy(src: wp.array(dtype=T), dst: wp.array(dtype=T), off: int):
-        i = wp.tid() + off
-        dst[i] = dst[i] + three * src[i]
-
-    return [
-        wpt.Op(scale, reads="src", writes="dst", linear="src", offset="off", name="scale"),
-        wpt.Op(add, reads=("a", "b"), writes="dst", linear=("a", "b"), offset="off", name="add"),
-        wpt.Op(mul, reads=("a", "b"), writes="dst", offset="off", name="mul"),
-        wpt.Op(axpy, reads=("dst", "src"), writes="dst", linear=("dst", "src"), offset="off", name="axpy"),
-    ]
-
-
-OPS = {name: _kernels(T, S) for name, (T, S) in DTYPES.items()}
-
-RULES = {
-    "scale": reference.Rule(("src",), "dst", lambda src: 2.0 * src, lambda g, src: (2.0 * g,)),
-    "add": reference.Rule(("a", "b"), "dst", lambda a, b: a + b, lambda g, a, b: (g, g)),
-    "mul": reference.Rule(("a", "b"), "dst", lambda a, b: a * b, lambda g, a, b: (g * b, g * a)),
-    "axpy": reference.Rule(("dst", "src"), "dst", lambda d, s: d + 3.0 * s, lambda g, d, s: (g, 3.0 * g)),
-}
+# the property tests' elementwise ops (kernels, Op descriptions, NumPy rules): what they check, timed here
+from helpers import kernels_property as kp  # noqa: E402
 
 
 def draw_programs(dtype: str, count: int) -> list:
-    T = DTYPES[dtype][0]
+    T = kp.DTYPES[dtype]
     drawn = []
 
     @settings(
@@ -82,7 +37,10 @@ def draw_programs(dtype: str, count: int) -> list:
         phases=[Phase.generate],
         suppress_health_check=list(HealthCheck),
     )
-    @given(program=wpt.programs(OPS[dtype], {n: T for n in ("x0", "x1", "t0", "t1", "t2")}), seed=st.integers(0, 2**31))
+    @given(
+        program=wpt.programs(kp.OPS[(dtype, True)], {n: T for n in ("x0", "x1", "t0", "t1", "t2")}),
+        seed=st.integers(0, 2**31),
+    )
     def collect(program, seed):
         drawn.append((program, seed))
 
@@ -94,7 +52,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--programs", type=int, default=200)
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--dtype", default="float32", choices=sorted(DTYPES))
+    parser.add_argument("--dtype", default="float32", choices=sorted(kp.DTYPES))
     parser.add_argument("--device", default="cpu")
     args = parser.parse_args()
     wp.config.quiet = True
@@ -114,7 +72,7 @@ def main() -> None:
             rng = np.random.default_rng(seed)
             seeds = {n: rng.uniform(-1, 1, v.shape) for n, v in program.data.items()}
             _, grads = wpt.vjp(program, program.arrays(device), seeds)
-            expected = reference.backward(program, RULES, seeds, zero=True)
+            expected = reference.backward(program, kp.RULES, seeds, zero=True)
             for name in grads:
                 np.testing.assert_allclose(grads[name], expected[name], rtol=1e-4, atol=1e-4)
 

@@ -29,21 +29,10 @@ import sys
 
 import torch
 from common import interleaved_medians, peak_rss_growth, report
+from seed_op import op_kernel
 
 import warp_zerostore as wp
 import warp_zerostore.torch as wpt
-
-
-@wp.kernel
-def op_kernel(
-    x0: wp.array(dtype=wp.float32),
-    x1: wp.array(dtype=wp.float32),
-    x2: wp.array(dtype=wp.float32),
-    y: wp.array(dtype=wp.float32),
-):
-    i = wp.tid()
-    y[i] = x0[i] ** 2.0 * x1[i] ** 2.0 * x2[i] ** 2.0
-
 
 bridged = wpt.kernel_op(op_kernel, outputs={"y": "x0"})
 
