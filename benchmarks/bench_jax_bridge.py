@@ -5,7 +5,7 @@ the same arrays, each under ``jax.jit``: the forward alone, and forward + backwa
 for all three inputs). Time per call: medians of interleaved runs in this process, the sides' order flipped each round,
 each call ending in ``block_until_ready``. Target: bridge/Warp <= 1.1 at 1k and 1M elements.
 
-Usage: python benchmarks/bench_jax_bridge.py [--sizes 1000 1000000] [--repeats 30] [--small-repeats 300]
+Usage: python benchmarks/bench_jax_bridge.py [--sizes 1000 1000000] [--repeats 100] [--small-repeats 400]
 """
 
 # no `from __future__ import annotations`: Warp's differentiable jax_kernel reads the annotations unevaluated
@@ -60,8 +60,8 @@ def programs(fn) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 1_000_000])
-    parser.add_argument("--repeats", type=int, default=30, help="interleaved runs at sizes >= 100k")
-    parser.add_argument("--small-repeats", type=int, default=300, help="interleaved runs at sizes < 100k")
+    parser.add_argument("--repeats", type=int, default=100, help="interleaved runs at sizes >= 100k")
+    parser.add_argument("--small-repeats", type=int, default=400, help="interleaved runs at sizes < 100k")
     args = parser.parse_args()
     wp.config.quiet = True
     wp.init()

@@ -12,8 +12,7 @@ from hypothesis import settings
 import warp_zerostore as wp
 import warp_zerostore.tape as wp_tape
 import warp_zerostore.testing as wpt
-from warp_zerostore import checkpoint, options
-from warp_zerostore.tape import access
+from warp_zerostore import access, checkpoint, options
 from warp_zerostore.testing import GradientMismatch, reference
 
 
@@ -109,7 +108,8 @@ PUBLIC = {
     "effective_mode": options.effective_mode,
     "copy_zero_store": options.copy_zero_store,
     "Tape": wp.Tape,
-    "tape.access.argument_access": access.argument_access,
+    "access.argument_access": access.argument_access,
+    "access.fully_stored": access.fully_stored,
     "tape.hazard_listener": wp_tape.hazard_listener,
     "testing.check_gradients": wpt.check_gradients,
     "testing.vjp": wpt.vjp,

@@ -324,3 +324,43 @@ def test_cuda_only_ffi_is_refused_with_a_clear_error(monkeypatch):
     monkeypatch.setattr(_compat, "jax_ffi_platforms", lambda: frozenset({"cuda"}))
     with pytest.raises(wpj.BridgeError, match=r"JAX op 'seed'.*runs on \['cuda'\] only.*warp-lang 1.19"):
         seed(_data(3), _data(3), _data(3))
+
+
+# ------------------------------------------------------------------------------------------------------------
+# The output fill: skipped only for outputs a kernel provably stores in full (access.fully_stored)
+
+positive_part = wpj.kernel_op(K.positive_part, outputs={"y": "x"})
+accumulate_then_scale = wpj.kernel_op(K.accumulate_then_scale, outputs={"y": "x"})
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_partly_stored_output_is_zero_filled(jit):
+    """Negative twin of the skipped fill: a conditional store leaves the fill's zeros (XLA's buffer would hold
+    garbage), and the gradient is 2x where stored, 0 elsewhere."""
+    x = jnp.asarray([-1.0, 2.0, -3.0, 4.0, -5.0, 6.0], dtype=F64)
+    f = jax.jit(positive_part) if jit else positive_part
+    for _ in range(3):  # reused XLA buffers too
+        np.testing.assert_array_equal(np.asarray(f(x)), np.where(x > 0, x * x, 0.0))
+    g = jax.grad(lambda x: f(x).sum())(x)
+    np.testing.assert_array_equal(np.asarray(g), np.where(x > 0, 2 * x, 0.0))
+
+
+def test_fully_stored_output_skips_the_fill(monkeypatch):
+    """The seed op's y is stored by every thread: the forward launches without filling it, with the same result."""
+    x = [_data(6, s) for s in range(3)]
+    expected = np.asarray(seed_math(*x))
+    fills = []
+    monkeypatch.setattr(warp.array, "zero_", lambda self, *a, **k: fills.append(self.shape), raising=True)
+    np.testing.assert_allclose(np.asarray(jax.jit(lambda *x: seed(*x))(*x)), expected, rtol=1e-14)
+    assert fills == [], f"the forward zero-filled {fills}"
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_kernel_reading_its_output_sees_the_fill_in_forward_and_backward(jit):
+    """y = 3 * (y + x^2) from y = 0: 3 x^2, gradient 6x, against jnp; the backward's replay of y[i] reads a
+    zeroed private buffer, not the final y (which would give 6x + the final value's contribution)."""
+    x = _data(7, 4)
+    f = jax.jit(accumulate_then_scale) if jit else accumulate_then_scale
+    np.testing.assert_allclose(np.asarray(f(x)), 3 * np.asarray(x) ** 2, rtol=1e-14)
+    _rev(accumulate_then_scale, (x,))
+    np.testing.assert_allclose(np.asarray(jax.grad(lambda x: f(x).sum())(x)), 6 * np.asarray(x), rtol=1e-14)

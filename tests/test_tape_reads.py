@@ -11,7 +11,7 @@ import warp
 from helpers import kernels_tape_reads as k
 
 import warp_zerostore as wp
-from warp_zerostore.tape import access as kernel_access
+from warp_zerostore import access as kernel_access
 from warp_zerostore.tape import memory as tape_memory
 from warp_zerostore.tape import read_twin as read_instrumentation
 from warp_zerostore.tape import tape as tape_safety
@@ -280,7 +280,7 @@ def test_hazard_listener_hears_each_hazard_once_per_tape(device):
     ],
 )
 def test_reads_after_store(kernel, argument, expected):
-    from warp_zerostore.tape.access import argument_access
+    from warp_zerostore.access import argument_access
 
     assert argument_access(getattr(k, kernel))[argument].reads_after_store is expected
 

@@ -86,3 +86,19 @@ def double_store_f32(xa: wp.array(dtype=float), xb: wp.array(dtype=float), y: wp
     i = wp.tid()
     y[i] = 2.0 * xa[i]
     y[i] = 3.0 * xb[i]
+
+
+@wp.kernel(zero_store=True)
+def positive_part(x: wp.array(dtype=Any), y: wp.array(dtype=Any)):
+    """Stores only where x > 0: the op's zero fill gives the other elements (the fill is needed)."""
+    i = wp.tid()
+    if x[i] > x.dtype(0.0):
+        y[i] = x[i] * x[i]
+
+
+@wp.kernel(zero_store=True)
+def accumulate_then_scale(x: wp.array(dtype=Any), y: wp.array(dtype=Any)):
+    """Reads its output: y = 3 * (0 + x^2) from the zero-filled y (the backward replays the read of y)."""
+    i = wp.tid()
+    y[i] = y[i] + x[i] * x[i]
+    y[i] = x.dtype(3.0) * y[i]

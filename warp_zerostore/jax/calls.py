@@ -7,7 +7,9 @@ launches, so a jitted program holds everything the gradient needs.
 
 Buffer rules (why the gradients stay right):
 
-* XLA's output buffers arrive uninitialised: outputs and gradients are zeroed before any launch.
+* XLA's output buffers arrive uninitialised: outputs and gradients are zeroed before any launch, except an
+  output a kernel provably stores in full (``access.fully_stored``: ``y[i] = ...`` at the top level of the
+  kernel, ``i`` from ``wp.tid()``, launched over ``y``'s shape), which the fill could not change.
 * Cotangents JAX hands in are never written: each one is copied into a private buffer (a ``zero_store``
   adjoint zeroes the buffer it reads, and JAX may pass one buffer for several outputs).
 * An in-out array starts the backward as its value *before* the op (a private copy where the backward
@@ -146,9 +148,11 @@ class Calls:
                 warp.copy(outs[p.name], ins[p.name])
                 values[p.name] = outs[p.name]
             else:
-                if self.op.zero_outputs:
-                    outs[p.name].zero_()
                 values[p.name] = outs[p.name]
+        if self.op.zero_outputs:
+            for p in self.pure_outputs:
+                if not self.op.writes_in_full(p.name, values):
+                    values[p.name].zero_()
         with _compat.no_active_tape():
             self.op.run(values)
 
@@ -169,8 +173,12 @@ class Calls:
                 adjoints[p.name] = grads.get(p.name)
                 if p.name in grads:
                     warp.copy(grads[p.name], cts[p.name])
-            else:
+            elif self.op.reads_output(p.name):
                 values[p.name] = self.scratch.zeros_like(OUTPUT, p.name, results[p.name])  # as in the forward
+                adjoints[p.name] = self._private_cotangent(p, cts)
+            else:
+                # Never read (nor written: adjoint launches replay no stores): JAX's result buffer stands in.
+                values[p.name] = results[p.name]
                 adjoints[p.name] = self._private_cotangent(p, cts)
         with _compat.no_active_tape():
             self.op.run_backward(values, adjoints)

@@ -16,6 +16,7 @@ import numpy as np
 import warp
 
 from .. import _compat
+from ..access import argument_access, fully_stored
 from ..options import effective_zero_store
 from .calls import GRAD, OUT, Calls
 from .signature import (
@@ -208,6 +209,14 @@ class JaxOp:
 
     # -- what runs inside the FFI call (see calls.py)
 
+    def writes_in_full(self, name: str, values: dict) -> bool:
+        """Whether running the op stores every element of output ``name`` (then it needs no zero fill)."""
+        return False
+
+    def reads_output(self, name: str) -> bool:
+        """Whether the op's backward may read the value of output ``name``."""
+        return True
+
     def run(self, values: dict) -> None:
         raise NotImplementedError
 
@@ -265,6 +274,17 @@ class KernelOp(JaxOp):
             if p.is_array:
                 return values[p.name].shape
         raise BridgeError(f"{self.describe()}: no array parameter to take the launch dimension from; pass dim=.")
+
+    def writes_in_full(self, name: str, values: dict) -> bool:
+        ndim = fully_stored(self.kernel).get(name)
+        array = values[name]
+        dim = self._dim(values)
+        dim = (dim,) if isinstance(dim, int) else tuple(dim)
+        return ndim is not None and ndim == array.ndim == len(dim) and dim == tuple(array.shape)
+
+    def reads_output(self, name: str) -> bool:
+        access = argument_access(self.kernel).get(name)
+        return access is None or access.reads
 
     def run(self, values: dict) -> None:
         warp.launch(self.kernel, dim=self._dim(values), inputs=[values[p.name] for p in self.params])
@@ -332,7 +352,10 @@ def kernel_op(
     ``outputs`` maps output parameters (the kernel's last ones) to a shape (an input's name or a tuple);
     ``in_out`` names arrays the kernel updates in place (the kernel must have ``zero_store=True``); ``dim``
     fixes the launch dimension (default: the first array's shape). Outputs are zero-filled before the launch
-    (XLA's buffers are uninitialised); ``zero_outputs=False`` skips that for kernels that write every element.
+    (XLA's buffers are uninitialised), except those the kernel provably stores in full without reading them
+    (a top-level ``y[i] = ...``, ``i`` from ``wp.tid()``, launched over ``y``'s shape: see
+    :func:`warp_zerostore.access.fully_stored`); ``zero_outputs=False`` skips the fill for every output, for
+    kernels that write every element in other ways.
 
     Example::
 

@@ -37,7 +37,7 @@ import numpy as np
 import warp
 
 from .. import _compat
-from .access import (
+from ..access import (
     HELPER_DEPTH,
     METADATA_ATTRIBUTES,
     argument_access,

@@ -51,10 +51,10 @@ import numpy as np
 import warp
 
 from .. import _compat, config
+from ..access import ArgumentAccess, argument_access
 from ..config import CheckLevel, validate_check
 from ..options import effective_mode
 from . import read_twin
-from .access import ArgumentAccess, argument_access
 from .memory import AddressBook, span
 
 OVERWRITE = "overwrite"

@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 
-from .. import _compat
+from . import _compat
 
 # Builtins that take an array and only accumulate into it (their adjoint reads no array value).
 _ACCUMULATING = {"atomic_add", "atomic_sub", "tile_atomic_add"}
@@ -221,7 +221,7 @@ def argument_access(kernel) -> dict:
     Example::
 
         import warp_zerostore as wp
-        from warp_zerostore.tape.access import argument_access
+        from warp_zerostore.access import argument_access
 
         @wp.kernel
         def step(x: wp.array(dtype=float), v: wp.array(dtype=float), loss: wp.array(dtype=float)):
@@ -241,3 +241,95 @@ def argument_access(kernel) -> dict:
     visitor.visit(_compat.kernel_tree(kernel))
     _CACHE[id(kernel)] = (kernel, visitor.access)
     return visitor.access
+
+
+def _is_tid_call(node) -> bool:
+    if not isinstance(node, ast.Call) or node.args or node.keywords:
+        return False
+    func = node.func
+    return (isinstance(func, ast.Attribute) and func.attr == "tid") or (isinstance(func, ast.Name) and func.id == "tid")
+
+
+_FULL_CACHE: dict = {}
+
+
+def _read_somewhere(function, names: set) -> set:
+    """The names of ``names`` the function uses other than as ``a[...] = v`` targets or for metadata (``a.shape``):
+    a read anywhere (before or after a store, of any element) could see the zero fill, so it must stay."""
+    parents = {child: node for node in ast.walk(function) for child in ast.iter_child_nodes(node)}
+    used = set()
+    for node in ast.walk(function):
+        if not (isinstance(node, ast.Name) and node.id in names):
+            continue
+        parent = parents.get(node)
+        if isinstance(parent, ast.Attribute) and parent.attr in METADATA_ATTRIBUTES:
+            continue
+        if (
+            isinstance(parent, ast.Subscript)
+            and parent.value is node
+            and isinstance(parent.ctx, ast.Store)
+            and isinstance(parents.get(parent), ast.Assign)
+        ):
+            continue
+        used.add(node.id)
+    return used
+
+
+def fully_stored(kernel) -> dict:
+    """``{argument label: ndim}`` for the array arguments the kernel never reads and every thread provably stores
+    one whole element of, at its own thread index: a top-level ``a[i] = ...`` (``a[i, j] = ...``) with ``i``
+    (``i, j``) bound once by ``wp.tid()``, no ``return`` before it, and ``a`` used nowhere else but as a store
+    target or for its metadata. A launch whose dimensions equal such an array's shape writes every element of
+    it without reading any (``ndim``: the number of thread indices the store uses).
+
+    Example::
+
+        import warp_zerostore as wp
+        from warp_zerostore.access import fully_stored
+
+        @wp.kernel
+        def scale(x: wp.array(dtype=float), y: wp.array(dtype=float), z: wp.array(dtype=float)):
+            i = wp.tid()
+            y[i] = 2.0 * x[i]
+            if x[i] > 0.0:
+                z[i] = x[i]
+
+        assert fully_stored(scale) == {"y": 1}
+    """
+    cached = _FULL_CACHE.get(id(kernel))
+    if cached is not None and cached[0] is kernel:
+        return cached[1]
+    function = _compat.kernel_tree(kernel).body[0]
+    names = {label for label, t in _compat.kernel_parameters(kernel) if _compat.is_array_type(t)}
+    names -= _read_somewhere(function, names)
+    rebound = {}  # name -> how many statements bind it
+    for statement in ast.walk(function):
+        if isinstance(statement, ast.Name) and isinstance(statement.ctx, ast.Store):
+            rebound[statement.id] = rebound.get(statement.id, 0) + 1
+    found: dict = {}
+    tid: tuple | None = None
+    for statement in function.body:
+        if any(isinstance(sub, ast.Return) for sub in ast.walk(statement)):
+            break  # a thread may leave before any later store
+        if isinstance(statement, ast.Assign) and len(statement.targets) == 1 and _is_tid_call(statement.value):
+            target = statement.targets[0]
+            elements = target.elts if isinstance(target, ast.Tuple) else [target]
+            if all(isinstance(e, ast.Name) for e in elements) and tid is None:
+                tid = tuple(e.id for e in elements)
+            continue
+        if tid is None or not (isinstance(statement, ast.Assign) and len(statement.targets) == 1):
+            continue
+        target = statement.targets[0]
+        if not (isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name)):
+            continue
+        index = target.slice.elts if isinstance(target.slice, ast.Tuple) else [target.slice]
+        name = target.value.id
+        if (
+            name in names
+            and [getattr(e, "id", None) for e in index] == list(tid)
+            and all(rebound.get(t) == 1 for t in tid)
+            and rebound.get(name) is None
+        ):
+            found.setdefault(name, len(tid))
+    _FULL_CACHE[id(kernel)] = (kernel, found)
+    return found
