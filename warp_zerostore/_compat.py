@@ -469,6 +469,22 @@ def launch_values(entry) -> list:
     return list(entry[3]) + list(entry[4])
 
 
+def launch_dim(entry) -> tuple:
+    """The launch dimensions of a recorded kernel launch, as a tuple."""
+    dim = entry[1]
+    return (dim,) if isinstance(dim, int) else tuple(dim)
+
+
+def tape_entries(tape) -> list:
+    """A Tape's recorded entries, in recording order: kernel launches and ``record_func`` callables."""
+    return list(tape.launches)
+
+
+def retains_grad(array) -> bool:
+    """Whether the array was created with ``retain_grad=True`` (Warp >= 1.13), which no store adjoint zeroes."""
+    return bool(getattr(array, "retain_grad", False))
+
+
 def tape_arrays(tape) -> list:
     """Every ``wp.array`` a Tape's backward pass reads ``.grad`` from: arguments of recorded kernel launches
     (including arrays inside ``@wp.struct`` arguments) and arrays registered by ``record_func`` (``wp.copy``).

@@ -65,3 +65,68 @@ def square_keep(x: wp.array(dtype=wp.float64)):
     """In place, with store adjoints that keep the overwritten gradient: an overwrite hazard when launched twice."""
     i = wp.tid()
     x[i] = x[i] * x[i]
+
+
+@wp.kernel(zero_store=False)
+def euler_step_accumulate(
+    x_in: wp.array(dtype=wp.vec3d),
+    v_in: wp.array(dtype=wp.vec3d),
+    params: wp.array(dtype=wp.float64),
+    gravity: wp.array(dtype=wp.float64),
+    n: int,
+    x_out: wp.array(dtype=wp.vec3d),
+    v_out: wp.array(dtype=wp.vec3d),
+):
+    """euler_step with store adjoints that keep the consumed gradient: its output buffer's .grad is not left zero."""
+    i = wp.tid()
+    v = v_in[i] + wp.float64(DT) * force(x_in[i], v_in[i], params[0], params[1], gravity[n])
+    v_out[i] = v
+    x_out[i] = x_in[i] + wp.float64(DT) * v
+
+
+@wp.kernel
+def compute_force(
+    x: wp.array(dtype=wp.vec3d),
+    v: wp.array(dtype=wp.vec3d),
+    params: wp.array(dtype=wp.float64),
+    gravity: wp.array(dtype=wp.float64),
+    n: int,
+    f: wp.array(dtype=wp.vec3d),
+):
+    """Writes a force field of the step's *input* state (as simulators write forces into state_in)."""
+    i = wp.tid()
+    f[i] = force(x[i], v[i], params[0], params[1], gravity[n])
+
+
+@wp.kernel
+def integrate_force(
+    x_in: wp.array(dtype=wp.vec3d),
+    v_in: wp.array(dtype=wp.vec3d),
+    f: wp.array(dtype=wp.vec3d),
+    x_out: wp.array(dtype=wp.vec3d),
+    v_out: wp.array(dtype=wp.vec3d),
+):
+    i = wp.tid()
+    v = v_in[i] + wp.float64(DT) * f[i]
+    v_out[i] = v
+    x_out[i] = x_in[i] + wp.float64(DT) * v
+
+
+@wp.kernel
+def scale_some(x: wp.array(dtype=wp.vec3d), y: wp.array(dtype=wp.vec3d)):
+    """Stores only even elements: not every element of y is written."""
+    i = wp.tid()
+    if i % 2 == 0:
+        y[i] = wp.float64(2.0) * x[i]
+
+
+@wp.kernel(zero_store=True)
+def scale_all(x: wp.array(dtype=wp.vec3d), y: wp.array(dtype=wp.vec3d)):
+    i = wp.tid()
+    y[i] = wp.float64(2.0) * x[i]
+
+
+@wp.kernel(zero_store=False)
+def scale_all_accumulate(x: wp.array(dtype=wp.vec3d), y: wp.array(dtype=wp.vec3d)):
+    i = wp.tid()
+    y[i] = wp.float64(2.0) * x[i]

@@ -9,10 +9,17 @@ Tape's backward turns the adjoint of state ``n + 1`` (in the ``.grad`` of the ar
 adjoint of state ``n`` (in the ``.grad`` of the arrays holding that), while parameter gradients accumulate.
 The adjoint of the state is never copied: in place it stays in ``state.grad``; double-buffered, the adjoint of
 state ``n`` lands in ``buffers[n % 2].grad``, which is where step ``n - 1`` reads its output adjoint from.
+
+Double-buffered, a snapshot the schedule moves back (``Move``: restored, then deleted) for the step it was
+taken before is not copied into the work buffer: the step reads it in place (a view of the state object with
+the snapshot's arrays, their ``.grad`` the work buffer's), and it is deleted once that step is reversed. A step
+may write into its input state, so snapshots that stay (``Copy``) are copied, as is state 0, which is left in
+``state`` after the reverse sweep.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import warp
@@ -21,6 +28,18 @@ from .. import _compat
 from ..tape import Tape
 from .state import CheckpointError
 from .storage import DiskStorage, RamStorage
+from .zeroed import left_zero
+
+
+@dataclasses.dataclass
+class Borrowed:
+    """A moved snapshot read in place by step ``n`` (see the module docstring)."""
+
+    n: int
+    arrays: list
+    view: object
+    storage: object
+    stepped: bool = False
 
 
 class Executor:
@@ -47,6 +66,8 @@ class Executor:
         self.position = 0  # the step whose state the work buffers hold
         self.reversed_once = False
         self.first_reverse = True
+        self.borrowed: Borrowed | None = None
+        self.left_zero: set = set()  # ids of state arrays whose .grad the last reversal left zero
         self.param_ids = {id(p) for p in params}
         self._dispatch = functools.singledispatch(self._unexpected)
         self._dispatch.register(cs.Forward, self._forward)
@@ -87,7 +108,9 @@ class Executor:
         if self.in_place:
             args = (self.buffers[0], n)
         else:
-            args = (self.holder(n), self.holder(n + 1), n)
+            borrowed = self.borrowed
+            state_in = borrowed.view if borrowed is not None and borrowed.n == n else self.holder(n)
+            args = (state_in, self.holder(n + 1), n)
         if tape is None:
             self.step(*args)
         else:
@@ -99,6 +122,12 @@ class Executor:
 
     def _taped_step(self, n: int, keep_values: bool):
         tape = Tape(check=self.check, snapshot=self.snapshot_step)
+        borrowed = self.borrowed
+        if borrowed is not None and borrowed.n == n:
+            # the adjoint of state n lands where step n - 1's backward reads it: the work buffer's .grad
+            for snap, work in zip(borrowed.arrays, self.layout.arrays(self.holder(n))):
+                snap.grad = work.grad
+            borrowed.stepped = True
         self.run_step(n, tape)
         saved = None
         if keep_values:  # store_all: the Tape is backpropagated after later steps changed the buffers
@@ -119,6 +148,9 @@ class Executor:
 
     def _forward(self, action) -> None:
         n0, n1 = action.n0, action.n1
+        borrowed = self.borrowed
+        if borrowed is not None and (borrowed.n != n0 or action.write_ics or (action.write_adj_deps and n1 - n0 > 1)):
+            self._settle()
         if n0 != self.position:
             raise RuntimeError(f"warp_zerostore.checkpoint: schedule runs from step {n0}, buffers hold {self.position}")
         if action.write_ics:
@@ -131,6 +163,8 @@ class Executor:
                 self._taped_step(n, keep_values=(n1 - n0) > 1)
             else:
                 self.run_step(n)
+                if self.borrowed is not None and self.borrowed.n == n:
+                    self._release()  # read once, not reversed: the moved snapshot is done with
             n += 1
             if self.progress_forward:
                 self.progress.update()
@@ -140,12 +174,16 @@ class Executor:
             self.schedule.finalize(n)
 
     def _reverse(self, action) -> None:
+        if self.borrowed is not None and not self.borrowed.stepped:
+            self._settle()
         for n in range(action.n1 - 1, action.n0 - 1, -1):
             tape, saved = self.adj_deps.pop(n)
             if saved is not None:
                 for dest, src in zip(self.state_arrays(), saved):
                     _copy(dest, src)
             self._backpropagate(n, tape)
+            if self.borrowed is not None and self.borrowed.n == n:
+                self._release()
             self.summary.steps_reversed += 1
             self.progress.update()
         self.position = action.n0
@@ -157,14 +195,40 @@ class Executor:
         self._restore(action, delete=True)
 
     def _restore(self, action, delete: bool) -> None:
+        if self.borrowed is not None:
+            self._settle()
         source = self.storage(action.from_storage)
         if action.to_storage == self.cs.StorageType.WORK:
-            source.read(action.n, self.layout.arrays(self.holder(action.n)))
+            work = self.holder(action.n)
+            if delete and not self.in_place and action.n > 0:
+                arrays = source.borrow(action.n, like=self.layout.arrays(work))
+                self.borrowed = Borrowed(action.n, arrays, self.layout.view(work, arrays), source)
+                self.position = action.n
+                return  # deleted when released
+            source.read(action.n, self.layout.arrays(work))
             self.position = action.n
         elif action.to_storage != self.cs.StorageType.NONE:
             raise RuntimeError(f"warp_zerostore.checkpoint: unsupported storage-to-storage action {action!r}")
         if delete:
             source.delete(action.n)
+
+    def _release(self) -> None:
+        """Done with the moved snapshot: detach the work buffer's gradients from it and delete it."""
+        borrowed, self.borrowed = self.borrowed, None
+        for snap in borrowed.arrays:
+            snap.grad = None
+        borrowed.storage.delete(borrowed.n)
+
+    def _settle(self) -> None:
+        """An action other than the step that reads the moved snapshot comes first: copy it into the work buffer."""
+        borrowed = self.borrowed
+        if borrowed.stepped:
+            raise RuntimeError(
+                f"warp_zerostore.checkpoint: step {borrowed.n} was run on a moved snapshot, not reversed"
+            )
+        for dest, src in zip(self.layout.arrays(self.holder(borrowed.n)), borrowed.arrays):
+            _copy(dest, src)
+        self._release()
 
     def _count_snapshots(self) -> None:
         ram = self.storages.get(self.cs.StorageType.RAM)
@@ -180,6 +244,8 @@ class Executor:
 
     def _backpropagate(self, n: int, tape) -> None:
         state_ids = {id(a) for a in self.state_arrays()}
+        if self.borrowed is not None:
+            state_ids.update(id(a) for a in self.borrowed.arrays)
         # Temporaries and scratch arrays the step touches carry no gradient from one step to the next.
         internal = [
             a
@@ -189,11 +255,15 @@ class Executor:
         for a in internal:
             a.grad.zero_()
         if not self.in_place and not self.first_reverse:
-            # The input buffer's .grad held the adjoint of state n + 2, consumed by step n + 1's backward.
+            # The input buffer's .grad held the adjoint of state n + 2, consumed by step n + 1's backward
+            # (which may have left it zero: see zeroed.py).
             for a in self.layout.arrays(self.holder(n)):
-                a.grad.zero_()
+                if id(a) not in self.left_zero:
+                    a.grad.zero_()
         self.first_reverse = False
         tape.backward()
+        if not self.in_place:
+            self.left_zero = left_zero(tape, self.layout.arrays(self.holder(n + 1)))
         for a in internal:
             a.grad.zero_()
         # Not tape.reset(): it would zero the gradients just computed. The Tape is dropped with its snapshots.
@@ -249,6 +319,10 @@ class Executor:
 
     def close(self) -> None:
         """Free every snapshot and remove the disk folder (also after an exception)."""
+        if self.borrowed is not None:
+            for snap in self.borrowed.arrays:
+                snap.grad = None
+            self.borrowed = None
         for storage in self.storages.values():
             storage.close()
         self.adj_deps.clear()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 
 import warp
@@ -78,6 +79,19 @@ class StateLayout:
         if self.is_sequence:
             return [state[f.key] for f in self.fields]
         return [getattr(state, f.key) for f in self.fields]
+
+    def view(self, state, arrays):
+        """A state object like ``state`` whose state arrays are ``arrays`` (a list copy, or a shallow copy of the
+        object with those attributes rebound); ``state`` itself is left as it is."""
+        if self.is_sequence:
+            items = list(state)
+            for field, arr in zip(self.fields, arrays):
+                items[field.key] = arr
+            return type(state)(items) if isinstance(state, tuple) else items
+        other = copy.copy(state)
+        for field, arr in zip(self.fields, arrays):
+            setattr(other, field.key, arr)
+        return other
 
     @property
     def nbytes(self) -> int:

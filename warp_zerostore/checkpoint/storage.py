@@ -50,6 +50,10 @@ class RamStorage:
         for dest, src in zip(arrays, self.snapshots[step]):
             _copy_into(dest, src)
 
+    def borrow(self, step: int, like) -> list:
+        """The snapshot's own arrays (shaped like ``like``), to be read in place of a copy; valid until deleted."""
+        return self.snapshots[step]
+
     def delete(self, step: int) -> None:
         copies = self.snapshots.pop(step, None)
         if copies is not None:
@@ -106,9 +110,15 @@ class DiskStorage:
         self.peak_count = max(self.peak_count, len(self.snapshots))
 
     def read(self, step: int, arrays) -> None:
-        for dest, path in zip(arrays, self.snapshots[step]):
-            values = np.load(path)
-            _copy_into(dest, warp.array(values, dtype=dest.dtype, shape=dest.shape, device=dest.device))
+        for dest, src in zip(arrays, self.borrow(step, like=arrays)):
+            _copy_into(dest, src)
+
+    def borrow(self, step: int, like) -> list:
+        """The snapshot loaded into new arrays shaped, typed and placed like ``like``."""
+        return [
+            warp.array(np.load(path), dtype=dest.dtype, shape=dest.shape, device=dest.device)
+            for dest, path in zip(like, self.snapshots[step])
+        ]
 
     def delete(self, step: int) -> None:
         paths = self.snapshots.pop(step, None)
