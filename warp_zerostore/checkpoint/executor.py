@@ -308,7 +308,8 @@ class Executor:
                     if isinstance(action, self.cs.EndReverse):
                         break
                     self._dispatch(action)
-                    self._count_snapshots()
+                    if not isinstance(action, self.cs.Reverse):  # only the other actions write or drop snapshots
+                        self._count_snapshots()
             if not self.in_place and self.steps:
                 # The buffer that never holds state 0 was only an output: no gradient is left in it.
                 for a in self.layout.arrays(self.buffers[1]):

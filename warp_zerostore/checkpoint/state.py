@@ -74,6 +74,7 @@ class StateLayout:
                 raise CheckpointError(f"rollout(): {label} is not contiguous; pass a contiguous array (wp.clone)")
             found.append(Field(key, label, tuple(arr.shape), arr.dtype))
         self.fields = tuple(found)
+        self._checked: dict = {}  # id(state object) -> its arrays when last checked
 
     def arrays(self, state) -> list:
         if self.is_sequence:
@@ -99,7 +100,11 @@ class StateLayout:
 
     def check(self, state, what: str, after: str) -> None:
         """Raise if an array of ``state`` lost the shape or dtype it started with (``after``: what changed it)."""
-        for field, arr in zip(self.fields, self.arrays(state)):
+        arrays = self.arrays(state)
+        last = self._checked.get(id(state))
+        if last is not None and all(a is b and a.requires_grad for a, b in zip(arrays, last)):
+            return  # the very arrays checked last time (a wp.array keeps its shape and dtype)
+        for field, arr in zip(self.fields, arrays):
             label = field.label.replace("state", what, 1) if what != "state" else field.label
             if not isinstance(arr, warp.array):
                 raise CheckpointError(
@@ -113,6 +118,7 @@ class StateLayout:
                 )
             if not arr.requires_grad:
                 raise CheckpointError(f"{after} left {label} with requires_grad=False; keep gradients on the state")
+        self._checked[id(state)] = arrays
 
     def matches(self, other: StateLayout, what: str) -> None:
         """Raise unless the second buffer of a double-buffered rollout has the same arrays as the first."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 import warp
 
 from .. import _compat
-from .._memory import byte_span
+from .._memory import byte_span, overlap
 from ..access import fully_stored
 from ..options import effective_mode
 
@@ -29,29 +29,26 @@ def left_zero(tape, arrays) -> set:
     entries = _compat.tape_entries(tape)
     if not entries or not all(_compat.is_kernel_launch(e) for e in entries):
         return set()  # a record_func entry (a copy, a custom adjoint) may write any gradient
-    uses = []  # (entry, parameter label, value) for every array argument
+    uses = []  # (entry, parameter label, value, its byte span) for every array argument
     for entry in entries:
         labels = [label for label, _ in _compat.kernel_parameters(_compat.launch_kernel(entry))]
         for label, value in zip(labels, _compat.launch_values(entry)):
             if _compat.is_struct_instance(value):
                 return set()  # arrays inside structs: not followed
             if isinstance(value, warp.array):
-                uses.append((entry, label, value))
+                uses.append((entry, label, value, byte_span(value)))
     found = set()
     for array in arrays:
         if _compat.retains_grad(array):
             continue
-        first, last = byte_span(array)
-        touching = [u for u in uses if u[2] is array or _overlaps(byte_span(u[2]), (first, last))]
+        span = byte_span(array)
+        touching = [u for u in uses if u[2] is array or overlap(u[3], span)]
         if len(touching) != 1 or touching[0][2] is not array:
             continue
-        entry, label, _ = touching[0]
+        entry, label, _, _ = touching[0]
         kernel = _compat.launch_kernel(entry)
         ndim = fully_stored(kernel).get(label)
         if ndim == array.ndim and _compat.launch_dim(entry) == tuple(array.shape) and _zeroing(kernel):
             found.add(id(array))
     return found
 
-
-def _overlaps(a: tuple, b: tuple) -> bool:
-    return a[0] < b[1] and b[0] < a[1]
