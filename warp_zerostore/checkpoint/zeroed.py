@@ -51,4 +51,3 @@ def left_zero(tape, arrays) -> set:
         if ndim == array.ndim and _compat.launch_dim(entry) == tuple(array.shape) and _zeroing(kernel):
             found.add(id(array))
     return found
-
