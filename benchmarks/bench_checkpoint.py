@@ -12,14 +12,15 @@ hold ~9.6 GB, so it is measured at ``--store-steps`` steps (default 100) and its
 to T (printed as such). Target: checkpointed growth < 2 % of the store-everything Tape's at T.
 
 Time: medians of interleaved runs. ``one step``: an untaped step (median of ``T`` steps / T); ``one reversed
-step``: the step on a fresh local Tape plus its backward (``--store-steps`` of them / their number). Ratios:
+step``: the step on a fresh local Tape plus its backward (``--reversed-steps`` of them, default T, / their
+number). Ratios:
 ``time / ((evaluations - T) x one step + T x one reversed step)``: what the run costs beyond the recomputations
 Revolve prescribes and the T reversed steps any reverse pass needs (target <= 1.15); ``time / (evaluations x
 one step)``: the issue's literal ratio, which also counts the backward kernels; ``time / ((evaluations - T) x
 one step + store-everything forward + backward)``, store-everything measured at ``--store-steps`` and scaled.
 
 Usage: python benchmarks/bench_checkpoint.py [--n 100000] [--steps 1000] [--snapshots 10] [--store-steps 100]
-       [--repeats 3] [--memory-repeats 2]
+       [--reversed-steps T] [--repeats 5] [--memory-repeats 2]
 """
 
 from __future__ import annotations
@@ -184,7 +185,8 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=1000)
     parser.add_argument("--snapshots", type=int, default=10)
     parser.add_argument("--store-steps", type=int, default=100)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--reversed-steps", type=int, default=None, help="default: --steps")
+    parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--memory-repeats", type=int, default=2)
     parser.add_argument("--memory-child", choices=["checkpointed", "store-everything"], help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -199,17 +201,18 @@ def main() -> None:
     checkpointed(initial(16, T), 4, 2)
     store_everything(initial(16, T), 4)
     evaluations = optimal_step_count(T, s)
+    reversed_count = min(args.reversed_steps or T, T)
     runs = {
         "checkpointed": lambda: checkpointed(data, T, s),
         "store-everything": lambda: store_everything(data, args.store_steps),
         "untaped steps": lambda: untaped_steps(data, T),
-        "reversed steps": lambda: reversed_steps(data, args.store_steps),
+        "reversed steps": lambda: reversed_steps(data, reversed_count),
     }
     timings = interleaved_medians(runs, args.repeats)
     t_ckpt = timings["checkpointed"]["median_s"]
     t_step = timings["untaped steps"]["median_s"] / T
     t_store = timings["store-everything"]["median_s"] * T / args.store_steps  # scaled to T steps
-    t_reversed = timings["reversed steps"]["median_s"] / args.store_steps
+    t_reversed = timings["reversed steps"]["median_s"] / reversed_count
     literal = t_ckpt / (evaluations * t_step)
     floor = (evaluations - T) * t_step + T * t_reversed  # Revolve's recomputations + T taped steps with backward
     bookkeeping = t_ckpt / ((evaluations - T) * t_step + t_store)
@@ -245,6 +248,7 @@ def main() -> None:
             "steps": T,
             "snapshots": s,
             "store_steps_measured": args.store_steps,
+            "reversed_steps_measured": reversed_count,
             "evaluations": evaluations,
             "repeats": args.repeats,
             "median_s": {name: v["median_s"] for name, v in timings.items()},
