@@ -21,7 +21,7 @@ def byte_span(array) -> tuple:
     ptr = int(array.ptr or 0)
     if array.size == 0 or not ptr:
         return ptr, ptr
-    if array.is_contiguous:
+    if getattr(array, "is_contiguous", False):
         return ptr, ptr + array.size * _compat.dtype_size_bytes(array.dtype)
     below = sum(min(0, (n - 1) * stride) for n, stride in zip(array.shape, array.strides))
     above = sum(max(0, (n - 1) * stride) for n, stride in zip(array.shape, array.strides))
