@@ -20,7 +20,7 @@ one step)``: the issue's literal ratio, which also counts the backward kernels; 
 one step + store-everything forward + backward)``, store-everything measured at ``--store-steps`` and scaled.
 
 Usage: python benchmarks/bench_checkpoint.py [--n 100000] [--steps 1000] [--snapshots 10] [--store-steps 100]
-       [--reversed-steps T] [--repeats 5] [--memory-repeats 2]
+       [--reversed-steps T] [--repeats 5] [--memory-repeats 2] [--device cpu]
 """
 
 from __future__ import annotations
@@ -138,7 +138,8 @@ def measure_memory(side: str, n: int, steps: int, snapshots: int) -> dict:
     small = initial(16, steps)
     checkpointed(small, 4, 2) if side == "checkpointed" else store_everything(small, 4)  # build the kernels
     data = initial(n, steps)
-    warm = checkpointed(data, 20, 3) if side == "checkpointed" else store_everything(data, 20)
+    warm_steps = min(20, steps)  # the per-step input has `steps` entries
+    warm = checkpointed(data, warm_steps, 3) if side == "checkpointed" else store_everything(data, warm_steps)
     del warm
     with peak_rss_growth() as growth:
         if side == "checkpointed":
@@ -179,59 +180,38 @@ def memory_medians(n: int, steps: int, store_steps: int, snapshots: int, repeats
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--n", type=int, default=100_000)
-    parser.add_argument("--steps", type=int, default=1000)
-    parser.add_argument("--snapshots", type=int, default=10)
-    parser.add_argument("--store-steps", type=int, default=100)
-    parser.add_argument("--reversed-steps", type=int, default=None, help="default: --steps")
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--memory-repeats", type=int, default=2)
-    parser.add_argument("--memory-child", choices=["checkpointed", "store-everything"], help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    wp.config.quiet = True
-    wp.init()
-    if args.memory_child:
-        print(json.dumps(measure_memory(args.memory_child, args.n, args.steps, args.snapshots)))
-        return
-
-    T, s, n = args.steps, args.snapshots, args.n
-    data = initial(n, T)
+def time_sides(args):
+    """Medians of the four timed sides on the current device, each run ending in a synchronize."""
+    T, s = args.steps, args.snapshots
+    data = initial(args.n, T)
     checkpointed(initial(16, T), 4, 2)
     store_everything(initial(16, T), 4)
     evaluations = optimal_step_count(T, s)
     reversed_count = min(args.reversed_steps or T, T)
-    runs = {
-        "checkpointed": lambda: checkpointed(data, T, s),
-        "store-everything": lambda: store_everything(data, args.store_steps),
-        "untaped steps": lambda: untaped_steps(data, T),
-        "reversed steps": lambda: reversed_steps(data, reversed_count),
-    }
-    timings = interleaved_medians(runs, args.repeats)
-    t_ckpt = timings["checkpointed"]["median_s"]
-    t_step = timings["untaped steps"]["median_s"] / T
-    t_store = timings["store-everything"]["median_s"] * T / args.store_steps  # scaled to T steps
-    t_reversed = timings["reversed steps"]["median_s"] / reversed_count
-    literal = t_ckpt / (evaluations * t_step)
-    floor = (evaluations - T) * t_step + T * t_reversed  # Revolve's recomputations + T taped steps with backward
-    bookkeeping = t_ckpt / ((evaluations - T) * t_step + t_store)
 
+    def synced(fn):
+        def run():
+            fn()
+            wp.synchronize_device()
+
+        return run
+
+    runs = {
+        "checkpointed": synced(lambda: checkpointed(data, T, s)),
+        "store-everything": synced(lambda: store_everything(data, args.store_steps)),
+        "untaped steps": synced(lambda: untaped_steps(data, T)),
+        "reversed steps": synced(lambda: reversed_steps(data, reversed_count)),
+    }
+    return interleaved_medians(runs, args.repeats), evaluations, reversed_count
+
+
+def memory_figures(args) -> dict:
+    """Peak resident growth of both sides in child processes (CPU), printed, and their JSON fields."""
+    T, s, n = args.steps, args.snapshots, args.n
     memory = memory_medians(n, T, args.store_steps, s, args.memory_repeats)
     must_hold = (s + 2) * state_bytes(n) + 2 * state_bytes(n) + (2 + T) * 8
     growth = memory["checkpointed"]["median_bytes"]
     store_growth_at_T = memory["store-everything"]["median_bytes"] * T / args.store_steps
-    print(f"{n} particles (float64), T = {T} steps, s = {s} snapshots; Revolve evaluations: {evaluations}")
-    print(
-        f"checkpointed forward+backward: median {t_ckpt:.3f} s; one untaped step {t_step * 1e3:.3f} ms; "
-        f"store-everything Tape {t_store:.3f} s for T steps (measured at {args.store_steps} steps, scaled)"
-    )
-    print(f"one reversed step (taped step + its backward): {t_reversed * 1e3:.3f} ms")
-    print(f"time / ((evaluations - T) x one step + T x one reversed step): {t_ckpt / floor:.3f} (target <= 1.15)")
-    print(f"time / (evaluations x one step): {literal:.3f} (the issue's literal ratio, backward kernels included)")
-    print(
-        f"time / ((evaluations - T) x one step + store-everything forward+backward): {bookkeeping:.3f} (for comparison)"
-    )
     print(
         f"peak RSS growth checkpointed: {growth / 2**20:.1f} MiB; must hold {must_hold / 2**20:.1f} MiB; "
         f"ratio {growth / must_hold:.3f} (target <= 1.1)"
@@ -241,6 +221,64 @@ def main() -> None:
         f"{args.store_steps} steps, extrapolated linearly to {T} steps: {store_growth_at_T / 2**20:.1f} MiB; "
         f"checkpointed / store-everything: {100 * growth / store_growth_at_T:.2f} % (target < 2 %)"
     )
+    return {
+        "peak_growth_bytes": growth,
+        "must_hold_bytes": must_hold,
+        "memory_ratio_vs_must_hold": growth / must_hold,
+        "memory_target": 1.1,
+        "store_everything_growth_bytes_measured": memory["store-everything"]["median_bytes"],
+        "store_everything_growth_bytes_extrapolated_to_T": store_growth_at_T,
+        "memory_fraction_of_store_everything": growth / store_growth_at_T,
+        "memory_fraction_target": 0.02,
+        "memory": memory,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--n", type=int, default=100_000)
+    parser.add_argument("--steps", type=int, default=1000)
+    parser.add_argument("--snapshots", type=int, default=10)
+    parser.add_argument("--store-steps", type=int, default=100)
+    parser.add_argument("--reversed-steps", type=int, default=None, help="default: --steps")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--memory-repeats", type=int, default=2)
+    parser.add_argument("--device", default="cpu", help="time on this device; memory (resident set) on the CPU only")
+    parser.add_argument("--memory-child", choices=["checkpointed", "store-everything"], help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    wp.config.quiet = True
+    wp.init()
+    if args.memory_child:
+        print(json.dumps(measure_memory(args.memory_child, args.n, args.steps, args.snapshots)))
+        return
+
+    T, s, n = args.steps, args.snapshots, args.n
+    with wp.ScopedDevice(args.device):
+        timings, evaluations, reversed_count = time_sides(args)
+    t_ckpt = timings["checkpointed"]["median_s"]
+    t_step = timings["untaped steps"]["median_s"] / T
+    t_store = timings["store-everything"]["median_s"] * T / args.store_steps  # scaled to T steps
+    t_reversed = timings["reversed steps"]["median_s"] / reversed_count
+    literal = t_ckpt / (evaluations * t_step)
+    floor = (evaluations - T) * t_step + T * t_reversed  # Revolve's recomputations + T taped steps with backward
+    bookkeeping = t_ckpt / ((evaluations - T) * t_step + t_store)
+    print(f"{n} particles (float64), T = {T} steps, s = {s} snapshots; Revolve evaluations: {evaluations}")
+    print(
+        f"checkpointed forward+backward on {args.device}: median {t_ckpt:.3f} s; one untaped step "
+        f"{t_step * 1e3:.3f} ms; store-everything Tape {t_store:.3f} s for T steps (measured at {args.store_steps} "
+        "steps, scaled)"
+    )
+    print(f"one reversed step (taped step + its backward): {t_reversed * 1e3:.3f} ms")
+    print(f"time / ((evaluations - T) x one step + T x one reversed step): {t_ckpt / floor:.3f} (target <= 1.15)")
+    print(f"time / (evaluations x one step): {literal:.3f} (the issue's literal ratio, backward kernels included)")
+    print(
+        f"time / ((evaluations - T) x one step + store-everything forward+backward): {bookkeeping:.3f} (for comparison)"
+    )
+    figures = {}
+    if args.device == "cpu":
+        figures = memory_figures(args)
+    else:
+        print("memory: measured on the CPU only (peak resident set of a child process); run with --device cpu")
     report(
         "checkpoint",
         {
@@ -259,15 +297,8 @@ def main() -> None:
             "time_ratio_literal": literal,
             "time_ratio_vs_store_everything_plus_recompute": bookkeeping,
             "time_target": 1.15,
-            "peak_growth_bytes": growth,
-            "must_hold_bytes": must_hold,
-            "memory_ratio_vs_must_hold": growth / must_hold,
-            "memory_target": 1.1,
-            "store_everything_growth_bytes_measured": memory["store-everything"]["median_bytes"],
-            "store_everything_growth_bytes_extrapolated_to_T": store_growth_at_T,
-            "memory_fraction_of_store_everything": growth / store_growth_at_T,
-            "memory_fraction_target": 0.02,
-            "memory": memory,
+            "device": args.device,
+            **figures,
             "timings": timings,
         },
     )

@@ -4,7 +4,7 @@ On a machine with CUDA it runs, each step in its own process and none stopping t
 
 1. the test suite with ``WARP_ZEROSTORE_TEST_DEVICES=cuda:0`` (tests/conftest.py parametrises every
    ``device`` test over that list; PyTorch-bridge tests skip on the GPU when PyTorch is a CPU build);
-2. the store, zeroing, tile and PyTorch-bridge benchmarks with ``--device cuda:0`` (the bridge one only
+2. the store, zeroing, tile, PyTorch-bridge and checkpoint benchmarks with ``--device cuda:0`` (the bridge one only
    when PyTorch has CUDA);
 
 then prints one summary table and its JSON (also written to
@@ -39,6 +39,7 @@ BENCHMARKS = {
     "zeroing": ("bench_zeroing.py", [], ["--repeats", "9"], False),
     "tiles": ("bench_tiles.py", [], ["--repeats", "5"], False),
     "torch_bridge": ("bench_torch_bridge.py", [], ["--repeats", "7"], True),
+    "checkpoint": ("bench_checkpoint.py", ["--repeats", "3"], ["--repeats", "3", "--steps", "200"], False),
 }
 
 

@@ -31,20 +31,30 @@ def drift_in_place(x: wp.array(dtype=wp.vec3d), v: wp.array(dtype=wp.vec3d)):
     x[i] = x[i] + wp.float64(DT) * v[i]
 
 
-@wp.kernel
-def euler_step(
-    x_in: wp.array(dtype=wp.vec3d),
-    v_in: wp.array(dtype=wp.vec3d),
-    params: wp.array(dtype=wp.float64),
-    gravity: wp.array(dtype=wp.float64),
-    n: int,
-    x_out: wp.array(dtype=wp.vec3d),
-    v_out: wp.array(dtype=wp.vec3d),
-):
-    i = wp.tid()
-    v = v_in[i] + wp.float64(DT) * force(x_in[i], v_in[i], params[0], params[1], gravity[n])
-    v_out[i] = v
-    x_out[i] = x_in[i] + wp.float64(DT) * v
+def _euler_step(zero_store):
+    """The double-buffered Euler step; ``zero_store`` picks its store adjoints (None: the installed Warp's)."""
+
+    @wp.kernel(zero_store=zero_store)
+    def euler_step(
+        x_in: wp.array(dtype=wp.vec3d),
+        v_in: wp.array(dtype=wp.vec3d),
+        params: wp.array(dtype=wp.float64),
+        gravity: wp.array(dtype=wp.float64),
+        n: int,
+        x_out: wp.array(dtype=wp.vec3d),
+        v_out: wp.array(dtype=wp.vec3d),
+    ):
+        i = wp.tid()
+        v = v_in[i] + wp.float64(DT) * force(x_in[i], v_in[i], params[0], params[1], gravity[n])
+        v_out[i] = v
+        x_out[i] = x_in[i] + wp.float64(DT) * v
+
+    return euler_step
+
+
+euler_step = _euler_step(None)
+# with store adjoints that keep the consumed gradient: its output buffer's .grad is not left zero
+euler_step_accumulate = _euler_step(False)
 
 
 @wp.kernel
@@ -65,23 +75,6 @@ def square_keep(x: wp.array(dtype=wp.float64)):
     """In place, with store adjoints that keep the overwritten gradient: an overwrite hazard when launched twice."""
     i = wp.tid()
     x[i] = x[i] * x[i]
-
-
-@wp.kernel(zero_store=False)
-def euler_step_accumulate(
-    x_in: wp.array(dtype=wp.vec3d),
-    v_in: wp.array(dtype=wp.vec3d),
-    params: wp.array(dtype=wp.float64),
-    gravity: wp.array(dtype=wp.float64),
-    n: int,
-    x_out: wp.array(dtype=wp.vec3d),
-    v_out: wp.array(dtype=wp.vec3d),
-):
-    """euler_step with store adjoints that keep the consumed gradient: its output buffer's .grad is not left zero."""
-    i = wp.tid()
-    v = v_in[i] + wp.float64(DT) * force(x_in[i], v_in[i], params[0], params[1], gravity[n])
-    v_out[i] = v
-    x_out[i] = x_in[i] + wp.float64(DT) * v
 
 
 @wp.kernel
