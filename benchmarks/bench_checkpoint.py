@@ -17,7 +17,10 @@ number). Ratios:
 ``time / ((evaluations - T) x one step + T x one reversed step)``: what the run costs beyond the recomputations
 Revolve prescribes and the T reversed steps any reverse pass needs (target <= 1.15); ``time / (evaluations x
 one step)``: the issue's literal ratio, which also counts the backward kernels; ``time / ((evaluations - T) x
-one step + store-everything forward + backward)``, store-everything measured at ``--store-steps`` and scaled.
+one step + store-everything forward + backward)``, store-everything measured at ``--store-steps`` and scaled;
+and, for what the copies cost, ``time / (that floor + state copies x one copy)``, where ``state copies`` is the
+run's ``summary.state_copies`` (snapshot writes and restores the executor made) and one copy is timed as a
+plain ``wp.copy`` of the state into rotating snapshot-like destinations.
 
 Usage: python benchmarks/bench_checkpoint.py [--n 100000] [--steps 1000] [--snapshots 10] [--store-steps 100]
        [--reversed-steps T] [--repeats 5] [--memory-repeats 2] [--device cpu]
@@ -134,6 +137,24 @@ def reversed_steps(data, steps: int):
     return time.perf_counter() - start
 
 
+def state_copies(data, copies: int, slots: int):
+    """``copies`` copies of the state into ``slots`` rotating destinations (as snapshots are written and read
+    back): the time of the state copies the executor makes, per copy."""
+    x0, v0, _ = data
+    state = [wp.array(x0, dtype=wp.vec3d), wp.array(v0, dtype=wp.vec3d)]
+    dests = [[wp.empty_like(a) for a in state] for _ in range(slots)]
+    for dest in dests:  # fault the pages in, as the rollout's first writes do (outside the timed loop here)
+        for d, a in zip(dest, state):
+            wp.copy(d, a)
+    wp.synchronize()
+    start = time.perf_counter()
+    for i in range(copies):
+        for d, a in zip(dests[i % slots], state):
+            wp.copy(d, a)
+    wp.synchronize()
+    return time.perf_counter() - start
+
+
 def measure_memory(side: str, n: int, steps: int, snapshots: int) -> dict:
     small = initial(16, steps)
     checkpointed(small, 4, 2) if side == "checkpointed" else store_everything(small, 4)  # build the kernels
@@ -196,13 +217,20 @@ def time_sides(args):
 
         return run
 
+    last = {}
+
+    def checkpointed_run():
+        last["run"] = checkpointed(data, T, s)[0]
+
     runs = {
-        "checkpointed": synced(lambda: checkpointed(data, T, s)),
+        "checkpointed": synced(checkpointed_run),
         "store-everything": synced(lambda: store_everything(data, args.store_steps)),
         "untaped steps": synced(lambda: untaped_steps(data, T)),
         "reversed steps": synced(lambda: reversed_steps(data, reversed_count)),
+        "state copies": synced(lambda: state_copies(data, reversed_count, s)),
     }
-    return interleaved_medians(runs, args.repeats), evaluations, reversed_count
+    timings = interleaved_medians(runs, args.repeats)
+    return timings, evaluations, reversed_count, last["run"].summary.state_copies
 
 
 def memory_figures(args) -> dict:
@@ -254,7 +282,7 @@ def main() -> None:
 
     T, s, n = args.steps, args.snapshots, args.n
     with wp.ScopedDevice(args.device):
-        timings, evaluations, reversed_count = time_sides(args)
+        timings, evaluations, reversed_count, copies = time_sides(args)
     t_ckpt = timings["checkpointed"]["median_s"]
     t_step = timings["untaped steps"]["median_s"] / T
     t_store = timings["store-everything"]["median_s"] * T / args.store_steps  # scaled to T steps
@@ -262,6 +290,8 @@ def main() -> None:
     literal = t_ckpt / (evaluations * t_step)
     floor = (evaluations - T) * t_step + T * t_reversed  # Revolve's recomputations + T taped steps with backward
     bookkeeping = t_ckpt / ((evaluations - T) * t_step + t_store)
+    t_copy = timings["state copies"]["median_s"] / reversed_count
+    with_copies = t_ckpt / (floor + copies * t_copy)
     print(f"{n} particles (float64), T = {T} steps, s = {s} snapshots; Revolve evaluations: {evaluations}")
     print(
         f"checkpointed forward+backward on {args.device}: median {t_ckpt:.3f} s; one untaped step "
@@ -270,6 +300,10 @@ def main() -> None:
     )
     print(f"one reversed step (taped step + its backward): {t_reversed * 1e3:.3f} ms")
     print(f"time / ((evaluations - T) x one step + T x one reversed step): {t_ckpt / floor:.3f} (target <= 1.15)")
+    print(
+        f"time / (the same + {copies} state copies x one copy ({t_copy * 1e3:.3f} ms)): {with_copies:.3f} "
+        "(the snapshot writes and restores the executor makes, priced as plain copies)"
+    )
     print(f"time / (evaluations x one step): {literal:.3f} (the issue's literal ratio, backward kernels included)")
     print(
         f"time / ((evaluations - T) x one step + store-everything forward+backward): {bookkeeping:.3f} (for comparison)"
@@ -294,6 +328,9 @@ def main() -> None:
             "store_everything_s_scaled_to_T": t_store,
             "one_reversed_step_ms": t_reversed * 1e3,
             "time_ratio_vs_recompute_plus_reversed_steps": t_ckpt / floor,
+            "state_copies": copies,
+            "one_state_copy_ms": t_copy * 1e3,
+            "time_ratio_vs_recompute_reversed_steps_and_copies": with_copies,
             "time_ratio_literal": literal,
             "time_ratio_vs_store_everything_plus_recompute": bookkeeping,
             "time_target": 1.15,

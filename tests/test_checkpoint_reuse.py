@@ -200,3 +200,39 @@ def test_retain_grad_array_is_never_left_zero():
     x = wp.array(np.ones((4, 3)), dtype=wp.vec3d, requires_grad=True)
     y = wp.zeros(4, dtype=wp.vec3d, requires_grad=True, retain_grad=True)
     assert left_zero(_taped((k.scale_all, 4, [x, y])), [y]) == set()
+
+
+@pytest.mark.parametrize("in_place", [True, False], ids=["in_place", "double_buffered"])
+def test_state_copies_are_the_schedules_writes_and_restores(in_place):
+    """summary.state_copies counts what the executor copied: every snapshot write and every restore in place;
+    double-buffered, moved snapshots (but the one of state 0) are read in place, not copied."""
+    import checkpoint_schedules as cs
+
+    steps, snapshots = 30, 3
+    actions = list(cs.MultistageCheckpointSchedule(steps, snapshots, 0))
+    writes = sum(isinstance(a, cs.Forward) and a.write_ics for a in actions)
+    kept = sum(isinstance(a, cs.Copy) for a in actions)
+    moved = [a.n for a in actions if isinstance(a, cs.Move)]
+    data = _data(steps, seed=2)
+    x, v, params, gravity = _arrays(data)
+    if in_place:
+
+        def step(s, n):
+            wp.launch(k.kick_in_place, dim=N, inputs=[s[0], s[1], params, gravity, n])
+            wp.launch(k.drift_in_place, dim=N, inputs=[s[0], s[1]])
+
+        out = None
+    else:
+
+        def step(a, b, n):
+            wp.launch(k.euler_step, dim=N, inputs=[a[0], a[1], params, gravity, n, b[0], b[1]])
+
+        out = [wp.empty_like(x, requires_grad=True), wp.empty_like(v, requires_grad=True)]
+    tape = wp.Tape()
+    with tape:
+        run = rollout(step, [x, v], steps, snapshots=snapshots, params=[params, gravity], out=out)
+        loss = _loss(*run.state, data[4])
+    tape.backward(loss)
+    expected = writes + kept + (len(moved) if in_place else moved.count(0))
+    assert run.summary.state_copies == expected
+    assert f"{expected} state copies" in str(run.summary)

@@ -132,6 +132,7 @@ class Executor:
         saved = None
         if keep_values:  # store_all: the Tape is backpropagated after later steps changed the buffers
             saved = [warp.clone(a, requires_grad=False) for a in self.state_arrays()]
+            self.summary.state_copies += 1
             self.summary.ram_bytes += sum(s.capacity for s in saved)
         self.adj_deps[n] = (tape, saved)
         self.summary.snapshots_held = max(self.summary.snapshots_held, len(self.adj_deps) if keep_values else 0)
@@ -155,6 +156,7 @@ class Executor:
             raise RuntimeError(f"warp_zerostore.checkpoint: schedule runs from step {n0}, buffers hold {self.position}")
         if action.write_ics:
             self.storage(action.storage).write(n0, self.layout.arrays(self.holder(n0)))
+            self.summary.state_copies += 1
             self._count_snapshots()
         online = self.schedule.max_n is None  # the length is learnt as the forward runs
         n, done = n0, False
@@ -181,6 +183,7 @@ class Executor:
             if saved is not None:
                 for dest, src in zip(self.state_arrays(), saved):
                     _copy(dest, src)
+                self.summary.state_copies += 1
             self._backpropagate(n, tape)
             if self.borrowed is not None and self.borrowed.n == n:
                 self._release()
@@ -206,6 +209,7 @@ class Executor:
                 self.position = action.n
                 return  # deleted when released
             source.read(action.n, self.layout.arrays(work))
+            self.summary.state_copies += 1
             self.position = action.n
         elif action.to_storage != self.cs.StorageType.NONE:
             raise RuntimeError(f"warp_zerostore.checkpoint: unsupported storage-to-storage action {action!r}")
@@ -228,6 +232,7 @@ class Executor:
             )
         for dest, src in zip(self.layout.arrays(self.holder(borrowed.n)), borrowed.arrays):
             _copy(dest, src)
+        self.summary.state_copies += 1
         self._release()
 
     def _count_snapshots(self) -> None:

@@ -12,7 +12,9 @@ class Summary:
     ``steps``: steps of the rollout; ``steps_run``: step evaluations so far (forward, recomputation and the taped
     re-runs the reverse sweep backpropagates through); ``steps_reversed``; ``snapshots_held``: the most snapshots
     held at once (RAM and disk); ``ram_bytes`` / ``disk_bytes``: the most snapshot bytes held in RAM / on disk at
-    once; ``state_bytes``: one copy of the state; ``schedule``: the checkpointing schedule's name.
+    once; ``state_bytes``: one copy of the state; ``state_copies``: copies of the whole state made (snapshot
+    writes, and restores into the work buffer; a moved snapshot read in place is not one); ``schedule``: the
+    checkpointing schedule's name.
     """
 
     schedule: str
@@ -23,10 +25,12 @@ class Summary:
     snapshots_held: int = 0
     ram_bytes: int = 0
     disk_bytes: int = 0
+    state_copies: int = 0
 
     def __str__(self) -> str:
         return (
             f"{self.schedule}: {self.steps} steps, {self.steps_run} step evaluations, {self.steps_reversed} reversed, "
+            f"{self.state_copies} state copies, "
             f"at most {self.snapshots_held} snapshots ({self.ram_bytes / 2**20:.1f} MiB in RAM, "
             f"{self.disk_bytes / 2**20:.1f} MiB on disk; one state is {self.state_bytes / 2**20:.1f} MiB)"
         )
