@@ -1,6 +1,8 @@
 """Which array arguments a kernel reads, stores into, or accumulates into: read from its Python source.
 
-The Tape's safety checks need, per launch, the arrays whose values the backward pass re-reads (reads) and
+Three users: the Tape's safety checks (:func:`argument_access`), and, through :func:`fully_stored`, the JAX
+bridge (no zero fill for an output every thread stores) and the checkpoint executor (a gradient the step's
+backward provably left zero is not zeroed again). The Tape's safety checks need, per launch, the arrays whose values the backward pass re-reads (reads) and
 the kind of each write (a plain store, whose adjoint may need zeroing, or an atomic accumulation, whose
 adjoint is exact). Warp's own ``is_read``/``is_write`` marks exist only when the module was built with
 ``verify_autograd_array_access``; this reads the kernel's AST instead. An array passed to a user ``@wp.func``
