@@ -343,6 +343,8 @@ def test_partly_stored_output_is_zero_filled(jit):
         np.testing.assert_array_equal(np.asarray(f(x)), np.where(x > 0, x * x, 0.0))
     g = jax.grad(lambda x: f(x).sum())(x)
     np.testing.assert_array_equal(np.asarray(g), np.where(x > 0, 2 * x, 0.0))
+    rows = jnp.stack([x, -x, x[::-1]])  # under vmap the batch folds into the launch: the fill still applies
+    np.testing.assert_array_equal(np.asarray(jax.vmap(f)(rows)), np.where(rows > 0, rows * rows, 0.0))
 
 
 def test_fully_stored_output_skips_the_fill(monkeypatch):
