@@ -72,19 +72,28 @@ def reference(kernel, data, steps):
     return _grads(x, v, params, gravity)
 
 
-def checkpointed(kernel, data, steps, snapshots):
+def checkpointed(kernel, data, steps, snapshots, in_place=False):
+    """The rollout through ``rollout()``: double-buffered with ``kernel``, or in place (kick, drift)."""
     x, v, params, gravity = _arrays(data)
+    if in_place:
 
-    def step(a, b, n):
-        wp.launch(kernel, dim=N, inputs=[a[0], a[1], params, gravity, n, b[0], b[1]])
+        def step(s, n):
+            wp.launch(k.kick_in_place, dim=N, inputs=[s[0], s[1], params, gravity, n])
+            wp.launch(k.drift_in_place, dim=N, inputs=[s[0], s[1]])
 
-    out = [wp.empty_like(x, requires_grad=True), wp.empty_like(v, requires_grad=True)]
+        out = None
+    else:
+
+        def step(a, b, n):
+            wp.launch(kernel, dim=N, inputs=[a[0], a[1], params, gravity, n, b[0], b[1]])
+
+        out = [wp.empty_like(x, requires_grad=True), wp.empty_like(v, requires_grad=True)]
     tape = wp.Tape()
     with tape:
         run = rollout(step, [x, v], steps, snapshots=snapshots, params=[params, gravity], out=out)
         loss = _loss(*run.state, data[4])
     tape.backward(loss)
-    return _grads(x, v, params, gravity), (x, v)
+    return _grads(x, v, params, gravity), (x, v), run
 
 
 @pytest.mark.parametrize("kernel", [k.euler_step, k.euler_step_accumulate], ids=["zeroing", "accumulating"])
@@ -93,7 +102,7 @@ def test_gradients_with_and_without_a_zeroing_step(kernel, steps, snapshots):
     """euler_step's store adjoint zeroes on Warp >= 1.13 (the skip applies there); the accumulating twin keeps
     what it consumed, so its output gradient must be zeroed before the next reversal: both match the reference."""
     data = _data(steps)
-    got, (x, v) = checkpointed(kernel, data, steps, snapshots)
+    got, (x, v), _ = checkpointed(kernel, data, steps, snapshots)
     _same(got, reference(kernel, data, steps))
     # state 0 is back in the state buffer after the reverse sweep
     np.testing.assert_array_equal(x.numpy(), data[0])
@@ -213,26 +222,7 @@ def test_state_copies_are_the_schedules_writes_and_restores(in_place):
     writes = sum(isinstance(a, cs.Forward) and a.write_ics for a in actions)
     kept = sum(isinstance(a, cs.Copy) for a in actions)
     moved = [a.n for a in actions if isinstance(a, cs.Move)]
-    data = _data(steps, seed=2)
-    x, v, params, gravity = _arrays(data)
-    if in_place:
-
-        def step(s, n):
-            wp.launch(k.kick_in_place, dim=N, inputs=[s[0], s[1], params, gravity, n])
-            wp.launch(k.drift_in_place, dim=N, inputs=[s[0], s[1]])
-
-        out = None
-    else:
-
-        def step(a, b, n):
-            wp.launch(k.euler_step, dim=N, inputs=[a[0], a[1], params, gravity, n, b[0], b[1]])
-
-        out = [wp.empty_like(x, requires_grad=True), wp.empty_like(v, requires_grad=True)]
-    tape = wp.Tape()
-    with tape:
-        run = rollout(step, [x, v], steps, snapshots=snapshots, params=[params, gravity], out=out)
-        loss = _loss(*run.state, data[4])
-    tape.backward(loss)
+    _, _, run = checkpointed(k.euler_step, _data(steps, seed=2), steps, snapshots, in_place=in_place)
     expected = writes + kept + (len(moved) if in_place else moved.count(0))
     assert run.summary.state_copies == expected
     assert f"{expected} state copies" in str(run.summary)
