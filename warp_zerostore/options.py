@@ -171,6 +171,13 @@ def effective_zero_store(k) -> ZeroStore:
     return effective_mode(k)
 
 
+def store_adjoints_zero(kernel) -> bool:
+    """Whether the kernel's store adjoints zero the gradient element they consume on a Tape: its mode is True,
+    or unflagged on a Warp (>= 1.13) whose own store adjoint zeroes an array's ``.grad``."""
+    mode = effective_mode(kernel)
+    return mode is True or (mode is None and _compat.STOCK_STORE_ZEROES)
+
+
 @contextlib.contextmanager
 def copy_zero_store(value: ZeroStore):
     """Within the block, ``wp.copy`` / ``array.assign`` recorded on a Tape use ``zero_store=value``.

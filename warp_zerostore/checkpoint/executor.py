@@ -41,6 +41,11 @@ class Borrowed:
     storage: object
     stepped: bool = False
 
+    def detach(self) -> None:
+        """Give the work buffer's gradients back: the snapshot arrays stop carrying them."""
+        for snap in self.arrays:
+            snap.grad = None
+
 
 class Executor:
     """Runs one rollout's schedule; ``forward_sweep`` at the rollout, ``reverse_sweep`` in the Tape's backward."""
@@ -219,8 +224,7 @@ class Executor:
     def _release(self) -> None:
         """Done with the moved snapshot: detach the work buffer's gradients from it and delete it."""
         borrowed, self.borrowed = self.borrowed, None
-        for snap in borrowed.arrays:
-            snap.grad = None
+        borrowed.detach()
         borrowed.storage.delete(borrowed.n)
 
     def _settle(self) -> None:
@@ -326,8 +330,7 @@ class Executor:
     def close(self) -> None:
         """Free every snapshot and remove the disk folder (also after an exception)."""
         if self.borrowed is not None:
-            for snap in self.borrowed.arrays:
-                snap.grad = None
+            self.borrowed.detach()
             self.borrowed = None
         for storage in self.storages.values():
             storage.close()

@@ -16,12 +16,7 @@ import warp
 from .. import _compat
 from .._memory import byte_span, overlap
 from ..access import fully_stored
-from ..options import effective_mode
-
-
-def _zeroing(kernel) -> bool:
-    mode = effective_mode(kernel)
-    return mode is True or (mode is None and _compat.STOCK_STORE_ZEROES)
+from ..options import store_adjoints_zero
 
 
 def left_zero(tape, arrays) -> set:
@@ -48,6 +43,6 @@ def left_zero(tape, arrays) -> set:
         entry, label, _, _ = touching[0]
         kernel = _compat.launch_kernel(entry)
         ndim = fully_stored(kernel).get(label)
-        if ndim == array.ndim and _compat.launch_dim(entry) == tuple(array.shape) and _zeroing(kernel):
+        if ndim == array.ndim and _compat.launch_dim(entry) == tuple(array.shape) and store_adjoints_zero(kernel):
             found.add(id(array))
     return found

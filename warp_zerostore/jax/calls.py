@@ -173,12 +173,11 @@ class Calls:
                 adjoints[p.name] = grads.get(p.name)
                 if p.name in grads:
                     warp.copy(grads[p.name], cts[p.name])
-            elif self.op.reads_output(p.name):
-                values[p.name] = self.scratch.zeros_like(OUTPUT, p.name, results[p.name])  # as in the forward
-                adjoints[p.name] = self._private_cotangent(p, cts)
             else:
-                # Never read (nor written: adjoint launches replay no stores): JAX's result buffer stands in.
-                values[p.name] = results[p.name]
+                # Zeroed as in the forward where the op reads it; else (never read, and adjoint launches replay
+                # no stores) JAX's result buffer stands in.
+                read = self.op.reads_output(p.name)
+                values[p.name] = self.scratch.zeros_like(OUTPUT, p.name, results[p.name]) if read else results[p.name]
                 adjoints[p.name] = self._private_cotangent(p, cts)
         with _compat.no_active_tape():
             self.op.run_backward(values, adjoints)

@@ -53,7 +53,7 @@ import warp
 from .. import _compat, config
 from ..access import ArgumentAccess, argument_access
 from ..config import CheckLevel, validate_check
-from ..options import effective_mode
+from ..options import store_adjoints_zero
 from . import read_twin
 from .memory import AddressBook, span
 
@@ -231,11 +231,6 @@ def _changed(before: np.ndarray, after: np.ndarray, shape: tuple) -> np.ndarray:
 
 def _checksum(values: np.ndarray) -> str:
     return hashlib.blake2b(np.ascontiguousarray(values).tobytes(), digest_size=16).hexdigest()
-
-
-def _zeroes_store_adjoints(kernel) -> bool:
-    mode = effective_mode(kernel)
-    return mode is True or (mode is None and _compat.STOCK_STORE_ZEROES)
 
 
 def _device_copy(arr):
@@ -587,7 +582,7 @@ class Tape(_compat.WarpTape):
                         OVERWRITE,
                         writer=writer,
                         earlier=self._sites[site],
-                        real=not _zeroes_store_adjoints(launch.kernel),
+                        real=not store_adjoints_zero(launch.kernel),
                         elements=int(count),
                     )
                 )
