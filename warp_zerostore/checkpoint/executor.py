@@ -15,6 +15,12 @@ taken before is not copied into the work buffer: the step reads it in place (a v
 the snapshot's arrays, their ``.grad`` the work buffer's), and it is deleted once that step is reversed. A step
 may write into its input state, so snapshots that stay (``Copy``) are copied, as is state 0, which is left in
 ``state`` after the reverse sweep.
+
+With ``rollout(writes_input=False)`` (double-buffered; the step promises never to write its input state, and
+:mod:`.promise` checks it), kept snapshots are read in place too, and a snapshot the schedule takes of the state
+a forward run ends at (the next action: ``Forward(n, ..., write_ics=True)`` in RAM) is not copied either: the
+step before writes its output straight into the snapshot's arrays, which the next step then reads in place.
+Only state 0 and snapshots taken right after a restore are copied.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ import warp
 
 from .. import _compat
 from ..tape import Tape
+from . import promise
 from .state import CheckpointError
 from .storage import DiskStorage, RamStorage
 from .zeroed import left_zero
@@ -33,13 +40,15 @@ from .zeroed import left_zero
 
 @dataclasses.dataclass
 class Borrowed:
-    """A moved snapshot read in place by step ``n`` (see the module docstring)."""
+    """A snapshot read in place by step ``n`` (see the module docstring): deleted when released, unless kept
+    (a ``Copy`` or a snapshot a step wrote, with ``writes_input=False``)."""
 
     n: int
     arrays: list
     view: object
     storage: object
     stepped: bool = False
+    keep: bool = False
 
     def detach(self) -> None:
         """Give the work buffer's gradients back: the snapshot arrays stop carrying them."""
@@ -57,6 +66,7 @@ class Executor:
         self.step = step
         self.buffers = buffers  # [state] in place, [state, out] double-buffered
         self.layout = layout
+        self.labels = [field.label for field in layout.fields]  # of the input state, for error messages
         self.params = params
         self.schedule = schedule
         self.steps = steps  # None: online, until() decides
@@ -66,6 +76,9 @@ class Executor:
         self.snapshot_step = options["snapshot_step"]
         self.check = options["check"]
         self.directory = options["directory"]
+        self.trusted = not options.get("writes_input", True)  # the step never writes its input state
+        self.input_checked = False  # step 0's input compared before and after (writes_input=False)
+        self.actions = _Actions(schedule)
         self.storages: dict = {}
         self.adj_deps: dict = {}  # step -> (local Tape, saved buffer values or None)
         self.position = 0  # the step whose state the work buffers hold
@@ -109,18 +122,32 @@ class Executor:
 
     # -- running one step
 
-    def run_step(self, n: int, tape=None) -> None:
+    def input_arrays(self, n: int) -> list:
+        """The arrays step ``n`` reads its state from: a snapshot read in place, or the work buffer's."""
+        borrowed = self.borrowed
+        return borrowed.arrays if borrowed is not None and borrowed.n == n else self.layout.arrays(self.holder(n))
+
+    def run_step(self, n: int, tape=None, out=None) -> None:
+        """Run step ``n`` (on ``tape`` if given); double-buffered, ``out`` (arrays) receives state ``n + 1``
+        in place of the work buffer's."""
         if self.in_place:
             args = (self.buffers[0], n)
         else:
             borrowed = self.borrowed
             state_in = borrowed.view if borrowed is not None and borrowed.n == n else self.holder(n)
-            args = (state_in, self.holder(n + 1), n)
+            state_out = self.holder(n + 1) if out is None else self.layout.view(self.holder(n + 1), out)
+            args = (state_in, state_out, n)
+        witness = None
+        if self.trusted and not self.input_checked:
+            witness = promise.values(self.input_arrays(n))
         if tape is None:
             self.step(*args)
         else:
             with tape:
                 self.step(*args)
+        if witness is not None:
+            promise.check_unchanged(witness, self.input_arrays(n), self.labels, n)
+            self.input_checked = True
         self.summary.steps_run += 1
         for i, buffer in enumerate(self.buffers):
             self.layout.check(buffer, "state" if i == 0 else "out", f"step {n}")
@@ -134,6 +161,8 @@ class Executor:
                 snap.grad = work.grad
             borrowed.stepped = True
         self.run_step(n, tape)
+        if self.trusted:
+            promise.check_launches(tape, self.input_arrays(n), self.labels, n)
         saved = None
         if keep_values:  # store_all: the Tape is backpropagated after later steps changed the buffers
             saved = [warp.clone(a, requires_grad=False) for a in self.state_arrays()]
@@ -155,13 +184,23 @@ class Executor:
     def _forward(self, action) -> None:
         n0, n1 = action.n0, action.n1
         borrowed = self.borrowed
-        if borrowed is not None and (borrowed.n != n0 or action.write_ics or (action.write_adj_deps and n1 - n0 > 1)):
+        # written already: a step wrote state n0 straight into the snapshot, which the next step reads in place
+        written = (
+            action.write_ics
+            and borrowed is not None
+            and borrowed.n == n0
+            and self.storage(action.storage).holds(n0, borrowed.arrays)
+        )
+        if borrowed is not None and (
+            borrowed.n != n0 or (action.write_ics and not written) or (action.write_adj_deps and n1 - n0 > 1)
+        ):
             self._settle()
         if n0 != self.position:
             raise RuntimeError(f"warp_zerostore.checkpoint: schedule runs from step {n0}, buffers hold {self.position}")
-        if action.write_ics:
+        if action.write_ics and not written:
             self.storage(action.storage).write(n0, self.layout.arrays(self.holder(n0)))
             self.summary.state_copies += 1
+        if action.write_ics:
             self._count_snapshots()
         online = self.schedule.max_n is None  # the length is learnt as the forward runs
         n, done = n0, False
@@ -169,9 +208,13 @@ class Executor:
             if action.write_adj_deps:
                 self._taped_step(n, keep_values=(n1 - n0) > 1)
             else:
-                self.run_step(n)
+                out = self._snapshot_output(n + 1) if self.trusted and n + 1 == n1 and not online else None
+                self.run_step(n, out=out)
                 if self.borrowed is not None and self.borrowed.n == n:
-                    self._release()  # read once, not reversed: the moved snapshot is done with
+                    self._release()  # read once, not reversed: the snapshot read in place is done with
+                if out is not None:
+                    ram = self.storage(self.cs.StorageType.RAM)
+                    self.borrowed = Borrowed(n + 1, out, self.layout.view(self.holder(n + 1), out), ram, keep=True)
             n += 1
             if self.progress_forward:
                 self.progress.update()
@@ -179,6 +222,19 @@ class Executor:
         self.position = n
         if done:
             self.schedule.finalize(n)
+
+    def _snapshot_output(self, n: int):
+        """Arrays for step ``n - 1`` to write state ``n`` into, when the schedule's next action snapshots it in
+        RAM (``writes_input=False``): that snapshot's own arrays. None otherwise."""
+        upcoming = self.actions.peek()
+        if (
+            isinstance(upcoming, self.cs.Forward)
+            and upcoming.n0 == n
+            and upcoming.write_ics
+            and upcoming.storage == self.cs.StorageType.RAM
+        ):
+            return self.storage(upcoming.storage).claim(n, like=self.layout.arrays(self.holder(n)))
+        return None
 
     def _reverse(self, action) -> None:
         if self.borrowed is not None and not self.borrowed.stepped:
@@ -208,9 +264,9 @@ class Executor:
         source = self.storage(action.from_storage)
         if action.to_storage == self.cs.StorageType.WORK:
             work = self.holder(action.n)
-            if delete and not self.in_place and action.n > 0:
+            if (delete or self.trusted) and not self.in_place and action.n > 0:
                 arrays = source.borrow(action.n, like=self.layout.arrays(work))
-                self.borrowed = Borrowed(action.n, arrays, self.layout.view(work, arrays), source)
+                self.borrowed = Borrowed(action.n, arrays, self.layout.view(work, arrays), source, keep=not delete)
                 self.position = action.n
                 return  # deleted when released
             source.read(action.n, self.layout.arrays(work))
@@ -222,13 +278,14 @@ class Executor:
             source.delete(action.n)
 
     def _release(self) -> None:
-        """Done with the moved snapshot: detach the work buffer's gradients from it and delete it."""
+        """Done with the snapshot read in place: detach the work buffer's gradients from it; delete it unless kept."""
         borrowed, self.borrowed = self.borrowed, None
         borrowed.detach()
-        borrowed.storage.delete(borrowed.n)
+        if not borrowed.keep:
+            borrowed.storage.delete(borrowed.n)
 
     def _settle(self) -> None:
-        """An action other than the step that reads the moved snapshot comes first: copy it into the work buffer."""
+        """An action other than the step that reads the snapshot in place comes first: copy it into the work buffer."""
         borrowed = self.borrowed
         if borrowed.stepped:
             raise RuntimeError(
@@ -287,7 +344,7 @@ class Executor:
         self.progress.start("rollout forward")
         try:
             with _compat.no_active_tape():
-                for action in self.schedule:
+                for action in self.actions:
                     if isinstance(action, self.cs.EndForward):
                         break
                     self._dispatch(action)
@@ -313,7 +370,7 @@ class Executor:
         self.progress.start("rollout reverse")
         try:
             with _compat.no_active_tape():
-                for action in self.schedule:
+                for action in self.actions:
                     if isinstance(action, self.cs.EndReverse):
                         break
                     self._dispatch(action)
@@ -339,3 +396,29 @@ class Executor:
 
 def _copy(dest, src) -> None:
     warp.copy(dest, src)
+
+
+class _Actions:
+    """The schedule's actions with one-action lookahead (:meth:`peek`), shared by both sweeps. Only offline
+    schedules are peeked at: an online schedule's next action depends on ``finalize()``."""
+
+    def __init__(self, schedule):
+        self.schedule = schedule
+        self.ahead: list = []
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self.ahead:
+            return self.ahead.pop()
+        return next(self.schedule)
+
+    def peek(self):
+        """The next action, left to be returned by ``next``; None when the schedule has no more."""
+        if not self.ahead:
+            try:
+                self.ahead.append(next(self.schedule))
+            except StopIteration:
+                return None
+        return self.ahead[0]

@@ -67,6 +67,7 @@ def rollout(
     until: Callable[[Any, int], bool] | None = None,
     fields: Sequence[str] | None = None,
     snapshot_step: bool | None = None,
+    writes_input: bool = True,
     check: str = "off",
     progress: bool = False,
 ) -> Rollout:
@@ -84,6 +85,11 @@ def rollout(
     default: on in place, off double-buffered); kernels that overwrite what they read need ``zero_store=True``
     on warp-lang < 1.13, as on any Tape. Gradients of arrays the step reads are accumulated only for ``params``
     (and per-step inputs listed there); other arrays it touches (temporaries, scratch) get zeroed gradients.
+
+    ``writes_input=False`` (double-buffered only) promises that the step never writes the state arrays of
+    ``state_in``: snapshots are then read in place and written by the step itself rather than copied (faster).
+    The promise is checked: step 0's input is compared before and after it runs, and each reversed step's kernel
+    launches are read for writes into its input; a broken promise raises :class:`CheckpointError`.
 
     Schedules (from checkpoint_schedules): ``"binomial"`` (Revolve, snapshots in RAM, the default);
     ``"multistage"`` (``snapshots`` in RAM plus ``disk_snapshots`` as ``.npy`` files in ``directory``);
@@ -129,6 +135,11 @@ def rollout(
     if schedule == "two_level" and directory is None:
         raise CheckpointError("rollout(schedule='two_level') keeps its periodic snapshots on disk: give directory=...")
     config.validate_check(check, "rollout(check=...)")
+    if not writes_input and out is None:
+        raise CheckpointError(
+            "rollout(writes_input=False) is a promise for double-buffered steps (out=...): an in-place step "
+            "writes its input state by definition"
+        )
 
     layout = StateLayout(state, fields)
     buffers = [state]
@@ -156,6 +167,7 @@ def rollout(
         "snapshot_step": (out is None) if snapshot_step is None else bool(snapshot_step),
         "check": check,
         "directory": directory,
+        "writes_input": bool(writes_input),
     }
     executor = Executor(
         step, buffers, layout, param_list, cp_schedule, steps, until, summary, Progress(progress, steps), options

@@ -46,9 +46,26 @@ class RamStorage:
         self.peak_bytes = max(self.peak_bytes, self.bytes)
         self.peak_count = max(self.peak_count, len(self.snapshots))
 
+    def claim(self, step: int, like) -> list:
+        """Snapshot ``step``'s arrays, shaped like ``like``, left for the caller to fill (a step writes its output
+        there: a snapshot taken without a copy); a deleted snapshot's arrays are reused as by :meth:`write`."""
+        self.delete(step)
+        arrays = self.spare.pop() if self.spare else None
+        if arrays is None:
+            arrays = [warp.empty_like(a, requires_grad=False) for a in like]
+            self.bytes += sum(a.capacity for a in arrays)
+        self.snapshots[step] = arrays
+        self.peak_bytes = max(self.peak_bytes, self.bytes)
+        self.peak_count = max(self.peak_count, len(self.snapshots))
+        return arrays
+
     def read(self, step: int, arrays) -> None:
         for dest, src in zip(arrays, self.snapshots[step]):
             _copy_into(dest, src)
+
+    def holds(self, step: int, arrays) -> bool:
+        """Whether snapshot ``step`` is these very arrays."""
+        return self.snapshots.get(step) is arrays
 
     def borrow(self, step: int, like) -> list:
         """The snapshot's own arrays (shaped like ``like``), to be read in place of a copy; valid until deleted."""
@@ -112,6 +129,9 @@ class DiskStorage:
     def read(self, step: int, arrays) -> None:
         for dest, src in zip(arrays, self.borrow(step, like=arrays)):
             _copy_into(dest, src)
+
+    def holds(self, step: int, arrays) -> bool:
+        return False  # a snapshot on disk is a file, never arrays in memory
 
     def borrow(self, step: int, like) -> list:
         """The snapshot loaded into new arrays shaped, typed and placed like ``like``."""
