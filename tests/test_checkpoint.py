@@ -126,14 +126,22 @@ GRID = [(t, s) for t in (1, 2, 7, 100, 1000) for s in (1, 2, 5, 10, t)]
 SLOW = {(1000, 1), (1000, 2)}
 
 
-@pytest.mark.parametrize("in_place", [True, False], ids=["in_place", "double_buffered"])
+MODES = {  # name: (in place, rollout options)
+    "in_place": (True, {}),
+    "double_buffered": (False, {}),
+    "double_buffered_writes_input_false": (False, {"writes_input": False}),
+}
+
+
+@pytest.mark.parametrize("mode", list(MODES))
 @pytest.mark.parametrize("steps,snapshots", [c for c in GRID if c not in SLOW])
 @settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
-def test_gradients_equal_full_tape(steps, snapshots, in_place, data):
+def test_gradients_equal_full_tape(steps, snapshots, mode, data):
+    in_place, options = MODES[mode]
     p = Problem(steps, data)
     want, want_loss = per_step_reference(p)
-    got, loss, calls, run = checkpointed(p, snapshots, in_place)
+    got, loss, calls, run = checkpointed(p, snapshots, in_place, **options)
     assert_same(got, want)
     assert loss == want_loss
     if in_place:
@@ -215,20 +223,24 @@ def test_central_finite_differences():
 # -- schedules: store everything, multistage RAM + disk, online two-level
 
 
-@pytest.mark.parametrize("in_place", [True, False])
-def test_store_all_reference_mode(in_place):
+@pytest.mark.parametrize("mode", list(MODES))
+def test_store_all_reference_mode(mode):
+    in_place, options = MODES[mode]
     p = Problem(20, _FixedData())
     want, _ = per_step_reference(p)
-    got, _, calls, run = checkpointed(p, 1, in_place, schedule="store_all")
+    got, _, calls, run = checkpointed(p, 1, in_place, schedule="store_all", **options)
     assert_same(got, want)
     assert calls == 20 and run.summary.schedule == "store_all"
 
 
-@pytest.mark.parametrize("in_place", [True, False])
-def test_multistage_disk_equals_ram_and_cleans_up(tmp_path, in_place):
+@pytest.mark.parametrize("mode", list(MODES))
+def test_multistage_disk_equals_ram_and_cleans_up(tmp_path, mode):
+    in_place, options = MODES[mode]
     p = Problem(40, _FixedData())
     ram, _, ram_calls, _ = checkpointed(p, 5, in_place)
-    got, _, calls, run = checkpointed(p, 2, in_place, schedule="multistage", disk_snapshots=3, directory=tmp_path)
+    got, _, calls, run = checkpointed(
+        p, 2, in_place, schedule="multistage", disk_snapshots=3, directory=tmp_path, **options
+    )
     assert_same(got, ram)
     assert calls == optimal_step_count(40, 5) == ram_calls
     assert run.summary.disk_bytes > 0 and run.summary.ram_bytes > 0
@@ -294,12 +306,15 @@ def test_no_files_left_negative_twin(tmp_path):
     assert os.listdir(tmp_path) == []
 
 
-@pytest.mark.parametrize("in_place", [True, False])
-def test_online_two_level_until(tmp_path, in_place):
+@pytest.mark.parametrize("mode", list(MODES))
+def test_online_two_level_until(tmp_path, mode):
+    in_place, options = MODES[mode]
     p = Problem(37, _FixedData())
     want, _ = per_step_reference(p)
     stop = lambda state, n: n == 37  # noqa: E731 - the length is known only as the rollout runs
-    got, _, _, run = checkpointed(p, 3, in_place, schedule="two_level", period=10, directory=tmp_path, until=stop)
+    got, _, _, run = checkpointed(
+        p, 3, in_place, schedule="two_level", period=10, directory=tmp_path, until=stop, **options
+    )
     # `steps` was passed too (Problem.steps), so give an online run without it:
     assert_same(got, want)
     assert run.steps == 37 and os.listdir(tmp_path) == []

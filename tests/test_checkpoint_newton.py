@@ -50,7 +50,10 @@ def state_bytes(state):
     return sum(getattr(state, f).capacity for f in FIELDS)
 
 
-def test_newton_spring_cage_checkpointed_matches_full_tape():
+@pytest.mark.parametrize("writes_input", [True, False], ids=["default", "writes_input_false"])
+def test_newton_spring_cage_checkpointed_matches_full_tape(writes_input):
+    """writes_input=False: the solver writes state_in.particle_f, which is not a state field here, so the
+    promise holds and both of its checks pass on Newton's kernels."""
     target = warp.vec3(0.375, 0.125, 0.25)
     timings = {}
 
@@ -87,6 +90,7 @@ def test_newton_spring_cage_checkpointed_matches_full_tape():
             out=s1,
             fields=FIELDS,
             params=[model.spring_rest_length],
+            writes_input=writes_input,
         )
         warp.launch(distance_to_target, dim=1, inputs=[run.state.particle_q, target, loss])
     tape.backward(loss)
@@ -103,3 +107,27 @@ def test_newton_spring_cage_checkpointed_matches_full_tape():
         f"\nNewton spring cage, {STEPS} steps: full Tape holds {full_bytes} B of state values and gradients, "
         f"checkpointed {checkpointed_bytes} B ({run.summary}); time {timings}"
     )
+
+
+def test_newton_forces_in_the_state_break_the_writes_input_promise():
+    """Negative twin of the writes_input=False case above: with particle_f in the state, the solver writes its
+    input state (it accumulates spring forces into state_in.particle_f). The springs start at rest, so step 0
+    leaves particle_f zero and the value check cannot see it; the launch check on the first reversed step does."""
+    from warp_zerostore.checkpoint import CheckpointError
+
+    model, solver = spring_cage()
+    s0, s1 = model.state(), model.state()
+    tape = warp.Tape()
+    with pytest.raises(CheckpointError, match=r"kernel 'eval_spring'.*state\.particle_f.*fields="):
+        with tape:
+            run = rollout(
+                newton_step(solver, model.control()),
+                s0,
+                STEPS,
+                snapshots=SNAPSHOTS,
+                out=s1,
+                fields=FIELDS + ["particle_f"],
+                writes_input=False,
+            )
+        run.state.particle_q.grad.fill_(1.0)
+        tape.backward()

@@ -47,12 +47,13 @@ class RamStorage:
         self.peak_count = max(self.peak_count, len(self.snapshots))
 
     def claim(self, step: int, like) -> list:
-        """Snapshot ``step``'s arrays, shaped like ``like``, left for the caller to fill (a step writes its output
-        there: a snapshot taken without a copy); a deleted snapshot's arrays are reused as by :meth:`write`."""
+        """Snapshot ``step``'s arrays, for the caller to fill (a step writes its output there: a snapshot taken
+        without a copy); a deleted snapshot's arrays are reused as by :meth:`write`. New arrays start as copies of
+        ``like`` (the work buffer), so an array the step never writes holds what it holds in every buffer."""
         self.delete(step)
         arrays = self.spare.pop() if self.spare else None
         if arrays is None:
-            arrays = [warp.empty_like(a, requires_grad=False) for a in like]
+            arrays = [warp.clone(a, requires_grad=False) for a in like]
             self.bytes += sum(a.capacity for a in arrays)
         self.snapshots[step] = arrays
         self.peak_bytes = max(self.peak_bytes, self.bytes)
