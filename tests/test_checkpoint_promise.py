@@ -152,3 +152,27 @@ def test_the_promise_is_for_double_buffered_steps():
     x, v, params, gravity = _arrays(4)
     with pytest.raises(CheckpointError, match=r"writes_input=False\) is a promise for double-buffered steps"):
         rollout(lambda s, n: None, [x, v], 4, writes_input=False)
+
+
+def test_a_step_rebinding_its_output_is_told_to_write_into_it():
+    """With the promise a step's output arrays may be a snapshot's: rebinding one would leave the snapshot
+    unwritten, so it is an error; the negative twin writes into the same array with wp.copy."""
+    steps = 12
+    x, v, params, gravity = _arrays(steps)
+
+    def rebinding(a, b, n):
+        b.x = wp.clone(a.x, requires_grad=True)
+        b.v = wp.clone(a.v, requires_grad=True)
+
+    def copying(a, b, n):
+        wp.copy(b.x, a.x)
+        wp.copy(b.v, a.v)
+
+    state = ForceState(x, v)
+    for step, fails in ((rebinding, True), (copying, False)):
+        out = ForceState(wp.empty_like(x, requires_grad=True), wp.empty_like(v, requires_grad=True))
+        if fails:
+            with pytest.raises(CheckpointError, match=r"step \d+ rebound out\.x to another array"):
+                rollout(step, state, steps, snapshots=3, out=out, writes_input=False)
+        else:
+            rollout(step, state, steps, snapshots=3, out=out, writes_input=False).close()

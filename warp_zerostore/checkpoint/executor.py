@@ -148,6 +148,8 @@ class Executor:
         if witness is not None:
             promise.check_unchanged(witness, self.input_arrays(n), self.labels, n)
             self.input_checked = True
+        if out is not None:
+            promise.check_written_in_place(self.layout.arrays(args[1]), out, self.labels, n)
         self.summary.steps_run += 1
         for i, buffer in enumerate(self.buffers):
             self.layout.check(buffer, "state" if i == 0 else "out", f"step {n}")

@@ -2,7 +2,8 @@
 
 With that promise the executor reads snapshots in place and lets a step write its output straight into a
 snapshot, so a step that wrote into its input state would overwrite a snapshot, and the gradients would be
-silently wrong. Two checks catch a broken promise and raise :class:`~.state.CheckpointError`:
+silently wrong. Two checks catch a broken promise and raise :class:`~.state.CheckpointError` (a third, that a
+step writes into the output arrays it is given rather than rebinding them, guards the snapshot it writes):
 
 * step 0, the first time it runs: the input state's bytes before and after the step, which catches any write
   that changes a value, however it is made (a kernel, ``zero_()``, ``fill_()``, ``wp.copy``, a NumPy view);
@@ -40,6 +41,20 @@ def check_unchanged(before: list, arrays, labels, n: int) -> None:
                 f"rollout(writes_input=False): step {n} changed {label}, an array of its input state, but with that "
                 f"promise snapshots are read and written in place and a step writing its input would corrupt them. "
                 f"{_FIX}"
+            )
+
+
+def check_written_in_place(found, given, labels, n: int) -> None:
+    """Raise if step ``n`` rebound an array of its output state (``found``) instead of writing into the one it
+    was given (``given``: a snapshot's, which would then miss the step's output)."""
+    for now, arr, label in zip(found, given, labels):
+        if now is not arr:
+            out_label = label.replace("state", "out", 1)
+            raise CheckpointError(
+                f"rollout(writes_input=False): step {n} rebound {out_label} to another array instead of writing into "
+                "the one it was given; with that promise the output arrays may be a snapshot's, which would miss "
+                "the step's result. Write into state_out's arrays (wp.copy(state_out.x, ...) or a kernel), or drop "
+                "writes_input=False"
             )
 
 
