@@ -34,31 +34,29 @@ class RamStorage:
         self.peak_count = 0
 
     def write(self, step: int, arrays) -> None:
-        self.delete(step)
-        copies = self.spare.pop() if self.spare else None
-        if copies is None:
-            copies = [warp.clone(a, requires_grad=False) for a in arrays]
-            self.bytes += sum(c.capacity for c in copies)
-        else:
+        copies, fresh = self._take(step, arrays)
+        if not fresh:  # fresh arrays are copies already
             for dest, src in zip(copies, arrays):
                 _copy_into(dest, src)
-        self.snapshots[step] = copies
-        self.peak_bytes = max(self.peak_bytes, self.bytes)
-        self.peak_count = max(self.peak_count, len(self.snapshots))
 
     def claim(self, step: int, like) -> list:
         """Snapshot ``step``'s arrays, for the caller to fill (a step writes its output there: a snapshot taken
         without a copy); a deleted snapshot's arrays are reused as by :meth:`write`. New arrays start as copies of
         ``like`` (the work buffer), so an array the step never writes holds what it holds in every buffer."""
+        return self._take(step, like)[0]
+
+    def _take(self, step: int, like) -> tuple:
+        """Arrays for snapshot ``step`` (a deleted snapshot's, or new copies of ``like``), and whether new."""
         self.delete(step)
         arrays = self.spare.pop() if self.spare else None
-        if arrays is None:
+        fresh = arrays is None
+        if fresh:
             arrays = [warp.clone(a, requires_grad=False) for a in like]
             self.bytes += sum(a.capacity for a in arrays)
         self.snapshots[step] = arrays
         self.peak_bytes = max(self.peak_bytes, self.bytes)
         self.peak_count = max(self.peak_count, len(self.snapshots))
-        return arrays
+        return arrays, fresh
 
     def read(self, step: int, arrays) -> None:
         for dest, src in zip(arrays, self.snapshots[step]):
