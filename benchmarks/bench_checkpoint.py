@@ -5,11 +5,14 @@ double-buffered step, per-step gravity input). Default: 100k particles, T = 1000
 Memory: each side runs in a child process (glibc's mmap threshold at 64 KiB, so each Warp CPU buffer is its own
 mapping and resident memory follows live buffers). The child builds the kernels, warms up, resets the peak-RSS
 counter, allocates the state and runs forward + backward, and reports peak resident set (VmHWM) minus the
-resident set before. "Must hold" for the checkpointed side: s + 2 states (snapshots and the two buffers), the
+resident set before. "Must hold" for the checkpointed sides: s + 2 states (snapshots and the two buffers), the
 gradients of the two buffers, and the parameters (with the per-step input). Target: growth <= 1.1 x must hold.
 The store-everything side is a plain Tape with one state array per step; at T = 1000 and 100k particles it would
 hold ~9.6 GB, so it is measured at ``--store-steps`` steps (default 100) and its growth is extrapolated linearly
 to T (printed as such). Target: checkpointed growth < 2 % of the store-everything Tape's at T.
+
+Both sides of the checkpointed rollout are measured: by default, and with ``writes_input=False`` (the step never
+writes its input state, so snapshots are read and written in place instead of copied).
 
 Time: medians of interleaved runs. ``one step``: an untaped step (median of ``T`` steps / T); ``one reversed
 step``: the step on a fresh local Tape plus its backward (``--reversed-steps`` of them, default T, / their
