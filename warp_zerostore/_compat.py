@@ -469,6 +469,11 @@ def launch_values(entry) -> list:
     return list(entry[3]) + list(entry[4])
 
 
+def recorded_arguments(entry) -> list:
+    """``[(parameter label, value), ...]`` of a recorded kernel launch, in launch order."""
+    return list(zip(kernel_argument_labels(launch_kernel(entry)), launch_values(entry)))
+
+
 def launch_dim(entry) -> tuple:
     """The launch dimensions of a recorded kernel launch, as a tuple."""
     dim = entry[1]

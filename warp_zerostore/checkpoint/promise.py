@@ -28,15 +28,20 @@ _FIX = (
 )
 
 
+def _bytes(array) -> np.ndarray:
+    """The array's elements as raw bytes, on the host (a view for CPU arrays)."""
+    return np.ascontiguousarray(array.numpy()).view(np.uint8)
+
+
 def values(arrays) -> list:
     """Host copies of ``arrays``' bytes, to compare after the step."""
-    return [np.ascontiguousarray(a.numpy()).view(np.uint8).copy() for a in arrays]
+    return [_bytes(a).copy() for a in arrays]
 
 
 def check_unchanged(before: list, arrays, labels, n: int) -> None:
     """Raise unless ``arrays`` hold the bytes ``before`` recorded (the input state of step ``n``)."""
     for old, arr, label in zip(before, arrays, labels):
-        if not np.array_equal(old, np.ascontiguousarray(arr.numpy()).view(np.uint8)):
+        if not np.array_equal(old, _bytes(arr)):
             raise CheckpointError(
                 f"rollout(writes_input=False): step {n} changed {label}, an array of its input state, but with that "
                 f"promise snapshots are read and written in place and a step writing its input would corrupt them. "
@@ -66,8 +71,7 @@ def check_launches(tape, arrays, labels, n: int) -> None:
             continue  # record_func entries (wp.copy, custom adjoints): the value check at step 0 covers copies
         kernel = _compat.launch_kernel(entry)
         access = argument_access(kernel)
-        parameters = [label for label, _ in _compat.kernel_parameters(kernel)]
-        for parameter, value in zip(parameters, _compat.launch_values(entry)):
+        for parameter, value in _compat.recorded_arguments(entry):
             use = access.get(parameter)
             if use is None or not use.writes or not isinstance(value, warp.array):
                 continue

@@ -26,8 +26,7 @@ def left_zero(tape, arrays) -> set:
         return set()  # a record_func entry (a copy, a custom adjoint) may write any gradient
     uses = []  # (entry, parameter label, value, its byte span) for every array argument
     for entry in entries:
-        labels = [label for label, _ in _compat.kernel_parameters(_compat.launch_kernel(entry))]
-        for label, value in zip(labels, _compat.launch_values(entry)):
+        for label, value in _compat.recorded_arguments(entry):
             if _compat.is_struct_instance(value):
                 return set()  # arrays inside structs: not followed
             if isinstance(value, warp.array):
