@@ -353,6 +353,90 @@ WP_ZS_TILE_STORE_INDEXED_FORMS(zero, true)
 WP_ZS_TILE_STORE_INDEXED_FORMS(accumulate, false)
 #undef WP_ZS_TILE_STORE_INDEXED_FORMS
 
+
+// ---------------------------------------------------------------------------------------------------------
+// The replay log of a zero_store=True kernel's backward pass (codegen/replay.py writes the calls).
+// Warp's backward replays the forward body without its stores, so a load of an element the thread stored
+// earlier in the launch would read memory as it is at backward time. In the replay, each store into an array
+// the kernel reads back (and every store in a @wp.func helper) is pushed here instead, and loads overlay the
+// entries that cover them, newest last. The reverse statements walk the log back: a store's adjoint, and a
+// helper's adjoint, first rewind to the mark taken before the store or call, so every reverse statement sees
+// the log as the forward was at that point. Nothing is written to array memory during the backward pass.
+//   replay_store   copies the value into the next entry (the capacity is a bound computed from the code)
+//   replay_load    reads memory, then the bytes of every logged store that overlaps the element
+//   replay_mark / replay_rewind   the entry count before a store or helper call, and the return to it
+
+struct replay_log_base
+{
+    int count;                   // entries pushed and not rewound
+    int capacity;                // entries available
+    int slot;                    // bytes per entry
+    const unsigned char** addr;  // first byte each entry covers
+    int* size;                   // bytes each entry covers
+    unsigned char* data;         // entry e's bytes at data + e * slot
+};
+
+template <int Entries, int Slot> struct replay_log : replay_log_base
+{
+    const unsigned char* addr_storage[Entries];
+    int size_storage[Entries];
+    unsigned char data_storage[Entries * Slot];
+
+    CUDA_CALLABLE replay_log()
+    {
+        count = 0;
+        capacity = Entries;
+        slot = Slot;
+        addr = addr_storage;
+        size = size_storage;
+        data = data_storage;
+    }
+};
+
+// The largest of the stored types: the size of one entry.
+template <typename... T> constexpr int slot_bytes()
+{
+    int m = 1;
+    ((m = (int)sizeof(T) > m ? (int)sizeof(T) : m), ...);
+    return m;
+}
+
+CUDA_CALLABLE inline int replay_mark(const replay_log_base& log) { return log.count; }
+
+CUDA_CALLABLE inline void replay_rewind(replay_log_base& log, int mark)
+{
+    if (mark < log.count)
+        log.count = mark;
+}
+
+template <typename T, typename V> CUDA_CALLABLE inline void replay_store(replay_log_base& log, T* p, const V& value)
+{
+    const T stored = value;
+    if (log.count < log.capacity && (int)sizeof(T) <= log.slot) {
+        log.addr[log.count] = (const unsigned char*)p;
+        log.size[log.count] = (int)sizeof(T);
+        memcpy(log.data + log.count * log.slot, &stored, sizeof(T));
+        ++log.count;
+    }
+}
+
+template <typename T> CUDA_CALLABLE inline T replay_load(const replay_log_base& log, T* p)
+{
+    T value = *p;
+    const unsigned char* lo = (const unsigned char*)p;
+    const unsigned char* hi = lo + sizeof(T);
+    for (int e = 0; e < log.count; ++e) {
+        const unsigned char* a = log.addr[e];
+        const unsigned char* b = a + log.size[e];
+        if (a >= hi || b <= lo)
+            continue;
+        const unsigned char* from = a > lo ? a : lo;
+        const unsigned char* to = b < hi ? b : hi;
+        memcpy((unsigned char*)&value + (from - lo), log.data + e * log.slot + (from - a), to - from);
+    }
+    return value;
+}
+
 } // namespace zs
 } // namespace wp
 

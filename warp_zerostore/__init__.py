@@ -20,7 +20,7 @@ from . import (
 from . import codegen as _codegen
 from . import copy_adjoint as _copy_adjoint
 from . import options as _options
-from .codegen import HeaderNotFoundError
+from .codegen import HeaderNotFoundError, ReplayWarning
 from .options import copy_zero_store, effective_zero_store, get_module_options, kernel, set_module_options
 from .tape import OverwriteError, OverwriteWarning, Tape
 
@@ -45,6 +45,7 @@ __all__ = [
     "HeaderNotFoundError",
     "OverwriteError",
     "OverwriteWarning",
+    "ReplayWarning",
     "Tape",
     "__version__",
     "config",

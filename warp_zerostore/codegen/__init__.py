@@ -1,8 +1,9 @@
-"""Code generation of flagged kernels: Warp hooks, the store-adjoint table and the native header loader."""
+"""Code generation of flagged kernels: Warp hooks, the store-adjoint table, the replay log and the header loader."""
 
 from __future__ import annotations
 
 from .hooks import install
 from .native import HeaderNotFoundError
+from .replay import ReplayWarning
 
-__all__ = ["HeaderNotFoundError", "install"]
+__all__ = ["HeaderNotFoundError", "ReplayWarning", "install"]

@@ -20,10 +20,11 @@ import hashlib
 import pathlib
 import sys
 import threading
+import warnings
 
 from .. import _compat
 from ..options import effective_mode
-from . import native, store_rewrite
+from . import native, replay, store_rewrite
 
 _UNSET = object()
 _HELPER = object()  # build-state marker: building a @wp.func helper
@@ -45,7 +46,7 @@ _state = _State()
 
 # What generates flagged code besides the header: a change to it must never reuse a cached binary.
 _GENERATOR_DIGEST = hashlib.sha256(
-    b"".join(pathlib.Path(m.__file__).read_bytes() for m in (store_rewrite, sys.modules[__name__]))
+    b"".join(pathlib.Path(m.__file__).read_bytes() for m in (store_rewrite, replay, sys.modules[__name__]))
 ).hexdigest()
 
 
@@ -183,6 +184,9 @@ class _CodegenPlan:
         self.helper_names = [_compat.function_native_name(f) for f in _compat.builder_functions(builder)]
         self.function_pieces: list[str] = []
         self.first_piece: str | None = None
+        # The replay log (codegen/replay.py) serves zero_store=True kernels only.
+        self.replay = replay.ModuleReplay() if True in used else None
+        self.kernel_locations: dict = {}
 
     def note(self, piece: str) -> None:
         if self.first_piece is None:
@@ -195,6 +199,8 @@ def _wrap_function_codegen(original):
         plan = _state.codegen
         if plan is None:
             return text
+        if plan.replay is not None:
+            text = plan.replay.helper_piece(text)
         if plan.single_mode is not _UNSET:
             text = store_rewrite.rewrite_for_mode(text, plan.single_mode)
         else:
@@ -212,6 +218,10 @@ def _wrap_codegen_kernel(original):
         if plan is None:
             return text
         mode = plan.kernel_modes[id(kernel)] if id(kernel) in plan.kernel_modes else effective_mode(kernel)
+        if mode is True and plan.replay is not None:
+            key = _compat.kernel_key(kernel)
+            plan.kernel_locations[key] = _compat.kernel_source_location(kernel)
+            text = plan.replay.kernel(text, key)
         mixed = plan.single_mode is _UNSET
         text = store_rewrite.rewrite_for_mode(text, mode, plan.helper_names, rename=mixed)
         plan.note(text)
@@ -248,9 +258,26 @@ def _wrap_builder_codegen(original):
             source = source[:end] + variants + source[end:]
 
         start = source.index(plan.first_piece) if plan.first_piece else len(source)
+        if plan.replay is not None:
+            _warn_replay_issues(plan)
         return source[:start] + prelude + source[start:]
 
     return codegen
+
+
+def _warn_replay_issues(plan: _CodegenPlan) -> None:
+    """One ReplayWarning per inexact read-back a flagged kernel (or a helper it calls) holds, at its store line."""
+    seen = set()
+    for kernel, issue in plan.replay.issues:
+        names = [kernel] if kernel is not None else list(plan.kernel_locations)
+        for name in names:
+            if (name, issue) in seen:
+                continue
+            seen.add((name, issue))
+            location = plan.kernel_locations.get(name, "?:0")
+            filename = location.rsplit(":", 1)[0]
+            message = issue.message(f"kernel '{name}'", location)
+            warnings.warn_explicit(replay.ReplayWarning(message), replay.ReplayWarning, filename, issue.store_line)
 
 
 # ------------------------------------------------------------------------------------------------------------

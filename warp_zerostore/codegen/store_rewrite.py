@@ -44,14 +44,17 @@ def rename_helpers(source: str, names: Iterable[str], mode: bool) -> str:
     """Point calls (and definitions) of the helper functions ``names`` at their ``mode`` variants.
 
     A helper ``h_0`` is called as ``h_0(`` in forward code and ``adj_h_0(`` in reverse code, never with a
-    namespace; builtins always carry ``wp::``, so they cannot match.
+    namespace; builtins always carry ``wp::``, so they cannot match. Its replay-log variants
+    (``h_0__zs_log``, :mod:`.replay`) keep that suffix after the mode's.
     """
     names = sorted(set(names), key=len, reverse=True)
     if not names:
         return source
-    pattern = re.compile(r"(?<![\w:])((?:adj_)?)(" + "|".join(re.escape(n) for n in names) + r")(?=\s*\()")
+    pattern = re.compile(
+        r"(?<![\w:])((?:adj_)?)(" + "|".join(re.escape(n) for n in names) + r")((?:__zs_log)?)(?=\s*\()"
+    )
     suffix = variant_suffix(mode)
-    return pattern.sub(lambda m: f"{m.group(1)}{m.group(2)}{suffix}", source)
+    return pattern.sub(lambda m: f"{m.group(1)}{m.group(2)}{suffix}{m.group(3)}", source)
 
 
 def rewrite_for_mode(source: str, mode, helper_names: Iterable[str] = (), rename: bool = False) -> str:

@@ -1,0 +1,144 @@
+"""Kernels for tests/test_replay.py: a thread reading back its own stores, stores in helpers, loops."""
+
+import warp_zerostore as wp
+
+
+@wp.func
+def put(y: wp.array(dtype=wp.float64), i: int, v: wp.float64):
+    y[i] = v
+
+
+@wp.func
+def square_of(y: wp.array(dtype=wp.float64), i: int):
+    return y[i] * y[i]
+
+
+@wp.func
+def put_twice(y: wp.array(dtype=wp.float64), i: int, v: wp.float64):
+    # a helper that reads back its own store, through a nested helper
+    put(y, i, v)
+    y[i] = y[i] * v
+
+
+@wp.kernel(zero_store=True)
+def read_back(x: wp.array(dtype=wp.float64), y: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    y[i] = x[i] * x[i]
+    y[i] = y[i] * x[i]
+
+
+@wp.kernel
+def read_back_stock(x: wp.array(dtype=wp.float64), y: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    y[i] = x[i] * x[i]
+    y[i] = y[i] * x[i]
+
+
+@wp.kernel(zero_store=False)
+def read_back_accumulate(x: wp.array(dtype=wp.float64), y: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    y[i] = x[i] * x[i]
+    y[i] = y[i] * x[i]
+
+
+@wp.kernel(zero_store=True)
+def read_back_in_place(x: wp.array(dtype=wp.float64)):
+    # reads x[i] before and after writing it: exact on a snapshotting Tape
+    i = wp.tid()
+    t = x[i]
+    x[i] = t * t
+    x[i] = x[i] * t
+
+
+@wp.kernel(zero_store=True)
+def read_back_helpers(x: wp.array(dtype=wp.float64), y: wp.array(dtype=wp.float64)):
+    # y = (x^2)^2 * x = x^5, written by a helper and read back by another
+    i = wp.tid()
+    put(y, i, x[i] * x[i])
+    y[i] = square_of(y, i) * x[i]
+
+
+@wp.kernel(zero_store=True)
+def read_back_nested(x: wp.array(dtype=wp.float64), y: wp.array(dtype=wp.float64)):
+    # y = x^2 * x^2 + x = x^4 + x
+    i = wp.tid()
+    put_twice(y, i, x[i] * x[i])
+    y[i] = y[i] + x[i]
+
+
+@wp.kernel(zero_store=True)
+def read_back_components(x: wp.array(dtype=wp.float64), v: wp.array(dtype=wp.vec3d), out: wp.array(dtype=wp.float64)):
+    # a component store read back whole: v = (x^2, x, x), out = v . v = x^4 + 2x^2
+    i = wp.tid()
+    v[i] = wp.vec3d(x[i], x[i], x[i])
+    v[i][0] = v[i][1] * x[i]
+    out[i] = wp.dot(v[i], v[i])
+
+
+@wp.kernel(zero_store=True)
+def read_back_2d(x: wp.array2d(dtype=wp.float64), y: wp.array2d(dtype=wp.float64)):
+    # y[i, 1] reads y[i, 0], stored earlier by the same thread: y[i, 1] = x^3
+    i = wp.tid()
+    y[i, 0] = x[i, 0] * x[i, 0]
+    y[i, 1] = y[i, 0] * x[i, 0]
+
+
+@wp.kernel(zero_store=True)
+def read_back_branch(x: wp.array(dtype=wp.float64), y: wp.array(dtype=wp.float64)):
+    # the store and the read-back under a branch: x > 1: y = x^3, else y = 2x
+    i = wp.tid()
+    y[i] = x[i] + x[i]
+    if x[i] > wp.float64(1.0):
+        y[i] = x[i] * x[i]
+        y[i] = y[i] * x[i]
+
+
+@wp.kernel(zero_store=True)
+def read_back_static_loop(x: wp.array(dtype=wp.float64), y: wp.array(dtype=wp.float64)):
+    # a constant-bound loop is unrolled: y = x^4, carried through memory, exact
+    i = wp.tid()
+    y[i] = x[i]
+    for _k in range(3):
+        y[i] = y[i] * x[i]
+
+
+@wp.kernel(zero_store=True)
+def carried_in_runtime_loop(x: wp.array(dtype=wp.float64), y: wp.array(dtype=wp.float64), n: int):
+    # a value carried through y across iterations of a runtime-bound loop: not replayable, warned
+    i = wp.tid()
+    y[i] = x[i]
+    for _k in range(n):
+        y[i] = y[i] * x[i]
+
+
+@wp.kernel(zero_store=True)
+def runtime_loop_no_carry(x: wp.array(dtype=wp.float64), y: wp.array(dtype=wp.float64), n: int):
+    # a runtime-bound loop that reads back nothing it stored in an earlier iteration: no warning
+    i = wp.tid()
+    for k in range(n):
+        y[i * n + k] = x[i] * wp.float64(k)
+
+
+@wp.kernel(zero_store=True)
+def no_read_back(x: wp.array(dtype=wp.float64), y: wp.array(dtype=wp.float64)):
+    # reads before writing only (in place and out of place): Warp's code, byte for byte
+    i = wp.tid()
+    y[i] = y[i] * x[i] + x[i] * x[i]
+
+
+@wp.kernel
+def square_reader(y: wp.array(dtype=wp.float64), out: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    out[i] = y[i] * y[i]
+
+
+@wp.kernel(zero_store=True)
+def overwrite_direct(y: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    y[i] = wp.float64(5.0)
+
+
+@wp.kernel(zero_store=True)
+def overwrite_through_helper(y: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    put(y, i, wp.float64(5.0))

@@ -1,0 +1,204 @@
+"""The replay log: a zero_store=True kernel's backward reads what its forward read (docs/semantics.md).
+
+Each gradient is compared with the derivative worked out by hand in float64 NumPy; the unflagged and
+zero_store=False twins keep Warp's replay (its wrong value is asserted, so a change there is seen).
+"""
+
+import pathlib
+import re
+import warnings
+
+import numpy as np
+import pytest
+from helpers import kernels_replay as k
+from hypothesis import given
+from hypothesis import strategies as st
+
+import warp_zerostore as wp
+from warp_zerostore.codegen import replay
+from warp_zerostore.tape import tape as tape_module
+
+# Values away from the branch threshold (1.0) of read_back_branch and away from zero.
+values = st.lists(
+    st.one_of(st.floats(0.2, 0.9), st.floats(1.1, 2.5), st.floats(-2.0, -0.2)), min_size=1, max_size=6
+)
+
+
+def f64(values, device, requires_grad=True):
+    return wp.array(np.asarray(values, dtype=np.float64), dtype=wp.float64, device=device, requires_grad=requires_grad)
+
+
+def grad_of_sum(kernel, x, outputs, device, tape_options=None, n_extra=()):
+    """d(sum of each output)/dx on a Tape, and the outputs' values after backward()."""
+    tape = wp.Tape(**(tape_options or {}))
+    with tape:
+        wp.launch(kernel, dim=x.shape[0], inputs=[x, *outputs, *n_extra], device=device)
+    forward = [o.numpy().copy() for o in outputs]
+    tape.backward(grads={o: wp.ones(o.shape, dtype=o.dtype, device=device) for o in outputs})
+    after = [o.numpy().copy() for o in outputs]
+    return x.grad.numpy().copy(), forward, after
+
+
+CASES = {
+    "read_back": (k.read_back, lambda x: 3 * x**2),
+    "read_back_helpers": (k.read_back_helpers, lambda x: 5 * x**4),
+    "read_back_nested": (k.read_back_nested, lambda x: 4 * x**3 + 1),
+    "read_back_branch": (k.read_back_branch, lambda x: np.where(x > 1, 3 * x**2, 2.0)),
+    "read_back_static_loop": (k.read_back_static_loop, lambda x: 4 * x**3),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+@given(xs=values)
+def test_a_thread_reading_back_its_own_store_gets_the_exact_gradient(name, xs, device):
+    kernel, derivative = CASES[name]
+    x = f64(xs, device)
+    y = wp.zeros(len(xs), dtype=wp.float64, device=device, requires_grad=True)
+    grad, forward, after = grad_of_sum(kernel, x, [y], device)
+    np.testing.assert_allclose(grad, derivative(np.asarray(xs)), rtol=1e-12, atol=1e-12)
+    # the backward pass leaves array memory as the forward left it
+    np.testing.assert_array_equal(after[0], forward[0])
+
+
+@pytest.mark.parametrize("tape_options", [{"snapshot": True}, {"check": "error"}, {"check": "warn", "snapshot": True}])
+def test_snapshot_and_check_tapes_agree_and_report_nothing(tape_options, device):
+    xs = np.array([0.5, 1.0, 2.0])
+    x = f64(xs, device)
+    y = wp.zeros(3, dtype=wp.float64, device=device, requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        grad, _, _ = grad_of_sum(k.read_back, x, [y], device, tape_options)
+    np.testing.assert_allclose(grad, 3 * xs**2, rtol=1e-12)
+
+
+def test_the_seed_numbers(device):
+    # issue 18's numbers: x = [0.5, 1, 2], exact [0.75, 3, 12]; Warp's replay gives [0.625, 3, 16]
+    for kernel, expected in ((k.read_back, [0.75, 3, 12]), (k.read_back_stock, [0.625, 3, 16])):
+        x = f64([0.5, 1.0, 2.0], device)
+        y = wp.zeros(3, dtype=wp.float64, device=device, requires_grad=True)
+        grad, _, _ = grad_of_sum(kernel, x, [y], device)
+        np.testing.assert_allclose(grad, expected, rtol=1e-12)
+
+
+def test_zero_store_false_keeps_warps_replay(device):
+    # documented: False is Warp <= 1.12's store adjoint with Warp's own replay
+    x = f64([0.5, 1.0, 2.0], device)
+    y = wp.zeros(3, dtype=wp.float64, device=device, requires_grad=True)
+    grad, _, _ = grad_of_sum(k.read_back_accumulate, x, [y], device)
+    np.testing.assert_allclose(grad, [0.625, 3, 16], rtol=1e-12)
+
+
+def test_two_dimensional_read_back(device):
+    xs = np.array([[0.5, 7.0], [1.5, 7.0], [-2.0, 7.0]])
+    x = wp.array(xs, dtype=wp.float64, device=device, requires_grad=True)
+    y = wp.zeros((3, 2), dtype=wp.float64, device=device, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(k.read_back_2d, dim=3, inputs=[x, y], device=device)
+    tape.backward(grads={y: wp.ones((3, 2), dtype=wp.float64, device=device)})
+    expected = np.zeros_like(xs)
+    expected[:, 0] = 2 * xs[:, 0] + 3 * xs[:, 0] ** 2
+    np.testing.assert_allclose(x.grad.numpy(), expected, rtol=1e-12)
+
+
+def test_a_component_store_is_read_back_whole(device):
+    xs = np.array([0.5, 1.5, -2.0])
+    x = f64(xs, device)
+    v = wp.zeros(3, dtype=wp.vec3d, device=device, requires_grad=True)
+    out = wp.zeros(3, dtype=wp.float64, device=device, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(k.read_back_components, dim=3, inputs=[x, v, out], device=device)
+    np.testing.assert_allclose(out.numpy(), xs**4 + 2 * xs**2, rtol=1e-12)
+    tape.backward(grads={out: wp.ones(3, dtype=wp.float64, device=device)})
+    np.testing.assert_allclose(x.grad.numpy(), 4 * xs**3 + 4 * xs, rtol=1e-12)
+
+
+@given(xs=values)
+def test_read_before_and_after_write_is_exact_on_a_snapshot_tape(xs, device):
+    # t = x; x = t*t; x = x*t: d x_final / d x_initial = 3 x^2 (issue 18 measured [0.156, 3, 136] before)
+    x = f64(xs, device)
+    tape = wp.Tape(snapshot=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", tape_module.OverwriteWarning)
+        with tape:
+            wp.launch(k.read_back_in_place, dim=len(xs), inputs=[x], device=device)
+        forward = x.numpy().copy()
+        tape.backward(grads={x: wp.ones(len(xs), dtype=wp.float64, device=device)})
+    np.testing.assert_allclose(x.grad.numpy(), 3 * np.asarray(xs) ** 2, rtol=1e-12)
+    assert not [h for h in tape.hazards if h.kind == tape_module.REPLAY]
+    np.testing.assert_array_equal(x.numpy(), forward)
+
+
+@pytest.mark.parametrize("overwrite", [k.overwrite_direct, k.overwrite_through_helper])
+def test_a_store_in_a_helper_does_not_undo_a_snapshot(overwrite, device):
+    # launch A reads y = 3 (out = y*y), launch B overwrites y = 5: d out/dy = 6 either way
+    y = f64([3.0, 3.0], device)
+    out = wp.zeros(2, dtype=wp.float64, device=device, requires_grad=True)
+    tape = wp.Tape(snapshot=True)
+    with tape:
+        wp.launch(k.square_reader, dim=2, inputs=[y, out], device=device)
+        wp.launch(overwrite, dim=2, inputs=[y], device=device)
+    tape.backward(grads={out: wp.ones(2, dtype=wp.float64, device=device)})
+    np.testing.assert_allclose(y.grad.numpy(), [6.0, 6.0])
+    np.testing.assert_array_equal(y.numpy(), [5.0, 5.0])
+
+
+def test_no_helper_store_lands_in_memory_during_backward(device):
+    x = f64([0.5, 1.5], device)
+    y = wp.zeros(2, dtype=wp.float64, device=device, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(k.read_back_helpers, dim=2, inputs=[x, y], device=device)
+    y.assign(np.array([-7.0, -7.0]))  # whatever memory holds at backward time stays there
+    tape.backward(grads={y: wp.ones(2, dtype=wp.float64, device=device)})
+    np.testing.assert_array_equal(y.numpy(), [-7.0, -7.0])
+
+
+# ------------------------------------------------------------------------------------------------------------
+# The generated code: read-back kernels get the log (CPU and CUDA), the others keep Warp's text; loop warnings
+
+
+@pytest.fixture(scope="module")
+def cuda_build(tmp_path_factory):
+    out = tmp_path_factory.mktemp("replay_ptx")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            wp.compile_aot_module(k, device=None, arch=[75], module_dir=str(out), use_ptx=True)
+        except Exception as error:  # noqa: BLE001
+            if "nvrtc" in str(error).lower() or "cuda" in str(error).lower():
+                pytest.skip(f"this Warp build cannot compile CUDA here: {error}")
+            raise
+    (cu,) = pathlib.Path(out).glob("*.cu")
+    return cu.read_text(), [w for w in caught if issubclass(w.category, wp.ReplayWarning)]
+
+
+def _backward(source: str, key: str) -> str:
+    m = re.search(rf"void {key}_[0-9a-f]+_cuda_kernel_backward\(.*?\n}}\n", source, re.S)
+    assert m, key
+    return m.group(0)
+
+
+def test_the_cuda_backward_of_a_read_back_kernel_uses_the_log(cuda_build):
+    source, _ = cuda_build
+    assert "wp::zs::replay_load(zs_log" in _backward(source, "read_back")
+    assert "put_0__zs_log(" in _backward(source, "read_back_helpers")
+
+
+@pytest.mark.parametrize("key", ["no_read_back", "runtime_loop_no_carry", "read_back_stock", "square_reader"])
+def test_kernels_that_read_nothing_back_keep_warps_code(cuda_build, key):
+    backward = _backward(cuda_build[0], key)
+    assert "zs_log" not in backward
+    assert replay.ModuleReplay().kernel(backward, key) == backward
+
+
+def test_a_value_carried_through_a_runtime_loop_is_warned_at_build(cuda_build):
+    _, caught = cuda_build
+    messages = [str(w.message) for w in caught]
+    carried = [m for m in messages if "carried_in_runtime_loop" in m]
+    assert len(carried) == 1, messages
+    assert "argument 'y'" in carried[0] and "runtime-bound loop" in carried[0]
+    assert caught[[str(w.message) for w in caught].index(carried[0])].filename.endswith("kernels_replay.py")
+    # negative twins: unrolled loops and runtime loops without a carried value are not warned
+    assert not [m for m in messages if "read_back_static_loop" in m or "runtime_loop_no_carry" in m]

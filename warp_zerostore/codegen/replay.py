@@ -1,0 +1,513 @@
+"""The replay log: a ``zero_store=True`` kernel's backward pass reads what its forward pass read.
+
+Warp's backward kernel first replays the forward body with its stores left out (``skip_replay``), so a load of
+an element the thread stored earlier in the launch reads memory as it is at backward time, and a ``@wp.func``
+helper called in the replay runs its forward code, stores included, into array memory. This module rewrites
+the generated C++ of flagged (``True``) kernels, after Warp generated it and before the store-adjoint swap:
+
+* **Kernel backward.** Arrays the kernel reads back (a load after a store of the same argument, directly, in
+  a helper or through a view) get a per-thread log (``wp::zs::replay_log`` in ``native/warp_zerostore.h``):
+  their replayed stores push the value, their loads overlay the log on memory, and each store's adjoint
+  rewinds the log to the mark taken before the store, so every reverse statement sees the forward's state.
+* **Helpers.** Every helper with array parameters gets a log variant (``h__zs_log`` / ``adj_h__zs_log``)
+  whose stores go to the log, never to memory; the replay calls it instead of the helper whenever the helper
+  stores or receives a read-back array.
+* **Refused exactness.** A value carried through memory across iterations of a runtime-bound loop cannot be
+  replayed (Warp's backward re-runs each iteration with the values from before the loop): reported as a
+  :class:`ReplayIssue`, which the hooks turn into a :class:`ReplayWarning` naming the kernel, the argument and
+  the source lines.
+
+A kernel that never reads back what it stores and calls no storing helper keeps Warp's text byte for byte.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+LOG = "zs_log"
+SUFFIX = "__zs_log"
+_LOG_PARAM = f"wp::zs::replay_log_base& {LOG}"
+
+
+class ReplayWarning(UserWarning):
+    """A flagged kernel whose backward pass cannot replay what its forward pass read (see docs/semantics.md)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ReplayIssue:
+    function: str
+    argument: str
+    store_line: int
+    loop_line: int
+    read_line: int
+
+    def message(self, kernel: str, location: str) -> str:
+        where = kernel if self.function == "" else f"{kernel}, in helper '{self.function}'"
+        return (
+            f"{where} ({location}): argument '{self.argument}' is stored at line {self.store_line} inside a "
+            f"runtime-bound loop (line {self.loop_line}) and read again at line {self.read_line}. Warp's backward "
+            "re-runs each iteration with the values from before the loop, so this gradient is not exact. Give "
+            "the loop a constant bound (wp.static / a constant range is unrolled), or carry the value in a local "
+            "variable instead of the array."
+        )
+
+
+@dataclasses.dataclass
+class Helper:
+    """What the replay needs to know of one ``@wp.func`` helper, from its generated forward code."""
+
+    name: str
+    arrays: set  # positions of array parameters
+    stores: set  # positions of array parameters it (or a helper it calls) stores into
+    loads: set  # positions of array parameters it (or a helper it calls) loads from
+    bound: int  # log entries its replay may push
+    slot_types: list
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Parsing the generated text
+
+
+_DEF = re.compile(r"^(?![\s/#])(?:.*\s)?(\w+)\($")  # a definition starts unindented: `... name(`
+_PARAM = re.compile(r"^\s*(?P<type>.+?)\s*(?P<ref>&?)\s*(?P<var>(?:var|adj)_\w+)\s*[,)]?\s*$")
+_DECL = re.compile(r"^\s*(?P<type>[\w:<>, ]+?)\s+(?P<var>var_\w+)(?:\s*=.*)?;$")
+_ADDR = re.compile(r"^(var_\w+) = wp::address\((var_\w+), ")
+_VIEW = re.compile(r"^(var_\w+) = wp::view\((var_\w+)[,)]")
+_INDEXREF = re.compile(r"^(// )?(var_\w+) = wp::indexref\((var_\w+), ")
+_LOAD = re.compile(r"^(var_\w+) = wp::load\((var_\w+)\);$")
+_STORE = re.compile(r"^(// )?wp::array_store\((.*)\);$")
+_REF_STORE = re.compile(r"^(// )?wp::store\((.*)\);$")
+_ATOMIC = re.compile(r"^(// )?(var_\w+) = wp::atomic_\w+\((var_\w+), (.*)\);$")
+_CALL = re.compile(r"^(?:(var_\w+) = )?(\w+)\((.*)\);$")
+_ADJ_STORE = re.compile(
+    r"^(?:wp::adj_array_store|wp::adj_array_store_slot|wp::zs::adj_component_store)\((\(\*)?(var_\w+)\)?, (.*)\);$"
+)
+_SLOT_ADJ = re.compile(r"^(?:wp::adj_array_store_slot|wp::zs::adj_component_store)\(")
+_SOURCE_LINE = re.compile(r"^// (?!adj: ).*<L (\d+)>\s*$")
+_LOOP_START = re.compile(r"^start_(for|while)_(\d+):;$")
+_LOOP_END = re.compile(r"^end_(for|while)_(\d+):;$")
+
+
+def split_args(text: str) -> list:
+    """Top-level comma-separated arguments of a call's argument text."""
+    args, depth, current = [], 0, ""
+    for ch in text:
+        if ch in "([{<" and not (ch == "<" and current.rstrip().endswith("<")):
+            depth += 1
+        elif ch in ")]}>":
+            depth -= 1
+        if ch == "," and depth == 0:
+            args.append(current.strip())
+            current = ""
+        else:
+            current += ch
+    if current.strip():
+        args.append(current.strip())
+    return args
+
+
+@dataclasses.dataclass
+class Function:
+    name: str
+    lines: list  # the whole definition, first line to closing brace
+    params: list  # (type, var) in order
+    body: int  # index in lines of the opening brace
+
+
+def functions_in(text: str) -> list:
+    """(start, end, Function) for each function definition in ``text`` (line indices, end exclusive)."""
+    lines = text.split("\n")
+    found = []
+    i = 0
+    while i < len(lines):
+        m = _DEF.match(lines[i])
+        if not m:
+            i += 1
+            continue
+        j = i + 1
+        while j < len(lines) and lines[j].strip() != "{":
+            j += 1
+        k = j + 1
+        while k < len(lines) and lines[k] != "}":
+            k += 1
+        if k >= len(lines):
+            break
+        params = []
+        for raw in lines[i + 1 : j]:
+            p = _PARAM.match(raw)
+            if p:
+                params.append((p.group("type").strip(), p.group("var")))
+        found.append((i, k + 1, Function(m.group(1), lines[i : k + 1], params, j - i)))
+        i = k + 1
+    return found
+
+
+def _declared_types(fn: Function) -> dict:
+    types = {var: t for t, var in fn.params}
+    for line in fn.lines[fn.body + 1 :]:
+        m = _DECL.match(line)
+        if m and not m.group("type").startswith(("return", "goto")):
+            types.setdefault(m.group("var"), m.group("type").strip())
+    return types
+
+
+def _is_array(type_text: str) -> bool:
+    return type_text.replace("const ", "").strip().startswith("wp::array_t<")
+
+
+# ------------------------------------------------------------------------------------------------------------
+# One pass over a function body: which root array each pointer comes from, where stores and loads are
+
+
+@dataclasses.dataclass
+class _Store:
+    index: int  # line index in fn.lines
+    root: str
+    value: str
+    args: list  # the store's arguments (array_store) or [pointer, value] (wp::store)
+    kind: str  # "array" | "ref"
+    commented: bool
+    loop: tuple | None  # (label, loop's first source line) when inside a runtime-bound loop
+    line: int
+
+
+@dataclasses.dataclass
+class _Scan:
+    roots: dict
+    stores: list
+    loads: list  # (index, root, loop, line)
+    calls: list  # (index, helper, args, output, roots stored, roots loaded, loop)
+    loops: dict  # label -> (first line, last line, start index, end index)
+
+
+def _scan(fn: Function, helpers: dict) -> _Scan:
+    roots = {var: var for t, var in fn.params if _is_array(t)}
+    for line in fn.lines[fn.body + 1 :]:
+        m = re.match(r"^\s*(wp::array_t<.*>) (var_\w+) = ", line)
+        if m:
+            roots[m.group(2)] = m.group(2)
+    scan = _Scan(roots, [], [], [], {})
+    loop_stack: list = []
+    source_line = 0
+    open_loops: dict = {}
+    for idx in range(fn.body + 1, len(fn.lines) - 1):
+        text = fn.lines[idx].strip()
+        m = _SOURCE_LINE.match(text)
+        if m:
+            source_line = int(m.group(1))
+            for label in loop_stack:
+                first, last = open_loops[label]
+                open_loops[label] = (min(first, source_line), max(last, source_line))
+            continue
+        m = _LOOP_START.match(text)
+        if m:
+            label = f"{m.group(1)}_{m.group(2)}"
+            loop_stack.append(label)
+            open_loops[label] = (10**9, 0)
+            scan.loops[label] = (None, None, idx, None)
+            continue
+        m = _LOOP_END.match(text)
+        if m:
+            label = f"{m.group(1)}_{m.group(2)}"
+            if label in open_loops:
+                first, last = open_loops[label]
+                scan.loops[label] = (first, last, scan.loops[label][2], idx)
+            if label in loop_stack:
+                loop_stack.remove(label)
+            continue
+        loop = loop_stack[-1] if loop_stack else None
+        m = _ADDR.match(text) or _VIEW.match(text)
+        if m:
+            if m.group(2) in roots:
+                roots[m.group(1)] = roots[m.group(2)]
+            continue
+        m = _INDEXREF.match(text)
+        if m:
+            if m.group(3) in roots:
+                roots[m.group(2)] = roots[m.group(3)]
+            continue
+        m = _LOAD.match(text)
+        if m:
+            if m.group(2) in roots:
+                scan.loads.append((idx, roots[m.group(2)], loop, source_line))
+            continue
+        m = _STORE.match(text)
+        if m:
+            args = split_args(m.group(2))
+            if args and args[0] in roots:
+                scan.stores.append(
+                    _Store(idx, roots[args[0]], args[-1], args, "array", bool(m.group(1)), loop, source_line)
+                )
+            continue
+        m = _REF_STORE.match(text)
+        if m:
+            args = split_args(m.group(2))
+            if len(args) == 2:
+                target = args[0]
+                root = roots.get(target)
+                inner = re.match(r"^&\(wp::index\((var_\w+), ", target)
+                if root is None and inner:
+                    root = roots.get(inner.group(1))
+                if root is not None:
+                    scan.stores.append(_Store(idx, root, args[1], args, "ref", bool(m.group(1)), loop, source_line))
+            continue
+        m = _CALL.match(text)
+        if m and m.group(2) in helpers:
+            helper = helpers[m.group(2)]
+            args = split_args(m.group(3))
+            stored = {roots[args[p]] for p in helper.stores if p < len(args) and args[p] in roots}
+            loaded = {roots[args[p]] for p in helper.loads if p < len(args) and args[p] in roots}
+            scan.calls.append((idx, helper, args, m.group(1), stored, loaded, loop, source_line))
+    # loops still open at the end (none in well-formed code) are ignored
+    return scan
+
+
+def _read_back(scan: _Scan) -> set:
+    """Roots loaded after a store of the same root (in the text's order, which is the forward's order)."""
+    events = [(s.index, "store", s.root) for s in scan.stores]
+    events += [(i, "load", r) for i, r, _, _ in scan.loads]
+    for idx, _, _, _, stored, loaded, _, _ in scan.calls:
+        events += [(idx, "load", r) for r in loaded]
+        events += [(idx + 0.5, "store", r) for r in stored]
+    stored_so_far: set = set()
+    out = set()
+    for _, kind, root in sorted(events, key=lambda e: e[0]):
+        if kind == "store":
+            stored_so_far.add(root)
+        elif root in stored_so_far:
+            out.add(root)
+    return out
+
+
+def _loop_issues(scan: _Scan, function: str) -> list:
+    """Values carried through memory across iterations of a runtime-bound loop, or out of it."""
+    issues = []
+    stores = [(s.index, s.root, s.loop, s.line) for s in scan.stores]
+    stores += [(c[0], r, c[6], c[7]) for c in scan.calls for r in c[4]]
+    loads = list(scan.loads) + [(c[0], r, c[6], c[7]) for c in scan.calls for r in c[5]]
+    seen = set()
+    for s_idx, root, label, s_line in stores:
+        if label is None or label not in scan.loops or scan.loops[label][0] is None:
+            continue
+        first, last, start, end = scan.loops[label]
+        for l_idx, l_root, _, l_line in loads:
+            if l_root != root:
+                continue
+            carried = start < l_idx < s_idx  # read earlier in the body than the store: from the last iteration
+            after = l_line > last and not (start < l_idx < end)
+            if (carried or after) and (root, label) not in seen:
+                seen.add((root, label))
+                issues.append(ReplayIssue(function, root[len("var_") :], s_line, first - 1, l_line))
+    return issues
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Rewriting
+
+
+def _with_log_arg(args: list) -> str:
+    return ", ".join([*args, LOG])
+
+
+class _Rewriter:
+    """Rewrites one function body; ``logged`` are the roots whose stores and loads go through the log."""
+
+    def __init__(self, fn: Function, scan: _Scan, helpers: dict, logged: set, replay_calls: set, frames: bool):
+        self.fn, self.scan, self.helpers = fn, scan, helpers
+        self.logged, self.replay_calls, self.frames = logged, replay_calls, frames
+        self.marks: list = []
+
+    def _mark(self) -> str:
+        name = f"zs_m{len(self.marks)}"
+        self.marks.append(name)
+        return name
+
+    def run(self, in_forward_function: bool) -> list:
+        fn, scan = self.fn, self.scan
+        lines = list(fn.lines)
+        indent = lambda s: s[: len(s) - len(s.lstrip())]  # noqa: E731
+        stores_at = {s.index: s for s in scan.stores}
+        loads_at = {i for i, r, _, _ in scan.loads if r in self.logged}
+        open_stores: list = []  # (store, mark) in push order
+        open_calls: list = []  # (helper name, args, mark)
+        for idx in range(fn.body + 1, len(lines) - 1):
+            raw = lines[idx]
+            text = raw.strip()
+            pad = indent(raw)
+            if idx in loads_at:
+                m = _LOAD.match(text)
+                lines[idx] = f"{pad}{m.group(1)} = wp::zs::replay_load({LOG}, {m.group(2)});"
+                continue
+            m = _INDEXREF.match(text)
+            if m and m.group(1) and self.scan.roots.get(m.group(3)) in self.logged:
+                lines[idx] = pad + text[len("// ") :]
+                continue
+            store = stores_at.get(idx)
+            if store is not None and store.root in self.logged:
+                if in_forward_function and store.loop is not None:
+                    lines[idx] = f"{pad}// {text.removeprefix('// ')}  (replay: not logged in a runtime loop)"
+                    continue
+                target = f"wp::address({', '.join(store.args[:-1])})" if store.kind == "array" else store.args[0]
+                mark = None if in_forward_function else self._mark()
+                push = f"wp::zs::replay_store({LOG}, {target}, {store.value});"
+                lines[idx] = pad + (push if mark is None else f"{mark} = wp::zs::replay_mark({LOG}); {push}")
+                if mark is not None:
+                    open_stores.append((store, mark))
+                continue
+            m = _ATOMIC.match(text)
+            if in_forward_function and m and not m.group(1) and self.scan.roots.get(m.group(3)) in self.logged:
+                args = split_args(m.group(4))
+                target = f"wp::address({', '.join([m.group(3), *args[:-1]])})"
+                lines[idx] = f"{pad}{m.group(2)} = wp::zs::replay_load({LOG}, {target});  // replay: no atomic"
+                continue
+            m = _ADJ_STORE.match(text)
+            if m and not in_forward_function:
+                root = self.scan.roots.get(m.group(2))
+                rest = split_args(m.group(3))
+                for k in range(len(open_stores) - 1, -1, -1):
+                    store, mark = open_stores[k]
+                    if store.root != root:
+                        continue
+                    if _SLOT_ADJ.match(text):
+                        ok = store.kind == "ref" and len(rest) >= 2 and rest[1] == "adj_" + store.value[len("var_") :]
+                    else:
+                        ok = store.kind == "array" and [m.group(2), *rest][: len(store.args)] == store.args
+                    if ok:
+                        lines[idx] = f"{pad}wp::zs::replay_rewind({LOG}, {mark}); {text}"
+                        del open_stores[k]
+                        break
+                continue
+            m = _CALL.match(text)
+            if m and m.group(2) in self.helpers and m.group(2) in self.replay_calls_for(idx):
+                name, args = m.group(2), split_args(m.group(3))
+                out = f"{m.group(1)} = " if m.group(1) else ""
+                call = f"{out}{name}{SUFFIX}({_with_log_arg(args)});"
+                if self.frames:
+                    mark = self._mark()
+                    lines[idx] = f"{pad}{mark} = wp::zs::replay_mark({LOG}); {call}"
+                    open_calls.append((name, args, mark))
+                else:
+                    lines[idx] = pad + call
+                continue
+            m = re.match(r"^adj_(\w+)\((.*)\);$", text)
+            if m and m.group(1) in self.helpers and not in_forward_function:
+                name, args = m.group(1), split_args(m.group(2))
+                for k in range(len(open_calls) - 1, -1, -1):
+                    c_name, c_args, mark = open_calls[k]
+                    if c_name == name and args[: len(c_args)] == c_args:
+                        lines[idx] = f"{pad}wp::zs::replay_rewind({LOG}, {mark}); adj_{name}{SUFFIX}({_with_log_arg(args)});"
+                        del open_calls[k]
+                        break
+        if self.marks:
+            lines.insert(fn.body + 1, "    int " + ", ".join(f"{m} = 0" for m in self.marks) + ";")
+        return lines
+
+    def replay_calls_for(self, idx: int) -> set:
+        return self.replay_calls
+
+
+def _helper_needs_log_call(helper: Helper, args: list, roots: dict, logged: set) -> bool:
+    if helper.stores:
+        return True
+    return any(p < len(args) and roots.get(args[p]) in logged for p in helper.loads)
+
+
+def _bound_and_types(scan: _Scan, logged: set, calls: set, types: dict) -> tuple:
+    bound = sum(1 for s in scan.stores if s.root in logged)
+    slot_types = [types[s.value] for s in scan.stores if s.root in logged and s.value in types]
+    for c in scan.calls:  # each call site: the helper's pushes (its adjoint replays after a rewind)
+        if c[1].name in calls:
+            bound += c[1].bound
+            slot_types += c[1].slot_types
+    return bound, slot_types
+
+
+class ModuleReplay:
+    """The replay rewrite of one flagged module's code generation: helpers first, then kernels."""
+
+    def __init__(self):
+        self.helpers: dict[str, Helper] = {}
+        self.issues: list = []  # (kernel, ReplayIssue)
+
+    # -- helpers -------------------------------------------------------------------------------------------
+
+    def helper_piece(self, text: str) -> str:
+        """``text`` (one or more generated helper functions) followed by their log variants."""
+        variants = []
+        for _, _, fn in functions_in(text):
+            if fn.name.startswith("adj_") and fn.name[len("adj_") :] in self.helpers:
+                variants.append(self._adjoint_variant(fn))
+            elif not fn.name.startswith("adj_"):
+                info = self._register(fn)
+                if info is not None:
+                    variants.append(self._forward_variant(fn))
+        if not variants:
+            return text
+        return text + "\n" + "\n\n".join("\n".join(v) for v in variants) + "\n"
+
+    def _register(self, fn: Function) -> Helper | None:
+        arrays = {k for k, (t, _) in enumerate(fn.params) if _is_array(t)}
+        if not arrays:
+            return None
+        scan = _scan(fn, self.helpers)
+        position = {var: k for k, (_, var) in enumerate(fn.params)}
+        stores = {position[s.root] for s in scan.stores if s.root in position}
+        loads = {position[r] for _, r, _, _ in scan.loads if r in position}
+        for c in scan.calls:
+            stores |= {position[r] for r in c[4] if r in position}
+            loads |= {position[r] for r in c[5] if r in position}
+        logged = set(scan.roots.values())
+        calls = {c[1].name for c in scan.calls}
+        bound, slot_types = _bound_and_types(scan, logged, calls, _declared_types(fn))
+        info = Helper(fn.name, arrays, stores, loads, bound, slot_types)
+        self.issues += [(None, issue) for issue in _loop_issues(scan, fn.name)]
+        self.helpers[fn.name] = info
+        return info
+
+    def _signature(self, fn: Function, name: str) -> list:
+        lines = list(fn.lines)
+        lines[0] = lines[0].replace(f"{fn.name}(", f"{name}(", 1)
+        close = fn.body - 1
+        lines[close] = lines[close].rstrip()
+        assert lines[close].endswith(")"), lines[close]
+        lines[close] = lines[close][:-1] + (",\n    " if fn.params else "") + _LOG_PARAM + ")"
+        return lines
+
+    def _forward_variant(self, fn: Function) -> list:
+        scan = _scan(fn, self.helpers)
+        calls = {c[1].name for c in scan.calls}
+        body = _Rewriter(fn, scan, self.helpers, set(scan.roots.values()), calls, frames=False).run(True)
+        return self._signature(Function(fn.name, body, fn.params, fn.body), fn.name + SUFFIX)
+
+    def _adjoint_variant(self, fn: Function) -> list:
+        scan = _scan(fn, self.helpers)
+        calls = {c[1].name for c in scan.calls}
+        body = _Rewriter(fn, scan, self.helpers, set(scan.roots.values()), calls, frames=True).run(False)
+        return self._signature(Function(fn.name, body, fn.params, fn.body), fn.name + SUFFIX)
+
+    # -- kernels -------------------------------------------------------------------------------------------
+
+    def kernel(self, text: str, kernel_key: str) -> str:
+        """The kernel's generated text with its backward function rewritten; issues collected for the kernel."""
+        pieces = functions_in(text)
+        lines = text.split("\n")
+        for start, end, fn in reversed(pieces):
+            if not fn.name.endswith("_kernel_backward"):
+                continue
+            scan = _scan(fn, self.helpers)
+            logged = _read_back(scan)
+            calls = {
+                c[1].name for c in scan.calls if _helper_needs_log_call(c[1], c[2], scan.roots, logged)
+            }
+            self.issues += [(kernel_key, i) for i in _loop_issues(scan, "")]
+            if not logged and not calls:
+                continue
+            body = _Rewriter(fn, scan, self.helpers, logged, calls, frames=True).run(False)
+            bound, slot_types = _bound_and_types(scan, logged, calls, _declared_types(fn))
+            slot = ", ".join(dict.fromkeys(slot_types)) or "char"
+            decl = f"    wp::zs::replay_log<{max(bound, 1)}, wp::zs::slot_bytes<{slot}>()> {LOG};"
+            primal = next((k for k, line in enumerate(body) if line.strip() == "// primal vars"), fn.body + 1)
+            body.insert(max(primal - 1, fn.body + 1), decl)
+            lines[start:end] = body
+        return "\n".join(lines)
