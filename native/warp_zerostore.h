@@ -366,31 +366,12 @@ WP_ZS_TILE_STORE_INDEXED_FORMS(accumulate, false)
 //   replay_load    reads memory, then the bytes of every logged store that overlaps the element
 //   replay_mark / replay_rewind   the entry count before a store or helper call, and the return to it
 
-struct replay_log_base
+template <int Entries, int Slot> struct replay_log
 {
-    int count;                   // entries pushed and not rewound
-    int capacity;                // entries available
-    int slot;                    // bytes per entry
-    const unsigned char** addr;  // first byte each entry covers
-    int* size;                   // bytes each entry covers
-    unsigned char* data;         // entry e's bytes at data + e * slot
-};
-
-template <int Entries, int Slot> struct replay_log : replay_log_base
-{
-    const unsigned char* addr_storage[Entries];
-    int size_storage[Entries];
-    unsigned char data_storage[Entries * Slot];
-
-    CUDA_CALLABLE replay_log()
-    {
-        count = 0;
-        capacity = Entries;
-        slot = Slot;
-        addr = addr_storage;
-        size = size_storage;
-        data = data_storage;
-    }
+    int count = 0;                       // entries pushed and not rewound
+    const unsigned char* addr[Entries];  // first byte each entry covers
+    int size[Entries];                   // bytes each entry covers
+    alignas(16) unsigned char data[Entries][Slot];
 };
 
 // The largest of the stored types: the size of one entry.
@@ -401,38 +382,55 @@ template <typename... T> constexpr int slot_bytes()
     return m;
 }
 
-CUDA_CALLABLE inline int replay_mark(const replay_log_base& log) { return log.count; }
+template <typename Log> CUDA_CALLABLE inline int replay_mark(const Log& log) { return log.count; }
 
-CUDA_CALLABLE inline void replay_rewind(replay_log_base& log, int mark)
+template <typename Log> CUDA_CALLABLE inline void replay_rewind(Log& log, int mark)
 {
     if (mark < log.count)
         log.count = mark;
 }
 
-template <typename T, typename V> CUDA_CALLABLE inline void replay_store(replay_log_base& log, T* p, const V& value)
+template <int Entries, int Slot, typename T, typename V>
+CUDA_CALLABLE inline void replay_store(replay_log<Entries, Slot>& log, T* p, const V& value)
 {
+    static_assert(sizeof(T) <= Slot, "warp_zerostore: replay log slot too small");
     const T stored = value;
-    if (log.count < log.capacity && (int)sizeof(T) <= log.slot) {
+    if (log.count < Entries) {
         log.addr[log.count] = (const unsigned char*)p;
         log.size[log.count] = (int)sizeof(T);
-        memcpy(log.data + log.count * log.slot, &stored, sizeof(T));
+        memcpy(log.data[log.count], &stored, sizeof(T));
         ++log.count;
     }
 }
 
-template <typename T> CUDA_CALLABLE inline T replay_load(const replay_log_base& log, T* p)
+template <int Entries, int Slot, typename T>
+CUDA_CALLABLE inline T replay_load(const replay_log<Entries, Slot>& log, T* p)
 {
-    T value = *p;
     const unsigned char* lo = (const unsigned char*)p;
     const unsigned char* hi = lo + sizeof(T);
-    for (int e = 0; e < log.count; ++e) {
-        const unsigned char* a = log.addr[e];
-        const unsigned char* b = a + log.size[e];
+    // The newest entry that touches the element: when it is the whole element (the usual case), it is the value.
+    int e = log.count - 1;
+    for (; e >= 0; --e) {
+        if (log.addr[e] < hi && log.addr[e] + log.size[e] > lo)
+            break;
+    }
+    if (e < 0)
+        return *p;
+    T value;
+    if (log.addr[e] == lo && log.size[e] == (int)sizeof(T)) {
+        memcpy(&value, log.data[e], sizeof(T));
+        return value;
+    }
+    // Parts of the element (component stores): memory, then each overlapping entry's bytes, oldest first.
+    value = *p;
+    for (int k = 0; k <= e; ++k) {
+        const unsigned char* a = log.addr[k];
+        const unsigned char* b = a + log.size[k];
         if (a >= hi || b <= lo)
             continue;
         const unsigned char* from = a > lo ? a : lo;
         const unsigned char* to = b < hi ? b : hi;
-        memcpy((unsigned char*)&value + (from - lo), log.data + e * log.slot + (from - a), to - from);
+        memcpy((unsigned char*)&value + (from - lo), log.data[k] + (from - a), to - from);
     }
     return value;
 }

@@ -27,7 +27,8 @@ import re
 
 LOG = "zs_log"
 SUFFIX = "__zs_log"
-_LOG_PARAM = f"wp::zs::replay_log_base& {LOG}"
+_LOG_TYPE = "ZsLog"  # helper variants are templates on the kernel's log type, so they inline with it
+_LOG_PARAM = f"{_LOG_TYPE}& {LOG}"
 
 
 class ReplayWarning(UserWarning):
@@ -472,7 +473,7 @@ class ModuleReplay:
         lines[close] = lines[close].rstrip()
         assert lines[close].endswith(")"), lines[close]
         lines[close] = lines[close][:-1] + (",\n    " if fn.params else "") + _LOG_PARAM + ")"
-        return lines
+        return [f"template <typename {_LOG_TYPE}>", *lines]
 
     def _forward_variant(self, fn: Function) -> list:
         scan = _scan(fn, self.helpers)

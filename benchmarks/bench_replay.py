@@ -1,0 +1,118 @@
+"""Cost of the replay log: Tape backward of a kernel that reads back its own stores, flagged against unflagged.
+
+Each of 1M threads stores y[i] = x*x, reads it back, stores again and reads back again (helper included), so
+the flagged backward replays through its log; the unflagged twin does the same work with Warp's replay (and
+a wrong gradient). A twin pair without read-back (stores only) checks that kernels that never read back keep
+Warp's code and speed. Both sides of each pair are timed interleaved in the same run (medians).
+Targets: read-back True/stock <= 1.10; no read-back True/stock 1.00 (same code; the zeroing store adjoint's
+own cost is bench_zeroing.py's).
+Usage: python benchmarks/bench_replay.py [--n 1000000] [--repeats 21] [--device cpu]
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+from common import interleaved_medians, paired_ratio, report
+
+import warp_zerostore as wp
+
+TARGET_READ_BACK = 1.10
+
+
+@wp.func
+def scaled_store(y: wp.array(dtype=float), i: int, s: float):
+    y[i] = y[i] * s
+
+
+def _read_back(flag):
+    @wp.kernel(zero_store=flag)
+    def read_back(x: wp.array(dtype=float), y: wp.array(dtype=float), z: wp.array(dtype=float)):
+        i = wp.tid()
+        a = x[i]
+        y[i] = a * a
+        z[i] = y[i] + a
+        scaled_store(y, i, a)
+        z[i] = z[i] * y[i]
+
+    return read_back
+
+
+def _no_read_back(flag):
+    @wp.kernel(zero_store=flag)
+    def stores_only(x: wp.array(dtype=float), y: wp.array(dtype=float), z: wp.array(dtype=float)):
+        i = wp.tid()
+        a = x[i]
+        y[i] = a * a
+        z[i] = wp.sin(a) + a
+
+    return stores_only
+
+
+PAIRS = {
+    "read-back": {"zero_store=True": _read_back(True), "stock": _read_back(None)},
+    "no read-back": {"zero_store=True": _no_read_back(True), "stock": _no_read_back(None)},
+}
+
+
+def recorded_backward(kernel, n: int, device: str):
+    x = wp.array(np.linspace(0.1, 1.0, n, dtype=np.float32), dtype=float, device=device, requires_grad=True)
+    outs = [wp.zeros(n, dtype=float, device=device, requires_grad=True) for _ in range(2)]
+    tape = wp.Tape()
+    with tape:
+        wp.launch(kernel, dim=n, inputs=[x, *outs], device=device)
+
+    def reseed():
+        for y in outs:
+            y.grad.fill_(1.0)
+        x.grad.zero_()
+        wp.synchronize_device(device)
+
+    def backward():
+        tape.backward()
+        wp.synchronize_device(device)
+
+    reseed()
+    backward()
+    return backward, reseed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--n", type=int, default=1_000_000)
+    parser.add_argument("--repeats", type=int, default=21)
+    parser.add_argument("--device", default="cpu")
+    args = parser.parse_args()
+    wp.config.quiet = True
+    wp.init()
+
+    results = {}
+    for pair, kernels in PAIRS.items():
+        runs, setup = {}, {}
+        for name, kernel in kernels.items():
+            runs[name], setup[name] = recorded_backward(kernel, args.n, args.device)
+        timings = interleaved_medians(runs, args.repeats, setup)
+        ms = {name: t["median_s"] * 1e3 for name, t in timings.items()}
+        ratio = ms["zero_store=True"] / ms["stock"]
+        paired = paired_ratio(timings, "zero_store=True", "stock")
+        target = f"target <= {TARGET_READ_BACK}" if pair == "read-back" else "same code as stock's"
+        print(
+            f"{pair:>13}: backward median True {ms['zero_store=True']:.3f} ms, stock {ms['stock']:.3f} ms, "
+            f"ratio {ratio:.3f} ({target}), per-round median {paired:.3f}"
+        )
+        results[pair] = {"median_ms": ms, "ratio_true_over_stock": ratio, "paired_ratio": paired}
+    report(
+        "replay_log_backward",
+        {
+            "device": args.device,
+            "threads": args.n,
+            "repeats": args.repeats,
+            "target_read_back": TARGET_READ_BACK,
+            **results,
+        },
+    )
+
+
+if __name__ == "__main__":
+    main()
