@@ -284,6 +284,21 @@ def test_forward_mode_and_second_order_are_refused():
     np.testing.assert_allclose(jax.grad(one)(x), 6 * x**5, rtol=1e-12)  # reverse mode, once: fine
 
 
+def test_linearize_is_refused_naming_the_op():
+    """jax.linearize traces a custom_vjp op as jax.vjp does; only its linear function used to fail, with JAX's
+    bare TypeError. It is refused when traced, naming the op, also through jax.jit."""
+    x = _data(4, 9)
+    one = lambda x: seed(x, x, x).sum()  # noqa: E731
+    for fn in (one, jax.jit(one)):
+        with pytest.raises(wpj.DifferentiationError, match=r"JAX op 'seed' \(.*kernels_jax.py:\d+\).*jax.linearize"):
+            jax.linearize(fn, x)
+    # Negative twins: reverse mode (which traces the op the same way), and the op on a constant under linearize.
+    np.testing.assert_allclose(jax.vjp(one, x)[1](1.0)[0], 6 * x**5, rtol=1e-12)
+    np.testing.assert_allclose(jax.jit(jax.grad(one))(x), 6 * x**5, rtol=1e-12)
+    value, linear = jax.linearize(lambda s: s * one(x), 2.0)
+    np.testing.assert_allclose(linear(1.0), one(x), rtol=1e-12)
+
+
 def test_bad_arguments_name_the_op_and_argument():
     x = _data(4, 1)
     with pytest.raises(wpj.BridgeError, match=r"JAX op 'scale'.*argument 'x' has dtype float64.*float32"):

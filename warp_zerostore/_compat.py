@@ -148,6 +148,8 @@ HOOK_POINTS: dict[str, tuple[Any, str]] = {
     # whole-array stores: wp.copy / array.assign record `lambda: adj_copy(...)` on the Tape
     "Tape.record_func": (tape_module.Tape, "record_func"),
     "context.adj_copy": (context, "adj_copy"),
+    # wp.copy copies src.grad into dest.grad in the forward pass by calling the module's own `copy` again
+    "context.copy": (context, "copy"),
 }
 
 _ORIGINALS: dict[str, Callable] = {}
@@ -218,6 +220,15 @@ def kernel_argument_labels(kernel) -> list:
 def kernel_tree(kernel):
     """The ``ast.Module`` of a kernel's Python source, as Warp parsed it (one ``FunctionDef``)."""
     return kernel.adj.tree
+
+
+def kernel_has_backward(kernel) -> bool:
+    """False for a kernel built with ``enable_backward=False`` (its own option, else its module's): Warp's Tape
+    never runs its adjoint, so its reads are never replayed."""
+    enabled = kernel.options.get("enable_backward")
+    if enabled is None:
+        enabled = kernel.module.options.get("enable_backward")
+    return enabled is not False
 
 
 def kernel_source(kernel) -> str:

@@ -6,8 +6,10 @@ backward provably left zero is not zeroed again). The Tape's safety checks need,
 the kind of each write (a plain store, whose adjoint may need zeroing, or an atomic accumulation, whose
 adjoint is exact). Warp's own ``is_read``/``is_write`` marks exist only when the module was built with
 ``verify_autograd_array_access``; this reads the kernel's AST instead. An array passed to a user ``@wp.func``
-is followed into the helper's source (the helper's use of its parameter counts); an array passed to anything
-else, or bound to another name, counts as read and stored (conservative).
+is followed into the helper's source (the helper's use of its parameter counts). A local bound to a part of an
+array argument (a row ``row = a[w]`` of a 2-D array, whose ``row[j] = v`` stores into ``a``) is an alias: its uses
+count as uses of the argument. An array passed to anything else, bound to another name or used as a view in any
+other way, counts as read and stored (conservative: never read-only where the source cannot tell).
 
 Granularity is the whole argument: "reads ``x``" means some element of ``x`` (not which ones).
 """
@@ -76,8 +78,8 @@ def helper_parameter(helper, call: ast.Call, node) -> str | None:
     return None
 
 
-def _helper_access(helper, parameter: str, depth: int) -> ArgumentAccess | None:
-    key = (id(helper), parameter)
+def _helper_access(helper, parameter: str, depth: int, ndim: int | None = None) -> ArgumentAccess | None:
+    key = (id(helper), parameter, ndim)
     cached = _HELPER_CACHE.get(key)
     if cached is not None and cached[0] is helper:
         return cached[1]
@@ -85,7 +87,7 @@ def _helper_access(helper, parameter: str, depth: int) -> ArgumentAccess | None:
         tree = ast.parse(_compat.function_source(helper))
     except (OSError, TypeError, SyntaxError):
         return None
-    visitor = _Visitor([parameter], helper.__globals__, depth + 1)
+    visitor = _Visitor([parameter], helper.__globals__, depth + 1, {parameter: ndim})
     visitor.visit(tree.body[0])
     access = visitor.access[parameter]
     _HELPER_CACHE[key] = (helper, access)
@@ -106,8 +108,10 @@ class _Visitor(ast.NodeVisitor):
     """Visits a function in evaluation order (an assignment's value before its targets), so that a read seen
     after a store of the same argument is a read that may follow the store at run time."""
 
-    def __init__(self, names, namespace: dict | None = None, depth: int = 0):
+    def __init__(self, names, namespace: dict | None = None, depth: int = 0, ndims: dict | None = None):
         self.access = {name: ArgumentAccess() for name in names}
+        self.ndims = dict(ndims or {})  # name -> ndim (None: unknown, as for a helper's parameter)
+        self.aliases: dict = {}  # local name -> [(argument label, ndim of the view or None)]
         self.parents: dict = {}
         self.namespace = namespace or {}
         self.depth = depth
@@ -158,13 +162,26 @@ class _Visitor(ast.NodeVisitor):
             if store:
                 kinds.add("store")
 
+    def _targets(self, node) -> list:
+        """``[(argument label, ndim)]`` a name stands for: the argument itself, or the arguments it is an alias of."""
+        if node.id in self.access:
+            return [(node.id, self.ndims.get(node.id))]
+        return self.aliases.get(node.id, [])
+
     def visit_Name(self, node):  # noqa: N802 - ast API
-        access = self.access.get(node.id)
-        if access is None:
+        targets = self._targets(node)
+        if not targets:
             return
+        if isinstance(node.ctx, ast.Store) and node.id not in self.access:
+            return  # an alias rebound: what it is bound to is analysed where it is bound
         parent = self.parents.get(node)
+        for label, ndim in targets:
+            self._use(node, parent, label, ndim)
+
+    def _use(self, node, parent, label: str, ndim) -> None:
+        access = self.access[label]
         if isinstance(parent, ast.Subscript) and parent.value is node:
-            self._element(parent, access)
+            self._element(parent, label, ndim)
         elif isinstance(parent, ast.Attribute) and parent.attr in METADATA_ATTRIBUTES:
             pass
         elif is_truth_test(node, parent):
@@ -173,9 +190,9 @@ class _Visitor(ast.NodeVisitor):
             name = parent.func.attr if isinstance(parent.func, ast.Attribute) else getattr(parent.func, "id", "")
             helper = resolve_helper(parent, self.namespace) if self.depth < HELPER_DEPTH else None
             parameter = helper_parameter(helper, parent, node) if helper is not None else None
-            inner = _helper_access(helper, parameter, self.depth) if parameter is not None else None
+            inner = _helper_access(helper, parameter, self.depth, ndim) if parameter is not None else None
             if inner is not None:  # a @wp.func: what it does with its parameter
-                self._note(node.id, access, read=inner.reads, store=inner.stores)
+                self._note(label, access, read=inner.reads, store=inner.stores)
                 access.reads |= inner.reads
                 access.stores |= inner.stores
                 access.accumulates |= inner.accumulates
@@ -183,35 +200,79 @@ class _Visitor(ast.NodeVisitor):
             elif name in _ACCUMULATING:
                 access.accumulates = True
             elif name in _READING:
-                self._note(node.id, access, read=True)
+                self._note(label, access, read=True)
                 access.reads = True
             elif name in _STORING:
-                self._note(node.id, access, store=True)
+                self._note(label, access, store=True)
                 access.stores = True
             else:  # another builtin, or a helper whose source cannot be read: it may do anything with the array
-                access.reads = access.stores = access.reads_after_store = True
+                _anything(access)
         elif isinstance(node.ctx, ast.Load) and isinstance(parent, (ast.Return, ast.Expr)):
             pass
         else:  # bound to a local, compared, ...: conservative
-            access.reads = access.stores = access.reads_after_store = True
+            _anything(access)
 
-    def _element(self, subscript, access):
-        # Climb a[i] -> a[i][j] -> a[i].x: the outermost node says whether the element is stored.
-        outer = subscript
-        while (
-            isinstance(self.parents.get(outer), (ast.Subscript, ast.Attribute)) and self.parents[outer].value is outer
-        ):
-            outer = self.parents[outer]
-        name = subscript.value.id
+    def _bound_to(self, node) -> str | None:
+        """The local name ``node`` is bound to (``name = node``), or None."""
+        parent = self.parents.get(node)
+        if isinstance(parent, ast.Assign) and parent.value is node and len(parent.targets) == 1:
+            target = parent.targets[0]
+        elif isinstance(parent, ast.AnnAssign) and parent.value is node:
+            target = parent.target
+        else:
+            return None
+        return target.id if isinstance(target, ast.Name) else None
+
+    def _element(self, subscript, label: str, ndim) -> None:
+        """``a[...]``, ``a[i][j]``, ``a[i].x``: an element read or stored, or a view (a row, a slice) of ``a``."""
+        access = self.access[label]
+        node, indices = subscript, 0  # indices: how many the chain applies so far; -1 once a slice is seen
+        while True:
+            if isinstance(node, ast.Subscript):
+                index = node.slice
+                parts = index.elts if isinstance(index, ast.Tuple) else [index]
+                if any(isinstance(p, ast.Slice) for p in parts):
+                    indices = -1
+                elif indices >= 0:
+                    indices += len(parts)
+            parent = self.parents.get(node)
+            if not (isinstance(parent, (ast.Subscript, ast.Attribute)) and parent.value is node):
+                break
+            if isinstance(parent, ast.Attribute) and (ndim is None or indices < 0 or indices < ndim):
+                if parent.attr in METADATA_ATTRIBUTES:
+                    return  # a[w].shape: no element value
+                break
+            node = parent
+        outer = node
+        view = indices < 0 or ndim is None or indices < ndim
+        if view and isinstance(outer, ast.Subscript) and isinstance(outer.ctx, ast.Load):
+            local = self._bound_to(outer)
+            if local is not None:  # row = a[w]: later uses of `row` are uses of `a`
+                remaining = None if ndim is None or indices < 0 else ndim - indices
+                aliases = self.aliases.setdefault(local, [])
+                if (label, remaining) not in aliases:
+                    aliases.append((label, remaining))
+                if ndim is None:  # a helper's parameter of unknown shape: it may be an element's value, a read
+                    self._note(label, access, read=True)
+                    access.reads = True
+                return
+            if ndim is not None:  # a view passed on, compared, ...: it may be stored into
+                _anything(access)
+                return
         if isinstance(outer.ctx, ast.Store):
             if isinstance(self.parents.get(outer), ast.AugAssign):
                 access.accumulates = True  # Warp turns `a[i] += v` into an atomic add
             else:
-                self._note(name, access, store=True)
+                self._note(label, access, store=True)
                 access.stores = True
         else:
-            self._note(name, access, read=True)
+            self._note(label, access, read=True)
             access.reads = True
+
+
+def _anything(access: ArgumentAccess) -> None:
+    """The source cannot tell what happens to the array: read and stored, possibly in that order."""
+    access.reads = access.stores = access.reads_after_store = True
 
 
 _CACHE: dict = {}
@@ -238,8 +299,9 @@ def argument_access(kernel) -> dict:
     cached = _CACHE.get(id(kernel))
     if cached is not None and cached[0] is kernel:
         return cached[1]
-    names = [label for label, t in _compat.kernel_parameters(kernel) if _compat.is_array_type(t)]
-    visitor = _Visitor(names, _compat.kernel_function(kernel).__globals__)
+    parameters = [(label, t) for label, t in _compat.kernel_parameters(kernel) if _compat.is_array_type(t)]
+    ndims = {label: getattr(t, "ndim", None) for label, t in parameters}
+    visitor = _Visitor([label for label, _ in parameters], _compat.kernel_function(kernel).__globals__, 0, ndims)
     visitor.visit(_compat.kernel_tree(kernel))
     _CACHE[id(kernel)] = (kernel, visitor.access)
     return visitor.access

@@ -7,12 +7,17 @@ its own adjoint at backward time:
 * True: ``src.grad[region] += dest.grad[region]``, then ``dest.grad[region] = 0`` (not for retain_grad);
 * False: ``src.grad[region] += dest.grad[region]``, ``dest.grad`` kept;
 * None: Warp's own ``adj_copy`` (up to 1.12 it *overwrites* ``src.grad`` with ``dest.grad``).
+
+Warp's ``wp.copy`` also copies ``src.grad`` over ``dest.grad`` in the forward pass (every version). Within
+:func:`gradients_kept` that forward copy skips the gradients named there: a checkpointed step that writes its
+output state with ``wp.copy`` must not wipe the adjoint the executor placed in that state's ``.grad``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from typing import Any
+from typing import Any, Iterator
 
 import warp
 
@@ -23,6 +28,7 @@ from .options import effective_copy_mode
 class _State(threading.local):
     def __init__(self):
         self.replaying = None  # mode of the copy whose adjoint is running
+        self.kept: frozenset = frozenset()  # ids of .grad arrays the forward gradient copy leaves alone
 
 
 _state = _State()
@@ -171,6 +177,41 @@ def _wrap_adj_copy(original):
     return adj_copy
 
 
+@contextlib.contextmanager
+def gradients_kept(arrays) -> Iterator[None]:
+    """Within the block, ``wp.copy`` into one of ``arrays`` copies values only: Warp's forward copy of the
+    source's gradient over the destination's is skipped (the copy's adjoint is recorded on a Tape as usual).
+
+    Example::
+
+        import warp_zerostore as wp
+        from warp_zerostore.copy_adjoint import gradients_kept
+
+        dest = wp.zeros(2, dtype=float, requires_grad=True)
+        src = wp.ones(2, dtype=float, requires_grad=True)
+        dest.grad.fill_(5.0)
+        with gradients_kept([dest]):
+            wp.copy(dest, src)
+        assert dest.numpy().tolist() == [1.0, 1.0] and dest.grad.numpy().tolist() == [5.0, 5.0]
+    """
+    previous = _state.kept
+    _state.kept = previous | {id(a.grad) for a in arrays if getattr(a, "grad", None) is not None}
+    try:
+        yield
+    finally:
+        _state.kept = previous
+
+
+def _wrap_copy(original):
+    def copy(dest, src, *args, **kwargs):
+        if _state.kept and id(dest) in _state.kept:
+            return None  # the forward gradient copy into a kept gradient
+        return original(dest, src, *args, **kwargs)
+
+    return copy
+
+
 def install() -> None:
     _compat.wrap("Tape.record_func", _wrap_record_func)
     _compat.wrap("context.adj_copy", _wrap_adj_copy)
+    _compat.wrap("context.copy", _wrap_copy)

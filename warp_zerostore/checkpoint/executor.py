@@ -4,7 +4,7 @@ Step ``n`` maps state ``n`` to state ``n + 1``. In place, both live in the one s
 state ``n`` lives in ``buffers[n % 2]``, so a snapshot restored for step ``n`` goes where the forward pass had it.
 
 Reversing step ``n``: the step is run once more on a local Tape (``Forward(n, n + 1, write_adj_deps=True)``,
-a ``warp_zerostore.Tape(snapshot=True)`` for in-place steps, so each launch sees the values it read), and that
+a ``warp_zerostore.Tape(snapshot=True)`` where the step needs one, so each launch sees the values it read), and that
 Tape's backward turns the adjoint of state ``n + 1`` (in the ``.grad`` of the arrays holding it) into the
 adjoint of state ``n`` (in the ``.grad`` of the arrays holding that), while parameter gradients accumulate.
 The adjoint of the state is never copied: in place it stays in ``state.grad``; double-buffered, the adjoint of
@@ -21,18 +21,31 @@ With ``rollout(writes_input=False)`` (double-buffered; the step promises never t
 a forward run ends at (the next action: ``Forward(n, ..., write_ics=True)`` in RAM) is not copied either: the
 step before writes its output straight into the snapshot's arrays, which the next step then reads in place.
 Only state 0 and snapshots taken right after a restore are copied.
+
+Which steps need a snapshotting Tape (``snapshot_step=None``, the default double-buffered): one where a launch
+writes memory that it or an earlier launch of the step reads (:func:`.launches.read_then_written`). The first
+reversed step is recorded on one and read; if it needs none, later steps are recorded on a plain Tape and read
+too, and a step that turns out to need one is recorded again on a snapshotting Tape (from then on every step
+is), or, when it also wrote its own input state (so it cannot be run again), refused by name.
+
+While a step runs, Warp's forward copy of gradients inside ``wp.copy`` leaves the state's and the parameters'
+``.grad`` alone (:func:`~warp_zerostore.copy_adjoint.gradients_kept`): they hold the adjoint being carried back.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import warnings
 
 import warp
 
 from .. import _compat
-from ..tape import Tape
+from ..copy_adjoint import gradients_kept
+from ..tape import OverwriteError, OverwriteWarning, Tape, hazard_listener
+from ..tape.tape import STALE_READ
 from . import promise
+from .launches import read_then_written, writers
 from .state import CheckpointError
 from .storage import DiskStorage, RamStorage
 from .zeroed import left_zero
@@ -73,7 +86,8 @@ class Executor:
         self.until = until
         self.summary = summary
         self.progress = progress
-        self.snapshot_step = options["snapshot_step"]
+        self.snapshot_step = options["snapshot_step"]  # True, False, or None: as the step's launches need
+        self.needs_snapshot: bool | None = None  # with None: learnt from the first reversed step
         self.check = options["check"]
         self.directory = options["directory"]
         self.trusted = not options.get("writes_input", True)  # the step never writes its input state
@@ -140,13 +154,16 @@ class Executor:
         witness = None
         if self.trusted and not self.input_checked:
             witness = promise.values(self.input_arrays(n))
-        if tape is None:
-            self.step(*args)
-        else:
-            with tape:
+            if tape is None:
+                tape = _compat.WarpTape()  # records the launches only, to name a kernel that breaks the promise
+        with gradients_kept(self.kept_gradients()):
+            if tape is None:
                 self.step(*args)
+            else:
+                with tape:
+                    self.step(*args)
         if witness is not None:
-            promise.check_unchanged(witness, self.input_arrays(n), self.labels, n)
+            promise.check_unchanged(witness, self.input_arrays(n), self.labels, n, tape)
             self.input_checked = True
         if out is not None:
             promise.check_written_in_place(self.layout.arrays(args[1]), out, self.labels, n)
@@ -154,15 +171,40 @@ class Executor:
         for i, buffer in enumerate(self.buffers):
             self.layout.check(buffer, "state" if i == 0 else "out", f"step {n}")
 
+    def kept_gradients(self) -> list:
+        """Arrays whose ``.grad`` a step's forward must not change: the state's (the adjoint carried back) and
+        the parameters' (accumulating)."""
+        arrays = self.state_arrays() + self.params
+        if self.borrowed is not None:
+            arrays += self.borrowed.arrays
+        return arrays
+
+    def _snapshotting(self) -> bool:
+        """Whether the next reversed step is recorded on a snapshotting Tape."""
+        if self.snapshot_step is not None:
+            return self.snapshot_step
+        return self.needs_snapshot is not False  # undecided: the first reversed step is, and is read
+
     def _taped_step(self, n: int, keep_values: bool):
-        tape = Tape(check=self.check, snapshot=self.snapshot_step)
         borrowed = self.borrowed
         if borrowed is not None and borrowed.n == n:
             # the adjoint of state n lands where step n - 1's backward reads it: the work buffer's .grad
             for snap, work in zip(borrowed.arrays, self.layout.arrays(self.holder(n))):
                 snap.grad = work.grad
             borrowed.stepped = True
-        self.run_step(n, tape)
+        snapshot = self._snapshotting()
+        tape, hazards = self._record(n, snapshot)
+        if self.snapshot_step is None:
+            found = read_then_written(tape)
+            if not snapshot and (found or any(h.kind == STALE_READ for h in hazards)):
+                self._refuse_rerun(n, tape, found)
+                snapshot = True
+                tape, hazards = self._record(n, snapshot)  # the step's input state is as it was
+            if self.needs_snapshot is None or found:
+                self.needs_snapshot = bool(found)
+        self._report(n, hazards, snapshot)
+        if snapshot:
+            self.summary.steps_snapshotted += 1
         if self.trusted:
             promise.check_launches(tape, self.input_arrays(n), self.labels, n)
         saved = None
@@ -172,6 +214,44 @@ class Executor:
             self.summary.ram_bytes += sum(s.capacity for s in saved)
         self.adj_deps[n] = (tape, saved)
         self.summary.snapshots_held = max(self.summary.snapshots_held, len(self.adj_deps) if keep_values else 0)
+
+    def _record(self, n: int, snapshot: bool):
+        """Run step ``n`` on a new local Tape; with ``check``, the hazards that Tape found (reported later, by
+        :meth:`_report`, once it is known which Tape the step is reversed on)."""
+        if self.check == "off":
+            tape = Tape(snapshot=snapshot)
+            self.run_step(n, tape)
+            return tape, []
+        tape, found = Tape(check="warn", snapshot=snapshot), []
+        with hazard_listener(found.append), warnings.catch_warnings():
+            warnings.simplefilter("ignore", OverwriteWarning)
+            self.run_step(n, tape)
+        return tape, found
+
+    def _refuse_rerun(self, n: int, tape, found) -> None:
+        """Step ``n``, recorded on a plain Tape, needs a snapshotting one: raise unless it can run again, i.e.
+        unless it wrote its own input state."""
+        wrote = writers(tape, self.input_arrays(n))
+        if not wrote:
+            return
+        use, i = wrote[0]
+        why = found[0].describe() if found else "a launch overwrites what a launch of the step read"
+        raise CheckpointError(
+            f"rollout(): step {n} needs a snapshotting Tape to be reversed ({why}), which steps before it did not, "
+            f"and it also overwrites its own input state (kernel '{use.kernel}', argument '{use.parameter}', "
+            f"{self.labels[i]}), so it cannot be run again on one. Pass rollout(snapshot_step=True) to reverse every "
+            "step on a snapshotting Tape"
+        )
+
+    def _report(self, n: int, hazards, snapshot: bool) -> None:
+        """Report, at the level of ``check``, the hazards of step ``n``'s Tape that it does not make right (on a
+        snapshotting Tape a stale read is restored, so it is not one)."""
+        wrong = [h for h in hazards if h.real and not (snapshot and h.kind == STALE_READ)]
+        where = f" [rollout(): step {n}, on the local Tape it is reversed on]"
+        if self.check == "error" and wrong:
+            raise OverwriteError("\n".join(h.message() + where for h in wrong))
+        for hazard in wrong:
+            warnings.warn(OverwriteWarning(hazard.message() + where), stacklevel=2)
 
     # -- actions
 

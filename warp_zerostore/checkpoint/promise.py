@@ -8,18 +8,15 @@ step writes into the output arrays it is given rather than rebinding them, guard
 * step 0, the first time it runs: the input state's bytes before and after the step, which catches any write
   that changes a value, however it is made (a kernel, ``zero_()``, ``fill_()``, ``wp.copy``, a NumPy view);
 * every reversed step: the kernel launches on its local Tape, read by
-  :func:`~warp_zerostore.access.argument_access`. A launch that stores or accumulates into an argument (or
+  :func:`.launches.writers`. A launch that stores or accumulates into an argument (or
   passes it somewhere the analysis does not follow) overlapping an input state array breaks the promise.
 """
 
 from __future__ import annotations
 
 import numpy as np
-import warp
 
-from .. import _compat
-from .._memory import byte_span, overlap
-from ..access import argument_access
+from .launches import writers
 from .state import CheckpointError
 
 _FIX = (
@@ -38,14 +35,21 @@ def values(arrays) -> list:
     return [_bytes(a).copy() for a in arrays]
 
 
-def check_unchanged(before: list, arrays, labels, n: int) -> None:
-    """Raise unless ``arrays`` hold the bytes ``before`` recorded (the input state of step ``n``)."""
-    for old, arr, label in zip(before, arrays, labels):
+def check_unchanged(before: list, arrays, labels, n: int, tape=None) -> None:
+    """Raise unless ``arrays`` hold the bytes ``before`` recorded (the input state of step ``n``); ``tape``, the
+    step's launches, names the kernel that wrote a changed array."""
+    for i, (old, arr, label) in enumerate(zip(before, arrays, labels)):
         if not np.array_equal(old, _bytes(arr)):
+            kernels = [] if tape is None else [u for u, k in writers(tape, arrays) if k == i]
+            by = (
+                f"kernel '{kernels[0].kernel}' (argument '{kernels[0].parameter}')"
+                if kernels
+                else "no kernel launch of the step (zero_(), fill_(), wp.copy or a NumPy write)"
+            )
             raise CheckpointError(
-                f"rollout(writes_input=False): step {n} changed {label}, an array of its input state, but with that "
-                f"promise snapshots are read and written in place and a step writing its input would corrupt them. "
-                f"{_FIX}"
+                f"rollout(writes_input=False): step {n} changed {label}, an array of its input state (written by "
+                f"{by}), but with that promise snapshots are read and written in place and a step writing its input "
+                f"would corrupt them. {_FIX}"
             )
 
 
@@ -64,23 +68,11 @@ def check_written_in_place(found, given, labels, n: int) -> None:
 
 
 def check_launches(tape, arrays, labels, n: int) -> None:
-    """Raise if a kernel launch on ``tape`` (step ``n``, reversed) writes into one of ``arrays`` (its input)."""
-    spans = [byte_span(a) for a in arrays]
-    for entry in _compat.tape_entries(tape):
-        if not _compat.is_kernel_launch(entry):
-            continue  # record_func entries (wp.copy, custom adjoints): the value check at step 0 covers copies
-        kernel = _compat.launch_kernel(entry)
-        access = argument_access(kernel)
-        for parameter, value in _compat.recorded_arguments(entry):
-            use = access.get(parameter)
-            if use is None or not use.writes or not isinstance(value, warp.array):
-                continue
-            span = byte_span(value)
-            for arr, arr_span, label in zip(arrays, spans, labels):
-                if value is arr or overlap(span, arr_span):
-                    raise CheckpointError(
-                        f"rollout(writes_input=False): step {n} launched kernel '{_compat.kernel_key(kernel)}', "
-                        f"which writes (or may write) its argument '{parameter}', and that is {label} of the input "
-                        f"state; with that promise snapshots are read and written in place, so this step corrupts "
-                        f"them. {_FIX}"
-                    )
+    """Raise if a kernel launch on ``tape`` (step ``n``, reversed) writes into one of ``arrays`` (its input).
+    ``record_func`` entries (``wp.copy``, custom adjoints) are not read: the value check at step 0 covers copies."""
+    for use, i in writers(tape, arrays):
+        raise CheckpointError(
+            f"rollout(writes_input=False): step {n} launched kernel '{use.kernel}', which writes (or may write) its "
+            f"argument '{use.parameter}', and that is {labels[i]} of the input state; with that promise snapshots are "
+            f"read and written in place, so this step corrupts them. {_FIX}"
+        )

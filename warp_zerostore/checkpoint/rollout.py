@@ -81,9 +81,13 @@ def rollout(
     ``state`` (and ``out``) is a list of ``wp.array`` or an object whose ``wp.array`` attributes are the state
     (a Newton ``State``; ``fields=`` picks some attributes). Every state array needs ``requires_grad=True``.
 
-    In-place steps are reversed on a ``warp_zerostore.Tape(snapshot=True)`` of that one step (``snapshot_step``,
-    default: on in place, off double-buffered); kernels that overwrite what they read need ``zero_store=True``
-    on warp-lang < 1.13, as on any Tape. Gradients of arrays the step reads are accumulated only for ``params``
+    Each step is reversed on a local Tape of that one step: a ``warp_zerostore.Tape(snapshot=True)`` where the
+    step needs one (``snapshot_step=None``, the default: always in place; double-buffered, a step in which a launch
+    overwrites what it or an earlier launch read, found from the recorded launches; a step that needs one only
+    after earlier steps did not, and that overwrites its own input state, raises :class:`CheckpointError`);
+    ``True``: every step; ``False``: none (a plain Tape). Kernels that overwrite what they read need
+    ``zero_store=True`` on warp-lang < 1.13, as on any Tape. ``check="warn"``/``"error"`` reports what the
+    step's Tape does not make right (a stale read its snapshot restores is not reported). Gradients of arrays the step reads are accumulated only for ``params``
     (and per-step inputs listed there); other arrays it touches (temporaries, scratch) get zeroed gradients.
 
     ``writes_input=False`` (double-buffered only) promises that the step never writes the state arrays of
@@ -164,7 +168,7 @@ def rollout(
     cp_schedule = make_schedule(schedule, steps, int(snapshots), int(disk_snapshots), period)
     summary = Summary(schedule=schedule, steps=steps, state_bytes=layout.nbytes)
     options = {
-        "snapshot_step": (out is None) if snapshot_step is None else bool(snapshot_step),
+        "snapshot_step": (True if out is None else None) if snapshot_step is None else bool(snapshot_step),
         "check": check,
         "directory": directory,
         "writes_input": bool(writes_input),

@@ -14,7 +14,8 @@ class Summary:
     held at once (RAM and disk); ``ram_bytes`` / ``disk_bytes``: the most snapshot bytes held in RAM / on disk at
     once; ``state_bytes``: one copy of the state; ``state_copies``: copies of the whole state made (snapshot
     writes, and restores into the work buffer; a moved snapshot read in place is not one); ``schedule``: the
-    checkpointing schedule's name.
+    checkpointing schedule's name; ``steps_snapshotted``: reversed steps recorded on a snapshotting Tape (see
+    ``rollout(snapshot_step=...)``).
     """
 
     schedule: str
@@ -26,11 +27,12 @@ class Summary:
     ram_bytes: int = 0
     disk_bytes: int = 0
     state_copies: int = 0
+    steps_snapshotted: int = 0
 
     def __str__(self) -> str:
         return (
             f"{self.schedule}: {self.steps} steps, {self.steps_run} step evaluations, {self.steps_reversed} reversed, "
-            f"{self.state_copies} state copies, "
+            f"{self.state_copies} state copies, {self.steps_snapshotted} reversed on a snapshotting Tape, "
             f"at most {self.snapshots_held} snapshots ({self.ram_bytes / 2**20:.1f} MiB in RAM, "
             f"{self.disk_bytes / 2**20:.1f} MiB on disk; one state is {self.state_bytes / 2**20:.1f} MiB)"
         )

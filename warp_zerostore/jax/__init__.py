@@ -21,7 +21,7 @@ What a bridged op guarantees, each tested (``tests/test_jax_bridge.py``):
 * Nothing lives outside the compiled program: the backward replays the launches from the inputs JAX keeps.
 * Scalar parameters may be traced (``jax.jit`` arguments); they get no gradient (a zero cotangent). A scalar
   that differs across a ``vmap`` batch is refused.
-* Forward mode (``jax.jvp``, ``jacfwd``) and second derivatives raise :class:`DifferentiationError`, and
+* Forward mode (``jax.jvp``, ``jacfwd``, ``jax.linearize``) and second derivatives raise :class:`DifferentiationError`, and
   wrong dtypes, shapes or parameter lists raise :class:`BridgeError`, naming the op and the argument.
 
 The functions must write only their outputs and ``in_out`` arrays (inputs are views of JAX's buffers).

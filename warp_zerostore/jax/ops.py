@@ -8,6 +8,7 @@ calls a ``jax.custom_vjp`` whose forward and backward are each one Warp FFI call
 from __future__ import annotations
 
 import functools
+import sys
 from typing import Any, Callable
 
 import jax
@@ -63,6 +64,26 @@ def _refuse_jvp(fn: Callable, message: str) -> Callable:
 
     guarded.defjvp(jvp)
     return guarded
+
+
+def _innermost_code(fn):
+    while getattr(fn, "__wrapped__", None) is not None:
+        fn = fn.__wrapped__
+    return getattr(fn, "__code__", None)
+
+
+# jax.linearize traces a custom_vjp op as jax.vjp does, and only the linear function it returns fails (with a
+# bare TypeError, outside the op): the op is refused while jax.linearize's own frame is on the stack.
+_LINEARIZE_CODE = _innermost_code(jax.linearize)
+
+
+def _under_linearize() -> bool:
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code is _LINEARIZE_CODE:
+            return True
+        frame = frame.f_back
+    return False
 
 
 class _Specialized:
@@ -166,16 +187,21 @@ class JaxOp:
         specialized = self._specialized.get(key)
         if specialized is None:
             specialized = self._specialized[key] = _Specialized(self, spec)
+        if _under_linearize() and any(isinstance(v, jax.core.Tracer) for v in values.values()):
+            raise DifferentiationError(self._forward_mode_message())
         try:
             results = specialized.apply(*[values[n] for n in specialized.input_names])
         except TypeError as e:
             if "forward-mode" not in str(e) and "jvp" not in str(e):
                 raise
-            raise DifferentiationError(
-                f"{self.describe()}: forward-mode differentiation (jax.jvp, jax.jacfwd, jax.linearize) is not "
-                f"supported; it has reverse mode only. Use jax.grad, jax.vjp or jax.jacrev."
-            ) from e
+            raise DifferentiationError(self._forward_mode_message()) from e
         return results[0] if len(results) == 1 else results
+
+    def _forward_mode_message(self) -> str:
+        return (
+            f"{self.describe()}: forward-mode differentiation (jax.jvp, jax.jacfwd, jax.linearize) is not "
+            f"supported; it has reverse mode only. Use jax.grad, jax.vjp or jax.jacrev."
+        )
 
     def _bind(self, args, kwargs) -> dict:
         inputs = [p for p in self.params if p.takes_input]

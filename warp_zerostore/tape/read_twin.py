@@ -1,25 +1,29 @@
 """Element-precise read sets for the Tape: an instrumented twin of a kernel marks what each thread reads, and when.
 
-For a kernel whose array argument ``x`` is read through full element indexing (``x[i]``, ``x[i, j]``), directly
-or inside user ``@wp.func`` helpers it is passed to (the helpers get instrumented twins too), the twin takes
-three extra ``int32`` arrays per such argument that the kernel also writes (one, ``read``, for an argument it
-only reads):
+For a kernel whose array argument ``x`` is read or stored through full element indexing (``x[i]``, ``x[i, j]``),
+directly or inside user ``@wp.func`` helpers it is passed to (the helpers get instrumented twins too), the twin
+takes three extra ``int32`` arrays per such argument that the kernel reads and writes (one, ``read``, for an
+argument it only reads; one, ``written``, for an argument it only writes):
 
-* ``written``: set after each statement that stores into ``x[idx]``;
+* ``written``: set after each statement that stores into ``x[idx]`` (``x[idx] = v``, ``x[idx] += v``,
+  ``wp.atomic_*(x, idx, v)``), whatever the value stored: which elements a launch writes does not depend on
+  the data (a store of the value already there is seen);
 * ``before``: set where ``x[idx]`` is read while ``written[idx]`` is still 0 (the launch's input value);
 * ``after``: set where ``x[idx]`` is read after this launch stored into it (the value the launch wrote).
 
 Warp's backward replay re-reads arrays as they are at ``backward()`` time, so a read "after" is replayed right
 when the array holds the launch's output, and a read "before" when it holds the launch's input: the Tape's
 snapshots restore, per element, the value the launch read, and its checks do not call a read of one's own
-write a stale read. Checking and snapshotting Tapes run the twin on device copies of the launch's arrays
-(the real arrays change once), then the real launch.
+write a stale read. Checking and snapshotting Tapes run the twin on device copies of **every** array argument
+of the launch (one copy per distinct array, so arguments that alias stay aliased), then the real launch: the
+twin never touches the user's arrays, whatever the source analysis says.
 
 Arguments read any other way (a row ``x[i]`` of a 2-D array, passed to a builtin or to a helper whose source
 cannot be read, tiles, read in a ``while`` test) keep the whole-argument read of :mod:`.access`, as do
 kernels with ``@wp.struct``, indexed or fabric array arguments (those arrays would be written for real) and
-kernels whose twin cannot be built. Stores through ``wp.atomic_*`` builtins are not marked as written. The twin
-is forward-only and built once per kernel, in its own module.
+kernels whose twin cannot be built; stores the twin cannot index (through a row view ``row = x[w]``, a
+slice, a builtin) are not marked, and the Tape's content comparison finds them. The twin is forward-only and
+built once per kernel, in its own module.
 """
 
 from __future__ import annotations
@@ -52,22 +56,28 @@ _CACHE: dict = {}
 _HELPER_TWINS: dict = {}
 
 
-def _shadow(label: str, flag: str, single: bool = False) -> str:
-    return f"{_PREFIX}read_{label}" if single else f"{_PREFIX}{flag}_{label}"
+# What the twin marks of an argument, by how the kernel uses it: reads and writes, reads only, writes only.
+READ_WRITE, READ, WRITE = "rw", "r", "w"
 
 
-def _flags(single: bool) -> tuple:
-    """The shadow arrays an argument gets: three, or one (``read``) for an argument the kernel never writes."""
-    return ("read",) if single else _FLAGS
+def _shadow(label: str, flag: str) -> str:
+    return f"{_PREFIX}{flag}_{label}"
+
+
+def _flags(kind: str) -> tuple:
+    """The shadow arrays an argument gets: three, or one (``read`` / ``written``) for a read-only / write-only one."""
+    return {READ_WRITE: _FLAGS, READ: ("read",), WRITE: ("written",)}[kind]
 
 
 @dataclasses.dataclass
 class ElementReads:
-    """Per element of one argument (its shape): read before this launch wrote it, read after, written."""
+    """Per element of one argument (its shape): read before this launch wrote it, read after, written.
+    ``reads_known`` is False where reads could not be marked (the argument counts as read in whole)."""
 
     before: np.ndarray
     after: np.ndarray
     written: np.ndarray
+    reads_known: bool = True
 
     @property
     def read(self) -> np.ndarray:
@@ -95,9 +105,9 @@ def _set(name: str, index, value) -> ast.stmt:
     return ast.Assign(targets=[target], value=value, lineno=0)
 
 
-def _read_mark(label: str, index, single: bool) -> ast.stmt:
-    if single:
-        return _set(_shadow(label, "read", True), index, ast.Constant(value=1))
+def _read_mark(label: str, index, kind: str) -> ast.stmt:
+    if kind == READ:
+        return _set(_shadow(label, "read"), index, ast.Constant(value=1))
     written = ast.Subscript(
         value=ast.Name(id=_shadow(label, "written"), ctx=ast.Load()), slice=copy.deepcopy(index), ctx=ast.Load()
     )
@@ -111,9 +121,9 @@ def _read_mark(label: str, index, single: bool) -> ast.stmt:
 class _ReadMarker:
     """Rewrites a function body: marks reads before, and stores after, each statement; follows helpers."""
 
-    def __init__(self, ndims: dict, namespace: dict, module_names: dict, depth: int = 0, single=frozenset()):
+    def __init__(self, ndims: dict, namespace: dict, module_names: dict, depth: int, kinds: dict):
         self.ndims = ndims  # label -> ndim of the arguments being instrumented
-        self.single = single  # labels never written: one shadow, every read simply a read
+        self.kinds = kinds  # label -> READ_WRITE, READ (one shadow, every read simply a read) or WRITE
         self.namespace = namespace  # the function's globals: resolves helper calls
         self.module_names = module_names  # name -> object the twin module must hold (helper twins)
         self.depth = depth
@@ -134,7 +144,7 @@ class _ReadMarker:
             return labels
         made = _helper_twin(
             helper,
-            tuple((p, self.ndims[label], label in self.single) for p, label in zip(parameters, labels)),
+            tuple((p, self.ndims[label], self.kinds[label]) for p, label in zip(parameters, labels)),
             self.depth,
         )
         if made is None:
@@ -143,9 +153,8 @@ class _ReadMarker:
         self.module_names[name] = function
         call.func = ast.Name(id=name, ctx=ast.Load())
         for label in labels:
-            single = label in self.single
-            for flag in _flags(single):
-                call.args.append(ast.Name(id=_shadow(label, flag, single), ctx=ast.Load()))
+            for flag in _flags(self.kinds[label]):
+                call.args.append(ast.Name(id=_shadow(label, flag), ctx=ast.Load()))
         self.in_helpers.update(id(node) for node, _ in passed)
         return [label for parameter, label in zip(parameters, labels) if parameter in whole]
 
@@ -160,12 +169,30 @@ class _ReadMarker:
                     and isinstance(node.value, ast.Name)
                     and node.value.id in self.ndims
                     and isinstance(node.ctx, ast.Load)
+                    and self.kinds[node.value.id] != WRITE
                 ):
                     index = _element_index(node, self.ndims[node.value.id])
                     if index is None:
                         self.whole.add(node.value.id)
                     else:
-                        marks.append(_read_mark(node.value.id, index, node.value.id in self.single))
+                        marks.append(_read_mark(node.value.id, index, self.kinds[node.value.id]))
+        return marks
+
+    def _written(self, label: str, index) -> list:
+        return [_set(_shadow(label, "written"), index, ast.Constant(value=1))] if self.kinds[label] != READ else []
+
+    def _atomic_stores(self, statement) -> list:
+        """``wp.atomic_add(x, i, v)`` (``x, i, j, v`` in 2-D...): marks ``x[i]`` written after the statement."""
+        marks = []
+        for node in ast.walk(statement):
+            if not isinstance(node, ast.Call) or not node.args or not isinstance(node.args[0], ast.Name):
+                continue
+            name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            label = node.args[0].id
+            if name.startswith("atomic_") and label in self.ndims and len(node.args) == self.ndims[label] + 2:
+                indices = node.args[1:-1]
+                index = indices[0] if len(indices) == 1 else ast.Tuple(elts=list(indices), ctx=ast.Load())
+                marks.extend(self._written(label, index))
         return marks
 
     def _stores(self, statement) -> list:
@@ -175,8 +202,8 @@ class _ReadMarker:
             for node in ast.walk(target):
                 if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id in self.ndims:
                     index = _element_index(node, self.ndims[node.value.id])
-                    if index is not None and node.value.id not in self.single:
-                        marks.append(_set(_shadow(node.value.id, "written"), index, ast.Constant(value=1)))
+                    if index is not None:
+                        marks.extend(self._written(node.value.id, index))
         return marks
 
     def body(self, statements) -> list:
@@ -202,9 +229,10 @@ class _ReadMarker:
             elif isinstance(statement, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
                 # `x[i].y = v` loads x[i] in the AST: count it as a read (conservative), the store as a write.
                 out.extend(self._reads([statement]))
-                after = self._stores(statement)
+                after = self._stores(statement) + self._atomic_stores(statement)
             else:
                 out.extend(self._reads([statement]))
+                after = self._atomic_stores(statement)
             out.append(statement)
             out.extend(after)
         return out
@@ -252,16 +280,16 @@ def _namespace(func) -> dict:
     return out
 
 
-def _add_shadow_parameters(function: ast.FunctionDef, ndims: dict, single) -> None:
+def _add_shadow_parameters(function: ast.FunctionDef, ndims: dict, kinds: dict) -> None:
     for label, ndim in ndims.items():
-        for flag in _flags(label in single):
+        for flag in _flags(kinds[label]):
             annotation = ast.parse(f"_wzs_warp.array(dtype=_wzs_warp.int32, ndim={ndim})", mode="eval").body
-            function.args.args.append(ast.arg(arg=_shadow(label, flag, label in single), annotation=annotation))
+            function.args.args.append(ast.arg(arg=_shadow(label, flag), annotation=annotation))
 
 
 def _helper_twin(helper, parameters: tuple, depth: int):
-    """``(unique name, @wp.func twin, parameters it cannot mark)`` of a helper marking its ``parameters``
-    ((name, ndim), ...), or None."""
+    """``(unique name, @wp.func twin, parameters whose reads it cannot mark)`` of a helper marking its
+    ``parameters`` ((name, ndim, kind), ...), or None."""
     key = (id(helper), parameters)
     cached = _HELPER_TWINS.get(key)
     if cached is not None and cached[0] is helper:
@@ -272,12 +300,12 @@ def _helper_twin(helper, parameters: tuple, depth: int):
         function = tree.body[0]
         function.decorator_list = []
         ndims = {p: ndim for p, ndim, _ in parameters}
-        single = frozenset(p for p, _, one in parameters if one)
+        kinds = {p: kind for p, _, kind in parameters}
         names: dict = {}
-        marker = _ReadMarker(ndims, _namespace(helper), names, depth + 1, single)
+        marker = _ReadMarker(ndims, _namespace(helper), names, depth + 1, kinds)
         function.body = marker.body(function.body)
         whole = marker.whole | marker.used_otherwise(function)  # parameters the caller counts as read in whole
-        _add_shadow_parameters(function, ndims, single)
+        _add_shadow_parameters(function, ndims, kinds)
         digest = hashlib.sha256(ast.unparse(tree).encode()).hexdigest()[:12]
         function.name = f"{function.name}_wzs_{digest}"
         source = ast.unparse(ast.fix_missing_locations(tree))
@@ -296,7 +324,12 @@ def _build(kernel):
         return None  # @wp.struct arguments: their arrays would be written for real
     if any(_compat.is_array_type(t) and not _compat.is_plain_array(t) for _, t in params):
         return None  # indexed or fabric arrays are not copied: the same
-    ndims = {label: _compat.array_type_ndim(t) for label, t in params if label in access and access[label].reads}
+    kinds = {}
+    for label, _ in params:
+        use = access.get(label)
+        if use is not None and (use.reads or use.writes):
+            kinds[label] = READ_WRITE if use.reads and use.writes else READ if use.reads else WRITE
+    ndims = {label: _compat.array_type_ndim(t) for label, t in params if label in kinds}
     if not ndims:
         return None
     tree = ast.parse(_compat.kernel_source(kernel))
@@ -304,23 +337,21 @@ def _build(kernel):
     function.decorator_list = []
     func = _compat.kernel_function(kernel)
     names: dict = {}
-    single = frozenset(label for label in ndims if not access[label].writes)
-    marker = _ReadMarker(ndims, _namespace(func), names, 0, single)
+    marker = _ReadMarker(ndims, _namespace(func), names, 0, kinds)
     function.body = marker.body(function.body)
-    whole = marker.whole | marker.used_otherwise(function)
-    if whole >= set(ndims):
-        return None
-    # Every read argument gets its shadows (a whole-argument one is simply not looked at): helpers may take them.
-    _add_shadow_parameters(function, ndims, single)
+    whole = (marker.whole | marker.used_otherwise(function)) & {label for label in kinds if kinds[label] != WRITE}
+    # Every argument gets its shadows (a whole-argument read one is simply not looked at): helpers may take them.
+    _add_shadow_parameters(function, ndims, kinds)
     function.name = f"{function.name}_reads"
     source = ast.unparse(ast.fix_missing_locations(tree))
     module = _load_module(source, _namespace(func), names)
     twin_kernel = warp.kernel(getattr(module, function.name), enable_backward=False, module="unique")
-    return twin_kernel, [label for label in ndims if label not in whole], list(ndims)
+    return twin_kernel, kinds, whole
 
 
 def twin(kernel):
-    """``(forward-only twin kernel, [labels it marks], [labels given shadows])`` or None (see the module docstring)."""
+    """``(forward-only twin kernel, {label given shadows: kind}, {labels whose reads it cannot mark})`` or None
+    (see the module docstring)."""
     cached = _CACHE.get(id(kernel))
     if cached is not None and cached[0] is kernel:
         return cached[1]
@@ -350,33 +381,36 @@ _SHADOWS: dict = {}
 def element_reads(kernel, launch: dict, copy_array) -> dict:
     """``{label: ElementReads}`` for the arguments the twin marks (``launch``: ``launch()``'s arguments by name).
 
-    ``copy_array(arr)`` makes a device copy; the twin runs on copies of the arrays the kernel may write, so the
-    real arrays are not touched.
+    ``copy_array(arr)`` makes a device copy; the twin runs on copies of every array argument (one per distinct
+    array: arguments passed the same array stay one array), so the real arrays are never touched.
     """
     made = twin(kernel)
     if made is None:
         return {}
-    variant, labels, shadowed = made
-    access = argument_access(kernel)
+    variant, kinds, whole = made
     values = list(launch.get("inputs") or []) + list(launch.get("outputs") or [])
     names = _compat.kernel_argument_labels(kernel)
     by_label = dict(zip(names, values))
-    copies = [
-        copy_array(v) if isinstance(v, warp.array) and (label not in access or access[label].writes) else v
-        for label, v in zip(names, values)
-    ]
+    copied: dict = {}
+    copies = []
+    for v in values:
+        if isinstance(v, warp.array):
+            if id(v) not in copied:
+                copied[id(v)] = copy_array(v)
+            v = copied[id(v)]
+        copies.append(v)
     shadows = {}
-    for label in shadowed:
-        arr = by_label[label]
+    for label, kind in kinds.items():
+        arr = by_label.get(label)
         shape = arr.shape if isinstance(arr, warp.array) else (0,)
         device = arr.device if isinstance(arr, warp.array) else launch.get("device")
-        shadows[label] = _shadows(kernel, label, shape, device, 3 if access[label].writes else 1)
+        shadows[label] = _shadows(kernel, label, shape, device, len(_flags(kind)))
     try:
         with _compat.no_active_tape():
             _compat.launch_original(
                 variant,
                 dim=launch["dim"],
-                inputs=copies + [s for label in shadowed for s in shadows[label]],
+                inputs=copies + [s for label in kinds for s in shadows[label]],
                 device=launch.get("device"),
                 max_blocks=launch.get("max_blocks", 0),
                 block_dim=launch.get("block_dim", 256),
@@ -385,13 +419,25 @@ def element_reads(kernel, launch: dict, copy_array) -> dict:
         _CACHE[id(kernel)] = (kernel, None)
         return {}
     out = {}
-    for label in labels:
-        if not isinstance(by_label[label], warp.array):
+    for label, kind in kinds.items():
+        if not isinstance(by_label.get(label), warp.array):
             continue
-        if access[label].writes:
-            before, after, written = (s.numpy() != 0 for s in shadows[label])
+        marks = [s.numpy() != 0 for s in shadows[label]]
+        if kind == READ_WRITE:
+            before, after, written = marks
+        elif kind == READ:
+            before, after, written = marks[0], np.zeros_like(marks[0]), np.zeros_like(marks[0])
         else:
-            before = shadows[label][0].numpy() != 0
-            after = written = np.zeros_like(before)
-        out[label] = ElementReads(before, after, written)
+            written = marks[0]
+            before = after = np.zeros_like(written)
+        out[label] = ElementReads(before, after, written, reads_known=label not in whole)
     return out
+
+
+def marked_reads(kernel) -> list:
+    """The labels whose reads the kernel's twin marks element by element (the others count as read in whole)."""
+    made = twin(kernel)
+    if made is None:
+        return []
+    _, kinds, whole = made
+    return [label for label, kind in kinds.items() if kind != WRITE and label not in whole]

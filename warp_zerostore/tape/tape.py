@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import hashlib
 import os
 import sys
 import warnings
@@ -86,7 +85,15 @@ class Site:
 
     def describe(self) -> str:
         where = f"kernel '{self.kernel}' (launch #{self.launch} at {self.location})"
-        return where + (f", argument '{self.argument}'" if self.argument else "")
+        return where + (f", {_arguments(self.argument)}" if self.argument else "")
+
+
+def _arguments(argument: str) -> str:
+    """``argument 'x'``, or ``arguments 'x_in' and 'x_out' (one array)`` for an array passed under several labels."""
+    names = argument.split(", ")
+    if len(names) == 1:
+        return f"argument {argument!r}"
+    return f"arguments {' and '.join(repr(n) for n in names)} (one array)"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -125,7 +132,7 @@ class Hazard:
             return (
                 f"stale read: {self.writer.describe()} changes {self.elements} element(s) of an array that "
                 f"{'the same launch reads as' if same else self.reader.describe() + ' reads;'}"
-                f"{' argument ' + repr(self.reader.argument) + ';' if same else ''} its backward pass will re-read "
+                f"{' ' + _arguments(self.reader.argument) + ';' if same else ''} its backward pass will re-read "
                 "the new values. Write to a new array, or record with wp.Tape(snapshot=True)."
             )
         if self.kind == REPLAY:
@@ -229,10 +236,6 @@ def _changed(before: np.ndarray, after: np.ndarray, shape: tuple) -> np.ndarray:
     return np.any(_element_bytes(before, shape) != _element_bytes(after, shape), axis=-1)
 
 
-def _checksum(values: np.ndarray) -> str:
-    return hashlib.blake2b(np.ascontiguousarray(values).tobytes(), digest_size=16).hexdigest()
-
-
 def _device_copy(arr):
     with _compat.no_active_tape():
         return warp.clone(arr, requires_grad=False)
@@ -264,9 +267,8 @@ class _Tracked:
 
     def __init__(self, arr):
         self.array = arr  # keeps id() unique while tracked
-        self.checksum = None  # content after the last recorded launch that passed it
-        self.readers: dict = {}  # (kernel, argument, location) -> Site of the first such read
-        self.read = False
+        self.values = None  # host copy of its content after the last recorded launch that passed it
+        self.read = False  # a recorded launch read an element of it
 
 
 # -- one recorded launch, phase by phase
@@ -276,21 +278,50 @@ class _Tracked:
 class _ArrayUse:
     """One array argument of a recorded launch and what the Tape saved about it."""
 
-    label: str
+    label: str  # its labels, ", "-joined when one array is passed under several
     array: object
-    access: ArgumentAccess
+    access: ArgumentAccess  # the union of its labels' accesses
+    labels: list = dataclasses.field(default_factory=list)
     before: np.ndarray | None = None  # host copy from before the launch
     after: np.ndarray | None = None  # host copy from after the launch
-    marks: read_twin.ElementReads | None = None  # element reads, when the read twin ran
+    marks: read_twin.ElementReads | None = None  # element reads and writes, when the twin ran
     saved: object = None  # device copy from before the launch (snapshot)
-    checksum: str | None = None  # of ``before``, once computed
     located: tuple | None = None  # (Region, slot per element), once looked up for this launch
+
+    def reads_known(self) -> bool:
+        return self.marks is not None and self.marks.reads_known
 
     def read_mask(self, which: str) -> np.ndarray | None:
         """Elements read ``before`` / ``after`` the launch wrote them, None: the whole array (no twin)."""
-        if self.marks is None:
+        if not self.reads_known():
             return None if which == "before" else np.zeros(self.array.shape, dtype=bool)
         return getattr(self.marks, which)
+
+
+def _union(access: ArgumentAccess, other: ArgumentAccess) -> None:
+    """One array passed under two labels: what either does; a read through one may follow a store through the
+    other."""
+    crossed = (access.reads and other.writes) or (access.writes and other.reads)
+    access.reads_after_store |= other.reads_after_store or crossed
+    access.reads |= other.reads
+    access.stores |= other.stores
+    access.accumulates |= other.accumulates
+
+
+def _combined_marks(use: _ArrayUse, marks: dict, access: dict) -> read_twin.ElementReads | None:
+    """The twin's marks of one array over its labels (reads through a read-only label count as before)."""
+    found = [marks[label] for label in use.labels if label in marks]
+    if not found:
+        return None
+    if len(found) == 1 and len(use.labels) == 1:
+        return found[0]
+    known = all(m.reads_known for m in found) and all(label in marks or not access[label].reads for label in use.labels)
+    return read_twin.ElementReads(
+        np.logical_or.reduce([m.before for m in found]),
+        np.logical_or.reduce([m.after for m in found]),
+        np.logical_or.reduce([m.written for m in found]),
+        reads_known=known,
+    )
 
 
 @dataclasses.dataclass
@@ -402,15 +433,23 @@ class Tape(_compat.WarpTape):
         return result
 
     def _plan(self, a: dict) -> _Launch:
-        """The launch's array arguments that the kernel uses (each array once, under its first label)."""
+        """The launch's array arguments that the kernel uses: each array once, with all its labels and the union
+        of their accesses (``inputs=[x], outputs=[x]`` is one array, read and written)."""
         kernel = a["kernel"]
         access = argument_access(kernel)
         values = list(a.get("inputs") or []) + list(a.get("outputs") or [])
-        uses, seen = [], set()
+        uses, by_id = [], {}
         for label, value in zip(_compat.kernel_argument_labels(kernel), values):
-            if label in access and isinstance(value, warp.array) and id(value) not in seen:
-                seen.add(id(value))
-                uses.append(_ArrayUse(label, value, access[label]))
+            if label not in access or not isinstance(value, warp.array):
+                continue
+            use = by_id.get(id(value))
+            if use is None:
+                use = by_id[id(value)] = _ArrayUse(label, value, dataclasses.replace(access[label]), [label])
+                uses.append(use)
+            else:
+                use.labels.append(label)
+                use.label = ", ".join(use.labels)
+                _union(use.access, access[label])
         device = a.get("device")
         if device is None:
             device = uses[0].array.device if uses else warp.get_device()
@@ -428,11 +467,13 @@ class Tape(_compat.WarpTape):
         found = []
         # Checks need the elements read; snapshots need them only where a thread may read its own store (then
         # what the launch read is not what the array held before it).
+        # Checks also need the elements written, whatever the values stored: the twin marks them.
         twin_needed = checking or (self.snapshot and any(use.access.reads_after_store for use in launch.uses))
-        if twin_needed and any(use.access.reads for use in launch.uses):
+        if twin_needed and launch.uses:
             marks = read_twin.element_reads(launch.kernel, a, _device_copy)
+            access = argument_access(launch.kernel)
             for use in launch.uses:
-                use.marks = marks.get(use.label)
+                use.marks = _combined_marks(use, marks, access)
         for use in launch.uses:
             wanted = (
                 self.snapshot
@@ -440,24 +481,37 @@ class Tape(_compat.WarpTape):
                 and use.array.size
                 and (use.access.reads or self._read_before(use.array))
             )
-            if checking or (wanted and use.marks is not None):
+            if checking or (wanted and use.reads_known()):
                 use.before = _host_copy(use.array)
             if wanted:
                 use.saved = _device_copy(use.array)
             tracked = self._tracked.get(id(use.array))
-            if checking and tracked is not None and tracked.read:
-                use.checksum = _checksum(use.before)
-            if checking and tracked is not None and tracked.read and tracked.checksum != use.checksum:
-                for reader in tracked.readers.values():
-                    found.append(Hazard(MUTATED, writer=launch.site(use.label), reader=reader))
+            if checking and tracked is not None and tracked.read and tracked.values is not None:
+                found.extend(self._mutations(use.array, tracked.values, use.before, launch.site(use.label)))
         return found
+
+    def _mutations(self, arr, recorded: np.ndarray, now: np.ndarray, writer: Site | None) -> list:
+        """Mutation hazards for the readers of the elements that changed since the Tape last saw ``arr``."""
+        changed = _changed(recorded, now, arr.shape)
+        if not changed.any():
+            return []
+        region, slots = self._region(arr)
+        slots = slots[changed]
+        return [
+            Hazard(MUTATED, writer=writer, reader=reader)
+            for reader, bitmap in region.reads.values()
+            if bitmap[slots].any()
+        ]
 
     def _after(self, launch: _Launch) -> list:
         """Reads recorded, then writes compared with earlier writes and reads; checksums refreshed."""
         checking = self.check != "off"
         found = []
+        # Warp's backward never runs the adjoint of a kernel built with enable_backward=False: its reads are
+        # never replayed, so they cannot be stale.
+        replayed = _compat.kernel_has_backward(launch.kernel)
         for use in launch.uses:
-            if use.access.reads and use.array.size:
+            if replayed and use.access.reads and use.array.size:
                 self._record_read(launch, use, use.read_mask("before"))
         changed_regions = []
         # An array the kernel does not write keeps its values, unless it shares memory with one it writes.
@@ -473,15 +527,17 @@ class Tape(_compat.WarpTape):
                 continue
             tracked = self._track(use.array)
             if not unchanged:
+                # Written: what the twin saw stored (whatever the value), and what changed (stores it cannot see).
                 changed = _changed(use.before, use.after, use.array.shape)
+                if use.marks is not None:
+                    changed |= use.marks.written
                 if changed.any():
                     found.extend(self._write_hazards(launch, use, changed))
                     changed_regions.append((use.array, self._locate(use)[0]))
-                use.checksum = None
-            tracked.checksum = use.checksum if use.checksum is not None else _checksum(use.after)
+            tracked.values = use.after
         # A thread's read of its own write: not stale for this launch's writes, but it is for later writers.
         for use in launch.uses:
-            if use.access.reads and use.array.size and use.marks is not None and use.marks.after.any():
+            if replayed and use.access.reads and use.array.size and use.reads_known() and use.marks.after.any():
                 self._record_read(launch, use, use.marks.after)
         if checking:
             self._refresh_views(launch, changed_regions)
@@ -498,7 +554,7 @@ class Tape(_compat.WarpTape):
                 continue  # a snapshot of an array the launch did not change is not needed (known when compared)
             self._snapshotted[id(use.array)] = use.array
             saved_bytes = use.saved.size * _compat.dtype_size_bytes(use.saved.dtype)
-            after = use.marks.after if use.marks is not None else None
+            after = use.marks.after if use.reads_known() else None
             # A zero_store=True kernel replays its own stores from its log: it needs its input values only.
             if after is None or not after.any() or replays_exactly(launch.kernel):
                 read_values.append((use.array, use.saved))
@@ -554,11 +610,11 @@ class Tape(_compat.WarpTape):
         return bool(region.read_any[slots].any())
 
     def _record_read(self, launch: _Launch, use: _ArrayUse, mask) -> None:
-        tracked = self._track(use.array)
-        tracked.read = True
+        if mask is not None and not mask.any():
+            return  # no element read (a zero-size launch, a guarded branch): nothing to be stale or mutated
+        self._track(use.array).read = True
         site = launch.site(use.label)
         key = (site.kernel, site.argument, site.location)
-        tracked.readers.setdefault(key, site)
         region, slots = self._locate(use)
         read = slots if mask is None else slots[mask]
         entry = region.reads.get(key)
@@ -602,11 +658,11 @@ class Tape(_compat.WarpTape):
             first, last = span(arr)
             for other in region.arrays.values():
                 tracked = self._tracked.get(id(other))
-                if id(other) in passed or tracked is None or tracked.checksum is None:
+                if id(other) in passed or tracked is None or tracked.values is None:
                     continue
                 other_first, other_last = span(other)
                 if first < other_last and other_first < last:
-                    tracked.checksum = _checksum(_host_copy(other))
+                    tracked.values = _host_copy(other)
 
     # -- reporting
 
@@ -636,10 +692,8 @@ class Tape(_compat.WarpTape):
     def _check_mutations(self):
         found = []
         for tracked in self._tracked.values():
-            if tracked.read and tracked.checksum is not None:
-                if _checksum(_host_copy(tracked.array)) != tracked.checksum:
-                    for reader in tracked.readers.values():
-                        found.append(Hazard(MUTATED, writer=None, reader=reader))
+            if tracked.read and tracked.values is not None:
+                found.extend(self._mutations(tracked.array, tracked.values, _host_copy(tracked.array), None))
         self._report(found)
 
     def backward(self, loss=None, grads=None):

@@ -1,0 +1,124 @@
+"""What one step's recorded launches read and write, from the kernels' sources: the questions the executor asks.
+
+Warp's backward replays each launch against memory as it is at ``backward()`` time. Within one step reversed
+on a plain Tape that is right unless a launch writes memory that the same or an earlier launch of the step
+reads: that launch's backward then re-reads the new values (Newton's Featherstone ``eval_rigid_tau`` reads
+``body_f_ext``, then overwrites it). :func:`read_then_written` finds such pairs; the executor then reverses
+the step on a snapshotting Tape. :func:`writers` finds the launches that write given arrays (a broken
+``writes_input=False`` promise, a step that overwrites its own input state).
+
+Both read :func:`~warp_zerostore.access.argument_access` (conservative: an argument passed where the analysis
+does not follow counts as read and written) and compare byte spans, so views and aliases count. Only kernel
+launches are read: ``record_func`` entries (``wp.copy``, custom adjoints) and arrays inside ``@wp.struct``
+arguments are not.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import warp
+
+from .. import _compat
+from .._memory import byte_span, overlap
+from ..access import ArgumentAccess, argument_access
+
+
+@dataclasses.dataclass(frozen=True)
+class Use:
+    """One array argument of one recorded kernel launch."""
+
+    launch: int  # index of the launch among the step's kernel launches
+    kernel: str
+    parameter: str
+    array: object
+    span: tuple
+    access: ArgumentAccess
+
+
+def uses(tape) -> list:
+    """Per recorded kernel launch of ``tape``, in order, the :class:`Use` of each array argument its kernel uses."""
+    found = []
+    launches = [e for e in _compat.tape_entries(tape) if _compat.is_kernel_launch(e)]
+    for index, entry in enumerate(launches):
+        kernel = _compat.launch_kernel(entry)
+        access = argument_access(kernel)
+        key = _compat.kernel_key(kernel)
+        found.append(
+            [
+                Use(index, key, parameter, value, byte_span(value), access[parameter])
+                for parameter, value in _compat.recorded_arguments(entry)
+                if isinstance(value, warp.array) and parameter in access and value.size
+            ]
+        )
+    return found
+
+
+def _same_memory(a: Use, b: Use) -> bool:
+    return a.array is b.array or overlap(a.span, b.span)
+
+
+@dataclasses.dataclass(frozen=True)
+class ReadThenWritten:
+    """A launch (``writer``) writes memory that ``reader``, the same launch or an earlier one, reads."""
+
+    reader: Use
+    writer: Use
+
+    def describe(self) -> str:
+        if self.reader.launch == self.writer.launch:
+            read = (
+                "which the same launch reads"
+                if self.reader.parameter == self.writer.parameter
+                else f"which the same launch reads as '{self.reader.parameter}'"
+            )
+        else:
+            read = f"which kernel '{self.reader.kernel}' (argument '{self.reader.parameter}') reads earlier in the step"
+        return f"kernel '{self.writer.kernel}' writes its argument '{self.writer.parameter}', {read}"
+
+
+def read_then_written(tape) -> list:
+    """Every (reader, writer) pair of ``tape``'s kernel launches where the writer changes memory the reader,
+    launched no later, reads: what a plain Tape reverses wrong, and ``Tape(snapshot=True)`` right. Each writer
+    argument once, with its first reader.
+
+    Example::
+
+        import warp_zerostore as wp
+        from warp_zerostore.checkpoint.launches import read_then_written
+
+        @wp.kernel
+        def square_in_place(x: wp.array(dtype=float)):
+            x[wp.tid()] = x[wp.tid()] * x[wp.tid()]
+
+        x = wp.array([3.0], dtype=float, requires_grad=True)
+        tape = wp.Tape()
+        with tape:
+            wp.launch(square_in_place, dim=1, inputs=[x])
+        [found] = read_then_written(tape)
+        assert found.describe() == "kernel 'square_in_place' writes its argument 'x', which the same launch reads"
+    """
+    found, reads = [], []
+    for launch in uses(tape):
+        reads.extend(u for u in launch if u.access.reads)
+        for use in launch:
+            if use.access.writes:
+                reader = next((r for r in reads if _same_memory(r, use)), None)
+                if reader is not None:
+                    found.append(ReadThenWritten(reader, use))
+    return found
+
+
+def writers(tape, arrays) -> list:
+    """``(Use, index into arrays)`` for each kernel launch argument of ``tape`` that writes (or may write) memory
+    of one of ``arrays``, in launch order."""
+    spans = [byte_span(a) for a in arrays]
+    found = []
+    for launch in uses(tape):
+        for use in launch:
+            if not use.access.writes:
+                continue
+            for i, (arr, span) in enumerate(zip(arrays, spans)):
+                if use.array is arr or (arr.size and overlap(use.span, span)):
+                    found.append((use, i))
+    return found
