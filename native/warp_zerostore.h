@@ -366,6 +366,15 @@ WP_ZS_TILE_STORE_INDEXED_FORMS(accumulate, false)
 //   replay_load    reads memory, then the bytes of every logged store that overlaps the element
 //   replay_mark / replay_rewind   the entry count before a store or helper call, and the return to it
 
+// Helper variants and log operations are forced inline, so the log stays in the kernel's registers and stack.
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#define WP_ZS_INLINE __forceinline__
+#elif defined(_MSC_VER)
+#define WP_ZS_INLINE __forceinline
+#else
+#define WP_ZS_INLINE inline __attribute__((always_inline))
+#endif
+
 template <int Entries, int Slot> struct replay_log
 {
     int count = 0;                       // entries pushed and not rewound
@@ -382,16 +391,16 @@ template <typename... T> constexpr int slot_bytes()
     return m;
 }
 
-template <typename Log> CUDA_CALLABLE inline int replay_mark(const Log& log) { return log.count; }
+template <typename Log> CUDA_CALLABLE WP_ZS_INLINE int replay_mark(const Log& log) { return log.count; }
 
-template <typename Log> CUDA_CALLABLE inline void replay_rewind(Log& log, int mark)
+template <typename Log> CUDA_CALLABLE WP_ZS_INLINE void replay_rewind(Log& log, int mark)
 {
     if (mark < log.count)
         log.count = mark;
 }
 
 template <int Entries, int Slot, typename T, typename V>
-CUDA_CALLABLE inline void replay_store(replay_log<Entries, Slot>& log, T* p, const V& value)
+CUDA_CALLABLE WP_ZS_INLINE void replay_store(replay_log<Entries, Slot>& log, T* p, const V& value)
 {
     static_assert(sizeof(T) <= Slot, "warp_zerostore: replay log slot too small");
     const T stored = value;
@@ -404,7 +413,7 @@ CUDA_CALLABLE inline void replay_store(replay_log<Entries, Slot>& log, T* p, con
 }
 
 template <int Entries, int Slot, typename T>
-CUDA_CALLABLE inline T replay_load(const replay_log<Entries, Slot>& log, T* p)
+CUDA_CALLABLE WP_ZS_INLINE T replay_load(const replay_log<Entries, Slot>& log, T* p)
 {
     const unsigned char* lo = (const unsigned char*)p;
     const unsigned char* hi = lo + sizeof(T);

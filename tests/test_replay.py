@@ -20,9 +20,7 @@ from warp_zerostore.codegen import replay
 from warp_zerostore.tape import tape as tape_module
 
 # Values away from the branch threshold (1.0) of read_back_branch and away from zero.
-values = st.lists(
-    st.one_of(st.floats(0.2, 0.9), st.floats(1.1, 2.5), st.floats(-2.0, -0.2)), min_size=1, max_size=6
-)
+values = st.lists(st.one_of(st.floats(0.2, 0.9), st.floats(1.1, 2.5), st.floats(-2.0, -0.2)), min_size=1, max_size=6)
 
 
 def f64(values, device, requires_grad=True):
@@ -90,6 +88,18 @@ def test_zero_store_false_keeps_warps_replay(device):
     y = wp.zeros(3, dtype=wp.float64, device=device, requires_grad=True)
     grad, _, _ = grad_of_sum(k.read_back_accumulate, x, [y], device)
     np.testing.assert_allclose(grad, [0.625 + 1, 3 + 2, 16 + 4], rtol=1e-12)
+
+
+def test_a_read_back_through_a_run_time_index_uses_the_log(device):
+    xs = np.array([0.5, 1.0, 2.0])
+    x = f64(xs, device)
+    index = wp.array(np.arange(3, dtype=np.int32), dtype=int, device=device)
+    y = wp.zeros(3, dtype=wp.float64, device=device, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(k.read_back_indirect, dim=3, inputs=[x, index, y], device=device)
+    tape.backward(grads={y: wp.ones(3, dtype=wp.float64, device=device)})
+    np.testing.assert_allclose(x.grad.numpy(), 3 * xs**2, rtol=1e-12)
 
 
 def test_two_dimensional_read_back(device):
@@ -186,7 +196,11 @@ def _backward(source: str, key: str) -> str:
 
 def test_the_cuda_backward_of_a_read_back_kernel_uses_the_log(cuda_build):
     source, _ = cuda_build
-    assert "wp::zs::replay_load(zs_log" in _backward(source, "read_back")
+    # the same element by the same index variables: the stored value is forwarded, no log
+    assert "the value this thread stored" in _backward(source, "read_back")
+    assert "zs_log" not in _backward(source, "read_back")
+    # an index known only at run time: the log
+    assert "wp::zs::replay_load(zs_log" in _backward(source, "read_back_indirect")
     # the module mixes modes, so the helper's variant carries the mode's suffix too: put_0__zs_zero__zs_log
     assert re.search(r"put_0__zs_zero__zs_log\(", _backward(source, "read_back_helpers"))
 

@@ -142,3 +142,12 @@ def overwrite_direct(y: wp.array(dtype=wp.float64)):
 def overwrite_through_helper(y: wp.array(dtype=wp.float64)):
     i = wp.tid()
     put(y, i, wp.float64(5.0))
+
+
+@wp.kernel(zero_store=True)
+def read_back_indirect(x: wp.array(dtype=wp.float64), index: wp.array(dtype=int), y: wp.array(dtype=wp.float64)):
+    # y[j] with j = index[i] = i at run time: the same element, which only the log can tell
+    i = wp.tid()
+    y[i] = x[i] * x[i]
+    j = index[i]
+    y[i] = y[j] * x[i]

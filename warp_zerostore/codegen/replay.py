@@ -264,10 +264,59 @@ def _scan(fn: Function, helpers: dict) -> _Scan:
     return scan
 
 
-def _read_back(scan: _Scan) -> set:
-    """Roots loaded after a store of the same root (in the text's order, which is the forward's order)."""
+_BOUNDARY = re.compile(r"[{}]|:;$|^goto |^return\b|^if \(|^else\b")
+
+
+def _forwarded(fn: Function, scan: _Scan) -> dict:
+    """Store-to-load forwarding: {load line index: stored value} for loads of exactly the element the same
+    straight-line block stored last (same array variable, same index variables, nothing that may write that
+    array in between). Those loads need no log: the forward read the stored value."""
+    stores_at = {s.index: s for s in scan.stores}
+    loads_at = {i for i, _, _, _ in scan.loads}
+    calls_at = {c[0]: c for c in scan.calls}
+    address: dict = {}
+    available: dict = {}  # root -> (array and index arguments, value)
+    out = {}
+    for idx in range(fn.body + 1, len(fn.lines) - 1):
+        text = fn.lines[idx].strip()
+        if not text or (text.startswith("//") and idx not in stores_at and not _ATOMIC.match(text)):
+            continue
+        if _BOUNDARY.search(text):
+            available.clear()
+            continue
+        m = _ADDR.match(text)
+        if m:
+            address[m.group(1)] = split_args(text[text.index("(") + 1 : text.rindex(")")])
+            continue
+        store = stores_at.get(idx)
+        if store is not None:
+            if store.kind == "array":
+                available[store.root] = (store.args[:-1], store.value)
+            else:
+                available.pop(store.root, None)
+            continue
+        m = _ATOMIC.match(text)
+        if m:
+            available.pop(scan.roots.get(m.group(3)), None)
+            continue
+        if idx in calls_at:
+            for root in calls_at[idx][4]:
+                available.pop(root, None)
+            continue
+        if idx in loads_at:
+            m = _LOAD.match(text)
+            root = scan.roots.get(m.group(2))
+            hit = available.get(root)
+            if hit is not None and address.get(m.group(2)) == hit[0]:
+                out[idx] = hit[1]
+    return out
+
+
+def _read_back(scan: _Scan, forwarded: dict) -> set:
+    """Roots loaded after a store of the same root (in the text's order, which is the forward's order), other
+    than by a forwarded load."""
     events = [(s.index, "store", s.root) for s in scan.stores]
-    events += [(i, "load", r) for i, r, _, _ in scan.loads]
+    events += [(i, "load", r) for i, r, _, _ in scan.loads if i not in forwarded]
     for idx, _, _, _, stored, loaded, _, _ in scan.calls:
         events += [(idx, "load", r) for r in loaded]
         events += [(idx + 0.5, "store", r) for r in stored]
@@ -316,6 +365,7 @@ class _Rewriter:
 
     def __init__(self, fn: Function, scan: _Scan, helpers: dict, logged: set, replay_calls: set, frames: bool):
         self.fn, self.scan, self.helpers = fn, scan, helpers
+        self.forwarded = _forwarded(fn, scan)
         self.logged, self.replay_calls, self.frames = logged, replay_calls, frames
         self.marks: list = []
 
@@ -336,6 +386,10 @@ class _Rewriter:
             raw = lines[idx]
             text = raw.strip()
             pad = indent(raw)
+            if idx in self.forwarded:
+                m = _LOAD.match(text)
+                lines[idx] = f"{pad}{m.group(1)} = {self.forwarded[idx]};  // replay: the value this thread stored"
+                continue
             if idx in loads_at:
                 m = _LOAD.match(text)
                 lines[idx] = f"{pad}{m.group(1)} = wp::zs::replay_load({LOG}, {m.group(2)});"
@@ -397,7 +451,9 @@ class _Rewriter:
                 for k in range(len(open_calls) - 1, -1, -1):
                     c_name, c_args, mark = open_calls[k]
                     if c_name == name and args[: len(c_args)] == c_args:
-                        lines[idx] = f"{pad}wp::zs::replay_rewind({LOG}, {mark}); adj_{name}{SUFFIX}({_with_log_arg(args)});"
+                        lines[idx] = (
+                            f"{pad}wp::zs::replay_rewind({LOG}, {mark}); adj_{name}{SUFFIX}({_with_log_arg(args)});"
+                        )
                         del open_calls[k]
                         break
         if self.marks:
@@ -469,6 +525,8 @@ class ModuleReplay:
     def _signature(self, fn: Function, name: str) -> list:
         lines = list(fn.lines)
         lines[0] = lines[0].replace(f"{fn.name}(", f"{name}(", 1)
+        if lines[0].startswith("static "):
+            lines[0] = "static WP_ZS_INLINE " + lines[0][len("static ") :].replace("inline ", "", 1)
         close = fn.body - 1
         lines[close] = lines[close].rstrip()
         assert lines[close].endswith(")"), lines[close]
@@ -497,14 +555,16 @@ class ModuleReplay:
             if not fn.name.endswith("_kernel_backward"):
                 continue
             scan = _scan(fn, self.helpers)
-            logged = _read_back(scan)
-            calls = {
-                c[1].name for c in scan.calls if _helper_needs_log_call(c[1], c[2], scan.roots, logged)
-            }
+            forwarded = _forwarded(fn, scan)
+            logged = _read_back(scan, forwarded)
+            calls = {c[1].name for c in scan.calls if _helper_needs_log_call(c[1], c[2], scan.roots, logged)}
             self.issues += [(kernel_key, i) for i in _loop_issues(scan, "")]
-            if not logged and not calls:
+            if not logged and not calls and not forwarded:
                 continue
             body = _Rewriter(fn, scan, self.helpers, logged, calls, frames=True).run(False)
+            if not logged and not calls:  # forwarded loads only: no log
+                lines[start:end] = body
+                continue
             bound, slot_types = _bound_and_types(scan, logged, calls, _declared_types(fn))
             slot = ", ".join(dict.fromkeys(slot_types)) or "char"
             decl = f"    wp::zs::replay_log<{max(bound, 1)}, wp::zs::slot_bytes<{slot}>()> {LOG};"
