@@ -212,6 +212,24 @@ def test_a_step_writing_its_output_with_copy(writes_input):
     assert np.abs(got[0]).max() > 0
 
 
+def test_an_in_place_step_copying_over_what_it_read_is_refused_by_name():
+    """In place, the copy overwrites the state the step's kernel read: that kernel's backward would re-read the
+    copied values, and a Tape snapshots launches, not copies (it gave a silently wrong gradient)."""
+    x, v, params, gravity = _arrays(3)
+
+    def step(state, n):
+        tmp = [_empty(state[0]), _empty(state[1])]
+        wp.launch(k.euler_step, dim=N, inputs=[state[0], state[1], params, gravity, n, tmp[0], tmp[1]])
+        wp.copy(state[0], tmp[0])
+        wp.copy(state[1], tmp[1])
+
+    with pytest.raises(CheckpointError) as caught:
+        with wp.Tape():
+            rollout(step, [x, v], 3, snapshots=2, params=[params, gravity])
+    for part in ("step 2", "state[0] with wp.copy", "argument 'x_in'", "double-buffered (out=...)"):
+        assert part in str(caught.value)
+
+
 def test_copy_outside_a_rollout_still_copies_the_gradient():
     """Negative twin: Warp's forward copy of the gradient is only skipped inside a rollout's steps."""
     src = wp.array([1.0, 2.0], dtype=F64, requires_grad=True)
