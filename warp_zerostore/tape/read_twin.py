@@ -376,7 +376,6 @@ def _pooled(key: tuple, shape: tuple, dtype, device):
 
 
 _POOL: dict = {}
-_COMMANDS: dict = {}
 
 
 def _zero(entry) -> None:
@@ -406,28 +405,97 @@ def _same(a, b) -> bool:
         return False
 
 
-def _launch(variant, launch: dict, params: list, device) -> None:
-    """Runs the twin through a ``warp.Launch`` kept per kernel, dimensions and device; only parameters that
-    changed since its last run are packed again."""
-    dim = launch["dim"]
-    dim = tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
-    key = (id(variant), dim, str(device), launch.get("max_blocks", 0), launch.get("block_dim", 256))
-    cached = _COMMANDS.get(key)
-    if cached is None or cached[0] is not variant:
-        if len(_COMMANDS) > 4096:  # launch dimensions that keep changing: start over rather than grow
-            _COMMANDS.clear()
+class _Runner:
+    """The twin's launch for one kernel, launch shape and pattern of arguments: a ``warp.Launch`` packed once over
+    pooled scratch copies (one per distinct array) and shadows; a run copies the arrays in, zeroes the shadows,
+    re-packs only the non-array parameters that changed, and launches."""
+
+    def __init__(self, kernel, variant, kinds: dict, values: list, labels: list, launch: dict, device):
+        by_label = dict(zip(labels, values))
+        self.copies, self.scalars, params, first = [], [], [], {}
+        for position, v in enumerate(values):
+            if isinstance(v, warp.array):
+                if id(v) in first:
+                    params.append(params[first[id(v)]])
+                    continue
+                first[id(v)] = position
+                entry = _pooled(
+                    (id(kernel), "copy", position, v.shape, v.dtype, id(v.device)), v.shape, v.dtype, v.device
+                )
+                self.copies.append((position, entry))
+                params.append(entry[0])
+            else:
+                self.scalars.append(position)
+                params.append(v)
+        self.shadows = {}
+        for label, kind in kinds.items():
+            arr = by_label.get(label)
+            shape = arr.shape if isinstance(arr, warp.array) else (0,)
+            self.shadows[label] = [
+                _pooled((id(kernel), "shadow", label, flag, shape, id(device)), shape, warp.int32, device)
+                for flag in _flags(kind)
+            ]
+            params.extend(entry[0] for entry in self.shadows[label])
+        self.last = list(params)
+        dim = launch["dim"]
+        self.size = math.prod(dim if isinstance(dim, (tuple, list)) else (dim,))
         with _compat.no_active_tape():
-            command = _compat.prepared_launch(
-                variant, dim, params, device, launch.get("max_blocks", 0), launch.get("block_dim", 256)
+            self.command = (
+                _compat.prepared_launch(
+                    variant, dim, params, device, launch.get("max_blocks", 0), launch.get("block_dim", 256)
+                )
+                if self.size
+                else None
             )
-        cached = _COMMANDS[key] = (variant, command, list(params))
-    else:
-        _, command, last = cached
-        for index, (value, before) in enumerate(zip(params, last)):
-            if not _same(value, before):
-                command.set_param_at_index(index, value)
-                last[index] = value
-    cached[1].launch()
+
+    def run(self, values: list) -> None:
+        for position, entry in self.copies:
+            _copy(entry, values[position])
+        for entries in self.shadows.values():
+            for entry in entries:
+                _zero(entry)
+        if not self.size:
+            return  # no thread: nothing read or written
+        for position in self.scalars:
+            value = values[position]
+            if not _same(value, self.last[position]):
+                self.command.set_param_at_index(position, value)
+                self.last[position] = value
+        self.command.launch()
+
+    def marks(self, label: str) -> list:
+        return [(e[1] if e[1] is not None else e[0].numpy()) != 0 for e in self.shadows[label]]
+
+
+_RUNNERS: dict = {}
+
+
+def _runner(kernel, variant, kinds: dict, values: list, launch: dict) -> _Runner:
+    device = launch.get("device")
+    if device is None:
+        device = next((v.device for v in values if isinstance(v, warp.array)), None)
+    device = warp.get_device(device)
+    dim = launch["dim"]
+    first: dict = {}
+    pattern = tuple(
+        (first.setdefault(id(v), position), v.shape, v.dtype) if isinstance(v, warp.array) else None
+        for position, v in enumerate(values)
+    )
+    key = (
+        id(variant),
+        tuple(dim) if isinstance(dim, (tuple, list)) else (dim,),
+        id(device),
+        launch.get("max_blocks", 0),
+        launch.get("block_dim", 256),
+        pattern,
+    )
+    cached = _RUNNERS.get(key)
+    if cached is None or cached[0] is not variant:
+        if len(_RUNNERS) > 4096:  # launch shapes that keep changing: start over rather than grow
+            _RUNNERS.clear()
+        labels = _compat.kernel_argument_labels(kernel)
+        cached = _RUNNERS[key] = (variant, _Runner(kernel, variant, kinds, values, labels, launch, device))
+    return cached[1]
 
 
 def element_reads(kernel, launch: dict) -> dict:
@@ -441,48 +509,18 @@ def element_reads(kernel, launch: dict) -> dict:
         return {}
     variant, kinds, whole = made
     values = list(launch.get("inputs") or []) + list(launch.get("outputs") or [])
-    names = _compat.kernel_argument_labels(kernel)
-    by_label = dict(zip(names, values))
-    device = launch.get("device")
-    if device is None:
-        device = next((v.device for v in values if isinstance(v, warp.array)), None)
-    device = warp.get_device(device)
-    copied: dict = {}
-    params = []
-    for position, v in enumerate(values):
-        if isinstance(v, warp.array):
-            if id(v) not in copied:
-                entry = _pooled(
-                    (id(kernel), "copy", position, v.shape, v.dtype, id(v.device)), v.shape, v.dtype, v.device
-                )
-                _copy(entry, v)
-                copied[id(v)] = entry[0]
-            v = copied[id(v)]
-        params.append(v)
-    shadows = {}
-    for label, kind in kinds.items():
-        arr = by_label.get(label)
-        shape = arr.shape if isinstance(arr, warp.array) else (0,)
-        entries = [
-            _pooled((id(kernel), "shadow", label, flag, shape, id(device)), shape, warp.int32, device)
-            for flag in _flags(kind)
-        ]
-        for entry in entries:
-            _zero(entry)
-        shadows[label] = entries
-        params.extend(entry[0] for entry in entries)
-    dim = launch["dim"]
     try:
-        if math.prod(dim if isinstance(dim, (tuple, list)) else (dim,)):  # no thread: nothing read or written
-            _launch(variant, launch, params, device)
+        runner = _runner(kernel, variant, kinds, values, launch)
+        runner.run(values)
     except Exception:  # noqa: BLE001 - the twin does not build or launch here: whole-argument reads
         _CACHE[id(kernel)] = (kernel, None)
         return {}
     out = {}
-    for label, kind in kinds.items():
-        if not isinstance(by_label.get(label), warp.array):
+    for label, value in zip(_compat.kernel_argument_labels(kernel), values):
+        kind = kinds.get(label)
+        if kind is None or not isinstance(value, warp.array):
             continue
-        marks = [(e[1] if e[1] is not None else e[0].numpy()) != 0 for e in shadows[label]]
+        marks = runner.marks(label)
         if kind == READ_WRITE:
             before, after, written = marks
         elif kind == READ:

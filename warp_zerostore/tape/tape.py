@@ -662,10 +662,11 @@ class Tape(_compat.WarpTape):
                         elements=int(count),
                     )
                 )
-        for reader, bitmap in region.reads.values():
-            count = int(np.count_nonzero(bitmap[written]))
-            if count:
-                found.append(Hazard(STALE_READ, writer=writer, reader=reader, elements=count))
+        if region.read_any[written].any():  # else no read site can have read them: skip the per-site counts
+            for reader, bitmap in region.reads.values():
+                count = int(np.count_nonzero(bitmap[written]))
+                if count:
+                    found.append(Hazard(STALE_READ, writer=writer, reader=reader, elements=count))
         self._sites.append(writer)
         region.writer[written] = len(self._sites) - 1
         return found
