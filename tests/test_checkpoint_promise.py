@@ -118,8 +118,8 @@ def _zero_velocity_every_step(a, n, params, gravity):
 @pytest.mark.parametrize(
     "step_force,where",
     [
-        (_force_every_step, "step 0 changed state.f"),
-        (_zero_velocity_every_step, "step 0 changed state.v"),
+        (_force_every_step, "step 0 changed state.f, an array of its input state (written by kernel 'compute_force'"),
+        (_zero_velocity_every_step, "step 0 changed state.v, an array of its input state (written by no kernel launch"),
         (
             _force_from_step_3,
             "kernel 'compute_force', which writes (or may write) its argument 'f', and that is state.f",

@@ -28,7 +28,8 @@ from .options import effective_copy_mode
 class _State(threading.local):
     def __init__(self):
         self.replaying = None  # mode of the copy whose adjoint is running
-        self.kept: frozenset = frozenset()  # ids of .grad arrays the forward gradient copy leaves alone
+        self.kept: dict = {}  # id(.grad) -> the array it belongs to: the forward gradient copy leaves it alone
+        self.copies: list | None = None  # (array, Tape entries before the copy) for copies into kept arrays
 
 
 _state = _State()
@@ -178,9 +179,11 @@ def _wrap_adj_copy(original):
 
 
 @contextlib.contextmanager
-def gradients_kept(arrays) -> Iterator[None]:
+def gradients_kept(arrays) -> Iterator[list]:
     """Within the block, ``wp.copy`` into one of ``arrays`` copies values only: Warp's forward copy of the
     source's gradient over the destination's is skipped (the copy's adjoint is recorded on a Tape as usual).
+    Yields a list that receives ``(array, n)`` for each such copy: ``n`` entries were on the active Tape before
+    it (0 without one).
 
     Example::
 
@@ -190,23 +193,31 @@ def gradients_kept(arrays) -> Iterator[None]:
         dest = wp.zeros(2, dtype=float, requires_grad=True)
         src = wp.ones(2, dtype=float, requires_grad=True)
         dest.grad.fill_(5.0)
-        with gradients_kept([dest]):
+        with gradients_kept([dest]) as copies:
             wp.copy(dest, src)
         assert dest.numpy().tolist() == [1.0, 1.0] and dest.grad.numpy().tolist() == [5.0, 5.0]
+        assert copies == [(dest, 0)]
     """
-    previous = _state.kept
-    _state.kept = previous | {id(a.grad) for a in arrays if getattr(a, "grad", None) is not None}
+    previous = _state.kept, _state.copies
+    kept = dict(previous[0])
+    kept.update((id(a.grad), a) for a in arrays if getattr(a, "grad", None) is not None)
+    copies: list = []
+    _state.kept, _state.copies = kept, copies
     try:
-        yield
+        yield copies
     finally:
-        _state.kept = previous
+        _state.kept, _state.copies = previous
 
 
 def _wrap_copy(original):
     def copy(dest, src, *args, **kwargs):
-        if _state.kept and id(dest) in _state.kept:
-            return None  # the forward gradient copy into a kept gradient
-        return original(dest, src, *args, **kwargs)
+        owner = _state.kept.get(id(dest)) if _state.kept else None
+        if owner is None:
+            return original(dest, src, *args, **kwargs)
+        # Warp's forward copy of src.grad into owner.grad (dest): skipped, and the copy into owner noted
+        tape = _compat.active_tape()
+        _state.copies.append((owner, 0 if tape is None else _compat.tape_launch_count(tape)))
+        return None
 
     return copy
 

@@ -123,3 +123,29 @@ def scale_all(x: wp.array(dtype=wp.vec3d), y: wp.array(dtype=wp.vec3d)):
 def scale_all_accumulate(x: wp.array(dtype=wp.vec3d), y: wp.array(dtype=wp.vec3d)):
     i = wp.tid()
     y[i] = wp.float64(2.0) * x[i]
+
+
+@wp.kernel(zero_store=True)
+def shift_force_in_place(x: wp.array(dtype=wp.vec3d), f: wp.array(dtype=wp.vec3d)):
+    """Reads the force, then overwrites it (as Newton's eval_rigid_tau does body_f_ext): a hazard inside a step."""
+    i = wp.tid()
+    f[i] = f[i] + wp.float64(0.5) * wp.dot(f[i], f[i]) * x[i]
+
+
+@wp.kernel(zero_store=True)
+def shift_force(x: wp.array(dtype=wp.vec3d), f: wp.array(dtype=wp.vec3d), f_out: wp.array(dtype=wp.vec3d)):
+    """``shift_force_in_place`` into another array: no hazard."""
+    i = wp.tid()
+    f_out[i] = f[i] + wp.float64(0.5) * wp.dot(f[i], f[i]) * x[i]
+
+
+@wp.kernel(zero_store=True)
+def square_velocity_in_place(v: wp.array(dtype=wp.vec3d)):
+    i = wp.tid()
+    v[i] = wp.cw_mul(v[i], v[i])
+
+
+@wp.kernel(zero_store=True)
+def square_velocity(v: wp.array(dtype=wp.vec3d), v_out: wp.array(dtype=wp.vec3d)):
+    i = wp.tid()
+    v_out[i] = wp.cw_mul(v[i], v[i])

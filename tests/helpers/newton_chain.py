@@ -67,3 +67,62 @@ def chain_central_differences(model, solver, joint_q, eps=1e-3):
         down[i] -= eps
         grad.append((chain_loss(model, solver, up)[0] - chain_loss(model, solver, down)[0]) / (2 * eps))
     return np.array(grad)
+
+
+# -- several steps (the checkpointed rollout's tests): loss = WEIGHTS . (joint_q, joint_qd) after ``steps`` steps
+
+
+def rollout_state(model, joint_q, joint_qd, wrench):
+    """A state at ``joint_q``, ``joint_qd``, with the external wrench on both bodies or none."""
+    state = model.state(requires_grad=True)
+    state.joint_q.assign(np.asarray(joint_q, dtype=np.float32))
+    state.joint_qd.assign(np.asarray(joint_qd, dtype=np.float32))
+    newton.eval_fk(model, state.joint_q, state.joint_qd, state)
+    if wrench:
+        state.body_f.assign(np.asarray(WRENCH, dtype=np.float32))
+    return state
+
+
+def rollout_loss(model, solver, joint_q, joint_qd, wrench, steps):
+    """The loss after ``steps`` steps from ``joint_q``, double-buffered, with no Tape."""
+    control = model.control()
+    a, b = (rollout_state(model, joint_q, joint_qd, wrench) for _ in range(2))
+    for _ in range(steps):
+        solver.step(a, b, control, None, DT)
+        a, b = b, a
+    return float(np.dot(WEIGHTS, np.concatenate([a.joint_q.numpy(), a.joint_qd.numpy()])))
+
+
+def rollout_central_differences(model, solver, joint_q, joint_qd, wrench, steps, eps=1e-3):
+    grad = []
+    for i in range(len(joint_q)):
+        up, down = np.array(joint_q, dtype=np.float64), np.array(joint_q, dtype=np.float64)
+        up[i] += eps
+        down[i] -= eps
+        losses = [rollout_loss(model, solver, q, joint_qd, wrench, steps) for q in (up, down)]
+        grad.append((losses[0] - losses[1]) / (2 * eps))
+    return np.array(grad)
+
+
+def checkpointed_gradient(model, solver, joint_q, joint_qd, wrench, steps, snapshots=2, **options):
+    """d loss / d joint_q through ``warp_zerostore.checkpoint.rollout`` (joint_q and joint_qd are the state);
+    returns the gradient and the Rollout."""
+    from warp_zerostore.checkpoint import rollout  # noqa: PLC0415
+
+    control = model.control()
+    s0, s1 = (rollout_state(model, joint_q, joint_qd, wrench) for _ in range(2))
+    tape = warp.Tape()
+    with tape:
+        run = rollout(
+            lambda a, b, n: solver.step(a, b, control, None, DT),
+            s0,
+            steps,
+            snapshots=snapshots,
+            out=s1,
+            fields=["joint_q", "joint_qd"],
+            **options,
+        )
+    weights_q = warp.array(np.asarray(WEIGHTS[:2], dtype=np.float32), dtype=float, device=model.device)
+    weights_qd = warp.array(np.asarray(WEIGHTS[2:], dtype=np.float32), dtype=float, device=model.device)
+    tape.backward(grads={run.state.joint_q: weights_q, run.state.joint_qd: weights_qd})
+    return s0.joint_q.grad.numpy().copy(), run

@@ -45,7 +45,7 @@ from ..copy_adjoint import gradients_kept
 from ..tape import OverwriteError, OverwriteWarning, Tape, hazard_listener
 from ..tape.tape import STALE_READ
 from . import promise
-from .launches import read_then_written, writers
+from .launches import read_before, read_then_written, writers
 from .state import CheckpointError
 from .storage import DiskStorage, RamStorage
 from .zeroed import left_zero
@@ -156,12 +156,14 @@ class Executor:
             witness = promise.values(self.input_arrays(n))
             if tape is None:
                 tape = _compat.WarpTape()  # records the launches only, to name a kernel that breaks the promise
-        with gradients_kept(self.kept_gradients()):
+        with gradients_kept(self.kept_gradients()) as copies:
             if tape is None:
                 self.step(*args)
             else:
                 with tape:
                     self.step(*args)
+        if tape is not None:
+            self._check_copies(n, tape, copies)
         if witness is not None:
             promise.check_unchanged(witness, self.input_arrays(n), self.labels, n, tape)
             self.input_checked = True
@@ -170,6 +172,26 @@ class Executor:
         self.summary.steps_run += 1
         for i, buffer in enumerate(self.buffers):
             self.layout.check(buffer, "state" if i == 0 else "out", f"step {n}")
+
+    def _check_copies(self, n: int, tape, copies) -> None:
+        """Refuse a ``wp.copy`` into a state array that a launch of the step read before it: that launch's
+        backward would re-read the copied values, and no Tape snapshots a copy."""
+        labels = {
+            id(a): label.replace("state", "out", i)
+            for i, buffer in enumerate(self.buffers)
+            for a, label in zip(self.layout.arrays(buffer), self.labels)
+        }
+        for array, entries in copies:
+            reader = read_before(tape, array, entries)
+            if reader is None:
+                continue
+            label = labels.get(id(array), "a parameter")
+            raise CheckpointError(
+                f"rollout(): step {n} overwrites {label} with wp.copy after kernel '{reader.kernel}' (argument "
+                f"'{reader.parameter}') read it, so that kernel's backward would re-read the copied values (a Tape "
+                "snapshots kernel launches, not copies). Write the new values with a kernel, or make the rollout "
+                "double-buffered (out=...) and copy into state_out"
+            )
 
     def kept_gradients(self) -> list:
         """Arrays whose ``.grad`` a step's forward must not change: the state's (the adjoint carried back) and

@@ -10,7 +10,8 @@ the step on a snapshotting Tape. :func:`writers` finds the launches that write g
 Both read :func:`~warp_zerostore.access.argument_access` (conservative: an argument passed where the analysis
 does not follow counts as read and written) and compare byte spans, so views and aliases count. Only kernel
 launches are read: ``record_func`` entries (``wp.copy``, custom adjoints) and arrays inside ``@wp.struct``
-arguments are not.
+arguments are not; :func:`read_before` answers for a copy the executor saw (see
+:func:`~warp_zerostore.copy_adjoint.gradients_kept`).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from ..access import ArgumentAccess, argument_access
 class Use:
     """One array argument of one recorded kernel launch."""
 
-    launch: int  # index of the launch among the step's kernel launches
+    launch: int  # index of the launch among the Tape's entries
     kernel: str
     parameter: str
     array: object
@@ -39,8 +40,9 @@ class Use:
 def uses(tape) -> list:
     """Per recorded kernel launch of ``tape``, in order, the :class:`Use` of each array argument its kernel uses."""
     found = []
-    launches = [e for e in _compat.tape_entries(tape) if _compat.is_kernel_launch(e)]
-    for index, entry in enumerate(launches):
+    for index, entry in enumerate(_compat.tape_entries(tape)):
+        if not _compat.is_kernel_launch(entry):
+            continue
         kernel = _compat.launch_kernel(entry)
         access = argument_access(kernel)
         key = _compat.kernel_key(kernel)
@@ -122,3 +124,15 @@ def writers(tape, arrays) -> list:
                 if use.array is arr or (arr.size and overlap(use.span, span)):
                     found.append((use, i))
     return found
+
+
+def read_before(tape, array, entries: int) -> Use | None:
+    """The first kernel launch among ``tape``'s first ``entries`` entries that reads memory of ``array``: a
+    ``wp.copy`` into ``array`` recorded after it changes what that launch's backward re-reads, and a Tape
+    snapshots launches, not copies."""
+    span = byte_span(array)
+    for launch in uses(tape):
+        for use in launch:
+            if use.launch < entries and use.access.reads and (use.array is array or overlap(use.span, span)):
+                return use
+    return None

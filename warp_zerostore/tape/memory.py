@@ -28,6 +28,14 @@ def addresses(arr) -> np.ndarray:
     return out
 
 
+def slots(arr, start: int, unit: int) -> np.ndarray:
+    """The slot of each element (its shape) in a region starting at ``start`` in slots of ``unit`` bytes."""
+    offset, rest = divmod(int(arr.ptr or 0) - start, unit)
+    if arr.is_contiguous and not rest and _compat.dtype_size_bytes(arr.dtype) == unit:  # no address arithmetic
+        return np.arange(offset, offset + arr.size, dtype=np.int64).reshape(arr.shape)
+    return (addresses(arr) - start) // unit
+
+
 def span(arr) -> tuple:
     """``[first, last)`` bytes an array's elements occupy (negative strides included; shared with the rest of
     the package through :func:`warp_zerostore._memory.byte_span`)."""
@@ -89,7 +97,7 @@ class AddressBook:
             region = overlapping[0]
             inside = region.start <= first and last <= region.stop
             if inside and (first - region.start) % region.unit == 0 and _unit(arr, first) % region.unit == 0:
-                return region, (addresses(arr) - region.start) // region.unit
+                return region, slots(arr, region.start, region.unit)
         start = min([first] + [r.start for r in overlapping])
         stop = max([last] + [r.stop for r in overlapping])
         unit = _unit(arr, start)
@@ -101,4 +109,4 @@ class AddressBook:
             r.alive = False
         self.starts[lo:hi] = [start]
         self.regions[lo:hi] = [region]
-        return region, (addresses(arr) - region.start) // region.unit
+        return region, slots(arr, region.start, region.unit)

@@ -32,6 +32,7 @@ import ast
 import copy
 import dataclasses
 import hashlib
+import math
 import os
 import sys
 import tempfile
@@ -363,75 +364,184 @@ def twin(kernel):
     return built
 
 
-def _shadows(kernel, label: str, shape: tuple, device, flags: int) -> list:
-    """Zeroed int32 shadow arrays for one argument, reused from launch to launch (a launch zeroes them)."""
-    key = (id(kernel), label, tuple(shape), str(device))
-    pool = _SHADOWS.get(key)
-    if pool is None or len(pool) != flags:
-        pool = _SHADOWS[key] = [warp.zeros(shape, dtype=warp.int32, device=device) for _ in range(flags)]
+def _pooled(key: tuple, shape: tuple, dtype, device):
+    """A scratch array (and its host view on the CPU) reused from launch to launch: the twin's copies of the
+    launch's arrays and its shadows; allocating them per launch was most of check mode's cost."""
+    entry = _POOL.get(key)
+    if entry is None:
+        with _compat.no_active_tape():
+            scratch = warp.empty(shape, dtype=dtype, device=device)
+        entry = _POOL[key] = (scratch, _compat.host_view(scratch) if scratch.device.is_cpu else None)
+    return entry
+
+
+_POOL: dict = {}
+
+
+def _zero(entry) -> None:
+    if entry[1] is not None:
+        entry[1].fill(0)
     else:
-        for shadow in pool:
-            shadow.zero_()
-    return pool
+        entry[0].zero_()
 
 
-_SHADOWS: dict = {}
+def _copy(entry, arr) -> None:
+    """The twin's copy of ``arr``: ``entry``'s scratch array gets ``arr``'s values (``arr`` is only read)."""
+    if entry[1] is not None and arr.device.is_cpu:
+        np.copyto(entry[1], _compat.host_view(arr))
+    else:
+        with _compat.no_active_tape():
+            warp.copy(entry[0], arr)
 
 
-def element_reads(kernel, launch: dict, copy_array) -> dict:
+def _same(a, b) -> bool:
+    if a is b:
+        return True
+    if isinstance(a, warp.array) or isinstance(b, warp.array) or type(a) is not type(b):
+        return False
+    try:
+        return bool(a == b)
+    except Exception:  # noqa: BLE001 - values without a plain equality: set again
+        return False
+
+
+class _Runner:
+    """The twin's launch for one kernel, launch shape and pattern of arguments: a ``warp.Launch`` packed once over
+    pooled scratch copies (one per distinct array) and shadows; a run copies the arrays in, zeroes the shadows,
+    re-packs only the non-array parameters that changed, and launches."""
+
+    def __init__(self, kernel, variant, kinds: dict, values: list, labels: list, launch: dict, device):
+        by_label = dict(zip(labels, values))
+        self.copies, self.scalars, params, first = [], [], [], {}
+        for position, v in enumerate(values):
+            if isinstance(v, warp.array):
+                if id(v) in first:
+                    params.append(params[first[id(v)]])
+                    continue
+                first[id(v)] = position
+                entry = _pooled(
+                    (id(kernel), "copy", position, v.shape, v.dtype, id(v.device)), v.shape, v.dtype, v.device
+                )
+                self.copies.append((position, entry))
+                params.append(entry[0])
+            else:
+                self.scalars.append(position)
+                params.append(v)
+        self.shadows = {}
+        for label, kind in kinds.items():
+            arr = by_label.get(label)
+            shape = arr.shape if isinstance(arr, warp.array) else (0,)
+            self.shadows[label] = [
+                _pooled((id(kernel), "shadow", label, flag, shape, id(device)), shape, warp.int32, device)
+                for flag in _flags(kind)
+            ]
+            params.extend(entry[0] for entry in self.shadows[label])
+        self.last = list(params)
+        dim = launch["dim"]
+        self.size = math.prod(dim if isinstance(dim, (tuple, list)) else (dim,))
+        with _compat.no_active_tape():
+            self.command = (
+                _compat.prepared_launch(
+                    variant, dim, params, device, launch.get("max_blocks", 0), launch.get("block_dim", 256)
+                )
+                if self.size
+                else None
+            )
+
+    def run(self, values: list) -> None:
+        for position, entry in self.copies:
+            _copy(entry, values[position])
+        for entries in self.shadows.values():
+            for entry in entries:
+                _zero(entry)
+        if not self.size:
+            return  # no thread: nothing read or written
+        for position in self.scalars:
+            value = values[position]
+            if not _same(value, self.last[position]):
+                self.command.set_param_at_index(position, value)
+                self.last[position] = value
+        self.command.launch()
+
+    def marks(self, label: str) -> list:
+        return [(e[1] if e[1] is not None else e[0].numpy()) != 0 for e in self.shadows[label]]
+
+
+_RUNNERS: dict = {}
+
+
+def _runner(kernel, variant, kinds: dict, values: list, launch: dict) -> _Runner:
+    device = launch.get("device")
+    if device is None:
+        device = next((v.device for v in values if isinstance(v, warp.array)), None)
+    device = warp.get_device(device)
+    dim = launch["dim"]
+    first: dict = {}
+    pattern = tuple(
+        (first.setdefault(id(v), position), v.shape, v.dtype) if isinstance(v, warp.array) else None
+        for position, v in enumerate(values)
+    )
+    key = (
+        id(variant),
+        tuple(dim) if isinstance(dim, (tuple, list)) else (dim,),
+        id(device),
+        launch.get("max_blocks", 0),
+        launch.get("block_dim", 256),
+        pattern,
+    )
+    cached = _RUNNERS.get(key)
+    if cached is None or cached[0] is not variant:
+        if len(_RUNNERS) > 4096:  # launch shapes that keep changing: start over rather than grow
+            _RUNNERS.clear()
+        labels = _compat.kernel_argument_labels(kernel)
+        cached = _RUNNERS[key] = (variant, _Runner(kernel, variant, kinds, values, labels, launch, device))
+    return cached[1]
+
+
+def element_reads(kernel, launch: dict) -> dict:
     """``{label: ElementReads}`` for the arguments the twin marks (``launch``: ``launch()``'s arguments by name).
 
-    ``copy_array(arr)`` makes a device copy; the twin runs on copies of every array argument (one per distinct
-    array: arguments passed the same array stay one array), so the real arrays are never touched.
+    The twin runs on scratch copies of every array argument (one per distinct array: arguments passed the same
+    array stay one array), so the real arrays are never touched, whatever the source analysis says.
     """
     made = twin(kernel)
     if made is None:
         return {}
     variant, kinds, whole = made
     values = list(launch.get("inputs") or []) + list(launch.get("outputs") or [])
-    names = _compat.kernel_argument_labels(kernel)
-    by_label = dict(zip(names, values))
-    copied: dict = {}
-    copies = []
-    for v in values:
-        if isinstance(v, warp.array):
-            if id(v) not in copied:
-                copied[id(v)] = copy_array(v)
-            v = copied[id(v)]
-        copies.append(v)
-    shadows = {}
-    for label, kind in kinds.items():
-        arr = by_label.get(label)
-        shape = arr.shape if isinstance(arr, warp.array) else (0,)
-        device = arr.device if isinstance(arr, warp.array) else launch.get("device")
-        shadows[label] = _shadows(kernel, label, shape, device, len(_flags(kind)))
     try:
-        with _compat.no_active_tape():
-            _compat.launch_original(
-                variant,
-                dim=launch["dim"],
-                inputs=copies + [s for label in kinds for s in shadows[label]],
-                device=launch.get("device"),
-                max_blocks=launch.get("max_blocks", 0),
-                block_dim=launch.get("block_dim", 256),
-            )
+        runner = _runner(kernel, variant, kinds, values, launch)
+        runner.run(values)
     except Exception:  # noqa: BLE001 - the twin does not build or launch here: whole-argument reads
         _CACHE[id(kernel)] = (kernel, None)
         return {}
     out = {}
-    for label, kind in kinds.items():
-        if not isinstance(by_label.get(label), warp.array):
+    for label, value in zip(_compat.kernel_argument_labels(kernel), values):
+        kind = kinds.get(label)
+        if kind is None or not isinstance(value, warp.array):
             continue
-        marks = [s.numpy() != 0 for s in shadows[label]]
+        marks = runner.marks(label)
         if kind == READ_WRITE:
             before, after, written = marks
         elif kind == READ:
-            before, after, written = marks[0], np.zeros_like(marks[0]), np.zeros_like(marks[0])
+            before, after, written = marks[0], _none(marks[0].shape), _none(marks[0].shape)
         else:
             written = marks[0]
-            before = after = np.zeros_like(written)
+            before = after = _none(written.shape)
         out[label] = ElementReads(before, after, written, reads_known=label not in whole)
     return out
+
+
+def _none(shape: tuple) -> np.ndarray:
+    """A read-only all-False mask of ``shape``, shared."""
+    mask = _NONE.get(shape)
+    if mask is None:
+        mask = _NONE[shape] = np.zeros(shape, dtype=bool)
+        mask.flags.writeable = False
+    return mask
+
+
+_NONE: dict = {}
 
 
 def marked_reads(kernel) -> list:

@@ -201,7 +201,15 @@ _PACKAGE_DIR = os.path.dirname(os.path.dirname(__file__)) + os.sep  # warp_zeros
 
 
 def _is_internal(filename: str) -> bool:
-    return filename.startswith(_compat.warp_package_dirs() + (_PACKAGE_DIR,)) or filename.startswith("<frozen")
+    internal = _INTERNAL.get(filename)
+    if internal is None:
+        internal = _INTERNAL[filename] = filename.startswith(
+            _compat.warp_package_dirs() + (_PACKAGE_DIR,)
+        ) or filename.startswith("<frozen")
+    return internal
+
+
+_INTERNAL: dict = {}
 
 
 def _call_site() -> str:
@@ -222,17 +230,23 @@ def _user_stacklevel() -> int:
 
 
 def _host_copy(arr) -> np.ndarray:
-    return np.array(arr.numpy(), copy=True)
+    return np.array(_compat.host_view(arr), copy=True)
 
 
 def _element_bytes(values: np.ndarray, shape: tuple) -> np.ndarray:
     return np.ascontiguousarray(values).view(np.uint8).reshape(tuple(shape) + (-1,))
 
 
+_UNSIGNED = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
 def _changed(before: np.ndarray, after: np.ndarray, shape: tuple) -> np.ndarray:
     """Bool per Warp element (a vec3 is one element): its bytes differ."""
-    if before.size == 0:
+    if before.size == 0 or before.tobytes() == after.tobytes():
         return np.zeros(shape, dtype=bool)
+    if before.shape == tuple(shape) and before.dtype.itemsize in _UNSIGNED:  # scalars: one compare per element
+        unsigned = _UNSIGNED[before.dtype.itemsize]
+        return np.ascontiguousarray(before).view(unsigned) != np.ascontiguousarray(after).view(unsigned)
     return np.any(_element_bytes(before, shape) != _element_bytes(after, shape), axis=-1)
 
 
@@ -444,9 +458,11 @@ class Tape(_compat.WarpTape):
                 continue
             use = by_id.get(id(value))
             if use is None:
-                use = by_id[id(value)] = _ArrayUse(label, value, dataclasses.replace(access[label]), [label])
+                use = by_id[id(value)] = _ArrayUse(label, value, access[label], [label])
                 uses.append(use)
             else:
+                if len(use.labels) == 1:
+                    use.access = dataclasses.replace(use.access)  # the kernel's own entry stays as it is
                 use.labels.append(label)
                 use.label = ", ".join(use.labels)
                 _union(use.access, access[label])
@@ -470,7 +486,7 @@ class Tape(_compat.WarpTape):
         # Checks also need the elements written, whatever the values stored: the twin marks them.
         twin_needed = checking or (self.snapshot and any(use.access.reads_after_store for use in launch.uses))
         if twin_needed and launch.uses:
-            marks = read_twin.element_reads(launch.kernel, a, _device_copy)
+            marks = read_twin.element_reads(launch.kernel, a)
             access = argument_access(launch.kernel)
             for use in launch.uses:
                 use.marks = _combined_marks(use, marks, access)
@@ -632,7 +648,11 @@ class Tape(_compat.WarpTape):
             written = np.unique(written)
         if use.access.stores:  # accumulation over earlier values (atomic_add) is exact, not an overwrite
             earlier = region.writer[written]
-            sites, counts = np.unique(earlier[earlier >= 0], return_counts=True)
+            earlier = earlier[earlier >= 0]
+            if earlier.size and (earlier == earlier[0]).all():  # one earlier writer (the usual case): no sort
+                sites, counts = earlier[:1], np.array([earlier.size])
+            else:
+                sites, counts = np.unique(earlier, return_counts=True)
             for site, count in zip(sites.tolist(), counts.tolist()):
                 found.append(
                     Hazard(
@@ -643,10 +663,11 @@ class Tape(_compat.WarpTape):
                         elements=int(count),
                     )
                 )
-        for reader, bitmap in region.reads.values():
-            count = int(np.count_nonzero(bitmap[written]))
-            if count:
-                found.append(Hazard(STALE_READ, writer=writer, reader=reader, elements=count))
+        if region.read_any[written].any():  # else no read site can have read them: skip the per-site counts
+            for reader, bitmap in region.reads.values():
+                count = int(np.count_nonzero(bitmap[written]))
+                if count:
+                    found.append(Hazard(STALE_READ, writer=writer, reader=reader, elements=count))
         self._sites.append(writer)
         region.writer[written] = len(self._sites) - 1
         return found
