@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 import warp_zerostore as wp
 from warp_zerostore import _compat
-from warp_zerostore.codegen import replay
+from warp_zerostore.codegen import hooks, replay
 from warp_zerostore.tape import tape as tape_module
 
 # Values away from the branch threshold (1.0) of read_back_branch and away from zero.
@@ -176,6 +176,7 @@ def test_no_helper_store_lands_in_memory_during_backward(device):
 @pytest.fixture(scope="module")
 def cuda_build(tmp_path_factory):
     out = tmp_path_factory.mktemp("replay_ptx")
+    hooks._WARNED.clear()  # each build warns once per process; the CPU build may have warned already
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
@@ -226,3 +227,34 @@ def test_a_value_carried_through_a_runtime_loop_is_warned_at_build(cuda_build):
     assert caught[[str(w.message) for w in caught].index(carried[0])].filename.endswith("kernels_replay.py")
     # negative twins: unrolled loops and runtime loops without a carried value are not warned
     assert not [m for m in messages if "read_back_static_loop" in m or "runtime_loop_no_carry" in m]
+
+
+def test_a_users_func_grad_keeps_its_own_stores(device):
+    # a @wp.func_grad runs as written in the backward, scratch stores included (Newton's dense_solve does this)
+    xs = np.array([0.5, 1.5, -2.0])
+    x = f64(xs, device)
+    out = wp.zeros(3, dtype=wp.float64, device=device, requires_grad=True)
+    scratch = wp.zeros(3, dtype=wp.float64, device=device)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(k.custom_adjoint_with_scratch, dim=3, inputs=[x, out, scratch], device=device)
+    tape.backward(grads={out: wp.ones(3, dtype=wp.float64, device=device)})
+    np.testing.assert_allclose(x.grad.numpy(), 2 * xs, rtol=1e-12)
+    np.testing.assert_allclose(scratch.numpy(), 2 * xs, rtol=1e-12)
+
+
+def test_a_build_loaded_from_the_cache_warns_again_and_is_not_exact(device):
+    # the issues are kept beside Warp's kernel cache: a later process (here: a forgotten warning) warns again
+    x = f64([0.5], device)
+    y = wp.zeros(1, dtype=wp.float64, device=device, requires_grad=True)
+    wp.launch(k.carried_in_runtime_loop, dim=1, inputs=[x, y, 2], device=device)
+    build = hooks._BUILD_OF[k.carried_in_runtime_loop]
+    hooks._WARNED.discard(build)
+    hooks._ISSUES.pop(build, None)
+    with pytest.warns(wp.ReplayWarning, match="carried_in_runtime_loop"):
+        hooks._remember_build(k.carried_in_runtime_loop, build)
+    assert not hooks.replays_exactly(k.carried_in_runtime_loop)
+    # negative twins: a flagged kernel without issues replays exactly; an unflagged one does not claim to
+    wp.launch(k.read_back, dim=1, inputs=[x, y], device=device)
+    assert hooks.replays_exactly(k.read_back)
+    assert not hooks.replays_exactly(k.read_back_stock)

@@ -186,6 +186,11 @@ def stock_warp():
 # Kernels and modules
 
 
+def kernel_cache_dir() -> str:
+    """Warp's kernel cache folder (set by ``warp.init``; empty before it)."""
+    return warp.config.kernel_cache_dir or ""
+
+
 def kernel_options(kernel) -> dict:
     return kernel.options
 

@@ -171,15 +171,6 @@ def effective_zero_store(k) -> ZeroStore:
     return effective_mode(k)
 
 
-def replays_exactly(kernel) -> bool:
-    """Whether ``kernel``'s backward replay reads what its forward read, its own stores included.
-
-    True for ``zero_store=True`` kernels (the replay log of :mod:`warp_zerostore.codegen.replay`); a Tape's
-    snapshot then restores each launch's input values, and a thread's read of its own store needs no snapshot.
-    """
-    return effective_mode(kernel) is True
-
-
 def store_adjoints_zero(kernel) -> bool:
     """Whether the kernel's store adjoints zero the gradient element they consume on a Tape: its mode is True,
     or unflagged on a Warp (>= 1.13) whose own store adjoint zeroes an array's ``.grad``."""

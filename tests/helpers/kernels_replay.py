@@ -151,3 +151,27 @@ def read_back_indirect(x: wp.array(dtype=wp.float64), index: wp.array(dtype=int)
     y[i] = x[i] * x[i]
     j = index[i]
     y[i] = y[j] * x[i]
+
+
+@wp.func
+def scaled_into(
+    x: wp.array(dtype=wp.float64), i: int, out: wp.array(dtype=wp.float64), scratch: wp.array(dtype=wp.float64)
+):
+    out[i] = x[i] * x[i]
+
+
+@wp.func_grad(scaled_into)
+def adj_scaled_into(
+    x: wp.array(dtype=wp.float64), i: int, out: wp.array(dtype=wp.float64), scratch: wp.array(dtype=wp.float64)
+):
+    # a user's adjoint that writes a scratch array for real, then reads it back (as Newton's dense_solve does)
+    scratch[i] = wp.float64(2.0) * x[i]
+    wp.adjoint[x][i] += scratch[i] * wp.adjoint[out][i]
+
+
+@wp.kernel(zero_store=True)
+def custom_adjoint_with_scratch(
+    x: wp.array(dtype=wp.float64), out: wp.array(dtype=wp.float64), scratch: wp.array(dtype=wp.float64)
+):
+    i = wp.tid()
+    scaled_into(x, i, out, scratch)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from .hooks import install
+from .hooks import install, replays_exactly
 from .native import HeaderNotFoundError
 from .replay import ReplayWarning
 
-__all__ = ["HeaderNotFoundError", "ReplayWarning", "install"]
+__all__ = ["HeaderNotFoundError", "ReplayWarning", "install", "replays_exactly"]

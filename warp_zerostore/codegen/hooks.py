@@ -17,10 +17,14 @@ A module without a flagged kernel goes through all of this untouched: same hash,
 from __future__ import annotations
 
 import hashlib
+import json
+import os
 import pathlib
 import sys
+import tempfile
 import threading
 import warnings
+import weakref
 
 from .. import _compat
 from ..options import effective_mode
@@ -65,6 +69,8 @@ def _wrap_hash_kernel(original):
             stock[kernel_hash] = kernel
             return kernel_hash
         salted = _salt(kernel_hash, mode)
+        if mode is True:
+            _remember_build(kernel, salted.hex())
         unique = _compat.hasher_unique_kernels(self)
         if unique.get(kernel_hash) is kernel:
             if kernel_hash in stock:
@@ -187,6 +193,7 @@ class _CodegenPlan:
         # The replay log (codegen/replay.py) serves zero_store=True kernels only.
         self.replay = replay.ModuleReplay() if True in used else None
         self.kernel_locations: dict = {}
+        self.replay_kernels: dict = {}  # key -> kernel, the zero_store=True kernels generated
 
     def note(self, piece: str) -> None:
         if self.first_piece is None:
@@ -221,6 +228,7 @@ def _wrap_codegen_kernel(original):
         if mode is True and plan.replay is not None:
             key = _compat.kernel_key(kernel)
             plan.kernel_locations[key] = _compat.kernel_source_location(kernel)
+            plan.replay_kernels[key] = kernel
             text = plan.replay.kernel(text, key)
         mixed = plan.single_mode is _UNSET
         text = store_rewrite.rewrite_for_mode(text, mode, plan.helper_names, rename=mixed)
@@ -265,19 +273,91 @@ def _wrap_builder_codegen(original):
     return codegen
 
 
+# ------------------------------------------------------------------------------------------------------------
+# Replay issues (codegen/replay.py) per flagged kernel build, named by its salted hash: kept in memory and in a
+# small JSON file beside Warp's kernel cache, so that a build loaded from the cache warns again and the Tape
+# knows which kernels replay exactly.
+
+_BUILD_OF: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # kernel -> salted hash (hex)
+_ISSUES: dict = {}  # salted hash -> [{"message", "filename", "line"}]
+_WARNED: set = set()
+
+
+def _issues_file(build: str) -> pathlib.Path:
+    return pathlib.Path(warnings_dir()) / f"{build}.json"
+
+
+def warnings_dir() -> str:
+    cache = _compat.kernel_cache_dir()
+    return os.path.join(cache, "warp_zerostore", "replay") if cache else ""
+
+
+def _warn(records: list) -> None:
+    for r in records:
+        warnings.warn_explicit(replay.ReplayWarning(r["message"]), replay.ReplayWarning, r["filename"], r["line"])
+
+
+def _remember_build(kernel, build: str) -> None:
+    try:
+        _BUILD_OF[kernel] = build
+    except TypeError:
+        return
+    if build in _WARNED:
+        return
+    records = _ISSUES.get(build)
+    if records is None:
+        try:
+            if not warnings_dir():
+                return
+            records = json.loads(_issues_file(build).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return  # not built yet: code generation records and warns
+        _ISSUES[build] = records
+    _WARNED.add(build)
+    _warn(records)
+
+
+def _write_records(build: str, records: list) -> None:
+    """Atomically, in a folder only this user writes (Warp's kernel cache); a failure only costs the cached warning."""
+    if not warnings_dir():
+        return
+    try:
+        folder = pathlib.Path(warnings_dir())
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(records, f)
+        os.replace(tmp, folder / f"{build}.json")
+    except OSError:
+        pass
+
+
 def _warn_replay_issues(plan: _CodegenPlan) -> None:
-    """One ReplayWarning per inexact read-back a flagged kernel (or a helper it calls) holds, at its store line."""
-    seen = set()
-    for kernel, issue in plan.replay.issues:
-        names = [kernel] if kernel is not None else list(plan.kernel_locations)
-        for name in names:
-            if (name, issue) in seen:
+    """Record each generated zero_store=True kernel's replay issues and warn once per issue, at its store line."""
+    for key, kernel in plan.replay_kernels.items():
+        location = plan.kernel_locations.get(key, "?:0")
+        filename = location.rsplit(":", 1)[0]
+        records = [
+            {"message": i.message(f"kernel '{key}'", location), "filename": filename, "line": i.store_line}
+            for i in plan.replay.issues.get(key, [])
+        ]
+        build = _BUILD_OF.get(kernel)
+        if build is not None:
+            _ISSUES[build] = records
+            _write_records(build, records)
+            if build in _WARNED:
                 continue
-            seen.add((name, issue))
-            location = plan.kernel_locations.get(name, "?:0")
-            filename = location.rsplit(":", 1)[0]
-            message = issue.message(f"kernel '{name}'", location)
-            warnings.warn_explicit(replay.ReplayWarning(message), replay.ReplayWarning, filename, issue.store_line)
+            _WARNED.add(build)
+        _warn(records)
+
+
+def replays_exactly(kernel) -> bool:
+    """Whether ``kernel``'s backward replay reads what its forward read, its own stores included: a
+    ``zero_store=True`` kernel whose build reported no :class:`~warp_zerostore.ReplayWarning`."""
+    if effective_mode(kernel) is not True:
+        return False
+    build = _BUILD_OF.get(kernel)
+    return not _ISSUES.get(build) if build is not None else True
 
 
 # ------------------------------------------------------------------------------------------------------------

@@ -64,6 +64,7 @@ class Helper:
     loads: set  # positions of array parameters it (or a helper it calls) loads from
     bound: int  # log entries its replay may push
     slot_types: list
+    issues: list = dataclasses.field(default_factory=list)  # its own and those of the helpers it calls
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -363,8 +364,10 @@ def _with_log_arg(args: list) -> str:
 class _Rewriter:
     """Rewrites one function body; ``logged`` are the roots whose stores and loads go through the log."""
 
-    def __init__(self, fn: Function, scan: _Scan, helpers: dict, logged: set, replay_calls: set, frames: bool):
-        self.fn, self.scan, self.helpers = fn, scan, helpers
+    def __init__(
+        self, fn: Function, scan: _Scan, helpers: dict, logged: set, replay_calls: set, frames: bool, adjoints: set
+    ):
+        self.fn, self.scan, self.helpers, self.adjoints = fn, scan, helpers, adjoints
         self.forwarded = _forwarded(fn, scan)
         self.logged, self.replay_calls, self.frames = logged, replay_calls, frames
         self.marks: list = []
@@ -451,9 +454,8 @@ class _Rewriter:
                 for k in range(len(open_calls) - 1, -1, -1):
                     c_name, c_args, mark = open_calls[k]
                     if c_name == name and args[: len(c_args)] == c_args:
-                        lines[idx] = (
-                            f"{pad}wp::zs::replay_rewind({LOG}, {mark}); adj_{name}{SUFFIX}({_with_log_arg(args)});"
-                        )
+                        call = f"adj_{name}{SUFFIX}({_with_log_arg(args)});" if name in self.adjoints else text
+                        lines[idx] = f"{pad}wp::zs::replay_rewind({LOG}, {mark}); {call}"
                         del open_calls[k]
                         break
         if self.marks:
@@ -485,7 +487,8 @@ class ModuleReplay:
 
     def __init__(self):
         self.helpers: dict[str, Helper] = {}
-        self.issues: list = []  # (kernel, ReplayIssue)
+        self.adjoint_variants: set = set()  # helpers whose generated adjoint has a log variant
+        self.issues: dict = {}  # kernel key -> [ReplayIssue], for each flagged kernel rewritten
 
     # -- helpers -------------------------------------------------------------------------------------------
 
@@ -494,7 +497,11 @@ class ModuleReplay:
         variants = []
         for _, _, fn in functions_in(text):
             if fn.name.startswith("adj_") and fn.name[len("adj_") :] in self.helpers:
-                variants.append(self._adjoint_variant(fn))
+                # A generated adjoint replays then reverses; a user's @wp.func_grad (no reverse section) is
+                # the user's own code, run as written (its stores are real): it keeps Warp's call.
+                if any(line.strip() == "// reverse" for line in fn.lines):
+                    variants.append(self._adjoint_variant(fn))
+                    self.adjoint_variants.add(fn.name[len("adj_") :])
             elif not fn.name.startswith("adj_"):
                 info = self._register(fn)
                 if info is not None:
@@ -517,8 +524,8 @@ class ModuleReplay:
         logged = set(scan.roots.values())
         calls = {c[1].name for c in scan.calls}
         bound, slot_types = _bound_and_types(scan, logged, calls, _declared_types(fn))
-        info = Helper(fn.name, arrays, stores, loads, bound, slot_types)
-        self.issues += [(None, issue) for issue in _loop_issues(scan, fn.name)]
+        issues = _loop_issues(scan, fn.name) + [i for c in scan.calls for i in c[1].issues]
+        info = Helper(fn.name, arrays, stores, loads, bound, slot_types, list(dict.fromkeys(issues)))
         self.helpers[fn.name] = info
         return info
 
@@ -536,13 +543,17 @@ class ModuleReplay:
     def _forward_variant(self, fn: Function) -> list:
         scan = _scan(fn, self.helpers)
         calls = {c[1].name for c in scan.calls}
-        body = _Rewriter(fn, scan, self.helpers, set(scan.roots.values()), calls, frames=False).run(True)
+        body = _Rewriter(
+            fn, scan, self.helpers, set(scan.roots.values()), calls, frames=False, adjoints=self.adjoint_variants
+        ).run(True)
         return self._signature(Function(fn.name, body, fn.params, fn.body), fn.name + SUFFIX)
 
     def _adjoint_variant(self, fn: Function) -> list:
         scan = _scan(fn, self.helpers)
         calls = {c[1].name for c in scan.calls}
-        body = _Rewriter(fn, scan, self.helpers, set(scan.roots.values()), calls, frames=True).run(False)
+        body = _Rewriter(
+            fn, scan, self.helpers, set(scan.roots.values()), calls, frames=True, adjoints=self.adjoint_variants
+        ).run(False)
         return self._signature(Function(fn.name, body, fn.params, fn.body), fn.name + SUFFIX)
 
     # -- kernels -------------------------------------------------------------------------------------------
@@ -558,10 +569,13 @@ class ModuleReplay:
             forwarded = _forwarded(fn, scan)
             logged = _read_back(scan, forwarded)
             calls = {c[1].name for c in scan.calls if _helper_needs_log_call(c[1], c[2], scan.roots, logged)}
-            self.issues += [(kernel_key, i) for i in _loop_issues(scan, "")]
+            found = _loop_issues(scan, "") + [i for c in scan.calls for i in c[1].issues]
+            self.issues[kernel_key] = list(dict.fromkeys(found))
             if not logged and not calls and not forwarded:
                 continue
-            body = _Rewriter(fn, scan, self.helpers, logged, calls, frames=True).run(False)
+            body = _Rewriter(fn, scan, self.helpers, logged, calls, frames=True, adjoints=self.adjoint_variants).run(
+                False
+            )
             if not logged and not calls:  # forwarded loads only: no log
                 lines[start:end] = body
                 continue

@@ -51,8 +51,9 @@ import warp
 
 from .. import _compat, config
 from ..access import ArgumentAccess, argument_access
+from ..codegen import replays_exactly
 from ..config import CheckLevel, validate_check
-from ..options import replays_exactly, store_adjoints_zero
+from ..options import store_adjoints_zero
 from . import read_twin
 from .memory import AddressBook, span
 
@@ -571,19 +572,22 @@ class Tape(_compat.WarpTape):
             self._snapshotted[id(use.array)] = use.array
             saved_bytes = use.saved.size * _compat.dtype_size_bytes(use.saved.dtype)
             after = use.marks.after if use.reads_known() else None
-            # A zero_store=True kernel replays its own stores from its log: it needs its input values only.
-            if after is None or not after.any() or replays_exactly(launch.kernel):
+            if after is None or not after.any():
                 read_values.append((use.array, use.saved))
                 self.snapshot_bytes += saved_bytes
                 continue
+            both = after & use.marks.before
+            # A kernel that replays exactly (zero_store=True, no ReplayWarning) serves a thread's reads of its own
+            # stores from its replay log: an element also read before the write gets its input value.
+            exact = replays_exactly(launch.kernel)
+            written = after & ~both if exact else after
             values = use.before.copy()
-            values[after] = use.after[after]
+            values[written] = use.after[written]
             read_values.append((use.array, _device_array(values, use.array)))
             inputs.append((use.array, use.saved))
             self.snapshot_bytes += 2 * saved_bytes
-            both = int(np.count_nonzero(after & use.marks.before))
-            if both:
-                found.append(Hazard(REPLAY, writer=launch.site(use.label), elements=both))
+            if both.any() and not exact:
+                found.append(Hazard(REPLAY, writer=launch.site(use.label), elements=int(np.count_nonzero(both))))
         if read_values:
             _compat.append_tape_callback(self, _Restore(read_values))
         if inputs:
