@@ -347,9 +347,13 @@ class _Launch:
     location: str
     device: object
     uses: list
+    sites: dict = dataclasses.field(default_factory=dict)
 
     def site(self, label: str) -> Site:
-        return Site(self.index, self.kernel.key, label, self.location)
+        site = self.sites.get(label)
+        if site is None:
+            site = self.sites[label] = Site(self.index, self.kernel.key, label, self.location)
+        return site
 
 
 def _launch_hook(original, args, kwargs):
@@ -441,6 +445,7 @@ class Tape(_compat.WarpTape):
         entry = self.launches[launch.index]
         if _compat.is_kernel_launch(entry):
             launch.kernel = _compat.launch_kernel(entry)  # the overload actually launched
+            launch.sites.clear()
         found += self._after(launch)
         self._save_snapshots(launch)
         self._report(found)
