@@ -8,9 +8,11 @@ import warnings
 import numpy as np
 import pytest
 from helpers import kernels_checkpoint as k
+from helpers.examples import docstring_example, run_as_module
 
 import warp_zerostore as wp
-from warp_zerostore.checkpoint import CheckpointError, rollout
+from warp_zerostore import copy_adjoint
+from warp_zerostore.checkpoint import CheckpointError, launches, rollout
 
 pytest.importorskip("checkpoint_schedules", reason="needs the checkpoint extra")
 
@@ -286,3 +288,9 @@ def test_check_error_still_refuses_what_a_snapshot_cannot_make_right():
     """Negative twin: square_keep twice (store adjoints that keep the overwritten gradient) is a real overwrite."""
     with pytest.raises(wp.OverwriteError, match=r"overwrite.*square_keep.*rollout\(\): step \d+"):
         _in_place_rollout(3, _in_place(True), check="error")
+
+
+@pytest.mark.parametrize("name", ["read_then_written", "gradients_kept"])
+def test_docstring_examples_run(name, tmp_path):
+    obj = {"read_then_written": launches.read_then_written, "gradients_kept": copy_adjoint.gradients_kept}[name]
+    run_as_module(docstring_example(obj), tmp_path, f"docstring_{name}")

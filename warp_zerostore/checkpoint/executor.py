@@ -176,6 +176,8 @@ class Executor:
     def _check_copies(self, n: int, tape, copies) -> None:
         """Refuse a ``wp.copy`` into a state array that a launch of the step read before it: that launch's
         backward would re-read the copied values, and no Tape snapshots a copy."""
+        if not copies:
+            return
         labels = {
             id(a): label.replace("state", "out", i)
             for i, buffer in enumerate(self.buffers)
