@@ -243,7 +243,7 @@ class Executor:
         """Run step ``n`` on a new local Tape; with ``check``, the hazards that Tape found (reported later, by
         :meth:`_report`, once it is known which Tape the step is reversed on)."""
         if self.check == "off":
-            tape = Tape(snapshot=snapshot)
+            tape = Tape(check="off", snapshot=snapshot)
             self.run_step(n, tape)
             return tape, []
         tape, found = Tape(check="warn", snapshot=snapshot), []
