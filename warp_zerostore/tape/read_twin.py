@@ -414,6 +414,15 @@ class _Runner:
     def __init__(self, kernel, variant, kinds: dict, values: list, labels: list, launch: dict, device):
         by_label = dict(zip(labels, values))
         self.copies, self.scalars, params, first = [], [], [], {}
+        # Scratch arrays are shared by all twins: the n-th array of a shape and dtype in a launch gets the n-th
+        # scratch array of that shape and dtype (twins run one at a time), so memory does not grow per kernel.
+        ordinals: dict = {}
+
+        def scratch(kind: str, shape: tuple, dtype, on):
+            key = (kind, shape, dtype, id(on))
+            ordinals[key] = ordinals.get(key, -1) + 1
+            return _pooled((*key, ordinals[key]), shape, dtype, on)
+
         self.aliases: dict = {}  # first position of an array -> every position it is passed at
         for position, v in enumerate(values):
             if isinstance(v, warp.array):
@@ -425,9 +434,7 @@ class _Runner:
                 self.aliases[position] = [position]
                 entry = None
                 if v.size * _compat.dtype_size_bytes(v.dtype) <= POOLED_BYTES:
-                    entry = _pooled(
-                        (id(kernel), "copy", position, v.shape, v.dtype, id(v.device)), v.shape, v.dtype, v.device
-                    )
+                    entry = scratch("copy", v.shape, v.dtype, v.device)
                 self.copies.append((position, entry))
                 params.append(entry[0] if entry is not None else v)  # a large array: set per run
             else:
@@ -437,10 +444,7 @@ class _Runner:
         for label, kind in kinds.items():
             arr = by_label.get(label)
             shape = arr.shape if isinstance(arr, warp.array) else (0,)
-            self.shadows[label] = [
-                _pooled((id(kernel), "shadow", label, flag, shape, id(device)), shape, warp.int32, device)
-                for flag in _flags(kind)
-            ]
+            self.shadows[label] = [scratch("shadow", shape, warp.int32, device) for _ in _flags(kind)]
             params.extend(entry[0] for entry in self.shadows[label])
         self.last = list(params)
         dim = launch["dim"]
