@@ -8,9 +8,11 @@ import warnings
 import numpy as np
 import pytest
 from helpers import kernels_checkpoint as k
+from helpers.examples import docstring_example, run_as_module
 
 import warp_zerostore as wp
-from warp_zerostore.checkpoint import CheckpointError, rollout
+from warp_zerostore import copy_adjoint
+from warp_zerostore.checkpoint import CheckpointError, launches, rollout
 
 pytest.importorskip("checkpoint_schedules", reason="needs the checkpoint extra")
 
@@ -127,8 +129,9 @@ def test_a_step_overwriting_what_it_read_is_right_by_default():
 
 
 def test_a_step_without_hazards_stays_on_a_plain_tape():
-    """Negative twin: the Euler step reads one buffer and writes the other. Only the first reversed step, which
-    is read to decide, is on a snapshotting Tape."""
+    """Negative twin: the Euler step reads one buffer and writes the other. The forward sweep's first step,
+    recorded on a plain Tape, shows it: no step is reversed on a snapshotting Tape. With store_all, where a
+    reversed step comes first, that one step is."""
 
     def euler(a, b, n, params, gravity):
         wp.launch(k.euler_step, dim=N, inputs=[a[0], a[1], params, gravity, n, b[0], b[1]])
@@ -136,20 +139,31 @@ def test_a_step_without_hazards_stays_on_a_plain_tape():
     steps = 7
     got, run = checkpointed(steps, euler)
     assert_same(got, reference(steps, euler))
+    assert run.summary.steps_snapshotted == 0
+    got, run = checkpointed(steps, euler, schedule="store_all")
+    assert_same(got, reference(steps, euler))
     assert run.summary.steps_snapshotted == 1
     # the same with the scratch pattern but no in-place shift: no hazard either
     got, run = checkpointed(steps, _shifted_force_step(_scratch(), hazard_at=lambda n: False))
     assert_same(got, reference(steps, _shifted_force_fresh))
-    assert run.summary.steps_snapshotted == 1
+    assert run.summary.steps_snapshotted == 0
+
+
+def test_a_hazard_in_the_first_reversed_step_of_store_all_is_snapshotted():
+    steps = 5
+    got, run = checkpointed(steps, _shifted_force_step(_scratch()), schedule="store_all")
+    assert_same(got, reference(steps, _shifted_force_fresh))
+    assert run.summary.steps_snapshotted == steps
 
 
 def test_a_hazard_first_seen_at_a_later_step_is_recorded_again():
-    """Steps 3 and 2 are reversed first, on plain Tapes after step 3 showed no hazard; step 1 overwrites what it
-    read: it is recorded again on a snapshotting Tape (its input state is intact), and so is every step after."""
+    """Step 0 shows no hazard in the forward sweep, so steps 3 and 2 are reversed on plain Tapes; step 1
+    overwrites what it read: it is recorded again on a snapshotting Tape (its input state is intact), and so is
+    every step after."""
     steps = 4
     got, run = checkpointed(steps, _shifted_force_step(_scratch(), hazard_at=lambda n: n == 1), snapshots=4)
     assert_same(got, reference(steps, _shifted_force_fresh))
-    assert run.summary.steps_snapshotted == 3  # steps 3 (deciding), 1 (again) and 0
+    assert run.summary.steps_snapshotted == 2  # steps 1 (again) and 0
     assert run.summary.steps_run == 2 * steps - 1 + 1  # Revolve storing every state, and step 1 once more
 
 
@@ -182,7 +196,7 @@ def test_a_late_hazard_in_a_step_that_overwrites_its_input_is_refused_by_name():
     message = str(caught.value)
     for part in ("step 1", "kernel 'square_velocity_in_place'", "argument 'v'", "state[1]", "snapshot_step=True"):
         assert part in message
-    # Negative twins: the fix it names, and the same step at every step (seen on the first reversed step).
+    # Negative twins: the fix it names, and the same step at every step (seen at step 0 in the forward sweep).
     want = reference(steps, _square_velocity_fresh(at))
     assert_same(checkpointed(steps, _square_velocity_step(at), snapshots=4, snapshot_step=True)[0], want)
     every = lambda n: True  # noqa: E731
@@ -286,3 +300,9 @@ def test_check_error_still_refuses_what_a_snapshot_cannot_make_right():
     """Negative twin: square_keep twice (store adjoints that keep the overwritten gradient) is a real overwrite."""
     with pytest.raises(wp.OverwriteError, match=r"overwrite.*square_keep.*rollout\(\): step \d+"):
         _in_place_rollout(3, _in_place(True), check="error")
+
+
+@pytest.mark.parametrize("name", ["read_then_written", "gradients_kept"])
+def test_docstring_examples_run(name, tmp_path):
+    obj = {"read_then_written": launches.read_then_written, "gradients_kept": copy_adjoint.gradients_kept}[name]
+    run_as_module(docstring_example(obj), tmp_path, f"docstring_{name}")

@@ -237,3 +237,18 @@ def test_a_store_of_the_value_already_there_is_an_overwrite(device):
         wp.launch(k.fill, dim=4, inputs=[x, f64(0.0)], device=device)
     (hazard,) = tape.hazards
     assert (hazard.kind, hazard.elements, hazard.real) == ("overwrite", 4, False)
+
+
+def test_arrays_too_large_to_pool_get_a_copy_per_launch(device, monkeypatch):
+    monkeypatch.setattr(read_twin, "POOLED_BYTES", 0)
+    monkeypatch.setattr(read_twin, "_RUNNERS", {})
+    x = wp.zeros((1, 2), dtype=f64, device=device, requires_grad=True)
+    v = wp.ones((1, 2), dtype=f64, device=device, requires_grad=True)
+    out = wp.zeros((1, 2), dtype=f64, device=device, requires_grad=True)
+    tape = wp.Tape(check="warn")
+    with pytest.warns(wp.OverwriteWarning, match="stale read: kernel 'add_row'.*read_row"):
+        with tape:
+            for _ in range(2):
+                wp.launch(k.read_row, dim=(1, 2), inputs=[x, out], device=device)
+                wp.launch(k.add_row, dim=(1, 2), inputs=[x, v], outputs=[x], device=device)
+    assert x.numpy().tolist() == [[2.0, 2.0]] and out.numpy().tolist() == [[1.0, 1.0]]

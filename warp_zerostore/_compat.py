@@ -660,11 +660,11 @@ def prepared_launch(kernel, dim, params: list, device, max_blocks: int, block_di
 def host_view(arr):
     """A NumPy view of a CPU array's memory, made once per array object (``arr.numpy()`` costs about 15 us a
     call); for other devices, ``arr.numpy()`` (a copy to the host)."""
-    if not arr.device.is_cpu:
-        return arr.numpy()
-    cached = arr.__dict__.get("_wzs_host_view")
+    cached = arr.__dict__.get("_wzs_host_view")  # only CPU arrays get one
     if cached is not None and cached[0] == arr.ptr:
         return cached[1]
+    if not arr.device.is_cpu:
+        return arr.numpy()
     view = arr.numpy()
     arr.__dict__["_wzs_host_view"] = (arr.ptr, view)
     return view

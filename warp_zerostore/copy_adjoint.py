@@ -15,9 +15,8 @@ output state with ``wp.copy`` must not wipe the adjoint the executor placed in t
 
 from __future__ import annotations
 
-import contextlib
 import threading
-from typing import Any, Iterator
+from typing import Any
 
 import warp
 
@@ -178,12 +177,11 @@ def _wrap_adj_copy(original):
     return adj_copy
 
 
-@contextlib.contextmanager
-def gradients_kept(arrays) -> Iterator[list]:
+class gradients_kept:  # noqa: N801 - used as a context manager, like contextlib's
     """Within the block, ``wp.copy`` into one of ``arrays`` copies values only: Warp's forward copy of the
     source's gradient over the destination's is skipped (the copy's adjoint is recorded on a Tape as usual).
-    Yields a list that receives ``(array, n)`` for each such copy: ``n`` entries were on the active Tape before
-    it (0 without one).
+    The block gets a list that receives ``(array, n)`` for each such copy: ``n`` entries were on the active
+    Tape before it (0 without one). (A class, not a generator: a checkpointed rollout enters it every step.)
 
     Example::
 
@@ -198,15 +196,23 @@ def gradients_kept(arrays) -> Iterator[list]:
         assert dest.numpy().tolist() == [1.0, 1.0] and dest.grad.numpy().tolist() == [5.0, 5.0]
         assert copies == [(dest, 0)]
     """
-    previous = _state.kept, _state.copies
-    kept = dict(previous[0])
-    kept.update((id(a.grad), a) for a in arrays if getattr(a, "grad", None) is not None)
-    copies: list = []
-    _state.kept, _state.copies = kept, copies
-    try:
-        yield copies
-    finally:
-        _state.kept, _state.copies = previous
+
+    __slots__ = ("arrays", "previous")
+
+    def __init__(self, arrays):
+        self.arrays = arrays
+
+    def __enter__(self) -> list:
+        self.previous = _state.kept, _state.copies
+        kept = {id(g): a for a in self.arrays if (g := a.grad) is not None}
+        if self.previous[0]:
+            kept = {**self.previous[0], **kept}
+        copies: list = []
+        _state.kept, _state.copies = kept, copies
+        return copies
+
+    def __exit__(self, *exc) -> None:
+        _state.kept, _state.copies = self.previous
 
 
 def _wrap_copy(original):

@@ -24,9 +24,11 @@ Only state 0 and snapshots taken right after a restore are copied.
 
 Which steps need a snapshotting Tape (``snapshot_step=None``, the default double-buffered): one where a launch
 writes memory that it or an earlier launch of the step reads (:func:`.launches.read_then_written`). The first
-reversed step is recorded on one and read; if it needs none, later steps are recorded on a plain Tape and read
-too, and a step that turns out to need one is recorded again on a snapshotting Tape (from then on every step
-is), or, when it also wrote its own input state (so it cannot be run again), refused by name.
+step the forward sweep runs is recorded on a plain Tape (launches only) and read to decide (where a reversed
+step comes first, as in ``store_all``, that step is recorded on a snapshotting Tape and read). Every step
+recorded on a plain Tape is read too: one that turns out to need a snapshotting Tape is recorded again on one
+(from then on every step is), or, when it also wrote its own input state (so it cannot be run again), refused
+by name.
 
 While a step runs, Warp's forward copy of gradients inside ``wp.copy`` leaves the state's and the parameters'
 ``.grad`` alone (:func:`~warp_zerostore.copy_adjoint.gradients_kept`): they hold the adjoint being carried back.
@@ -154,8 +156,11 @@ class Executor:
         witness = None
         if self.trusted and not self.input_checked:
             witness = promise.values(self.input_arrays(n))
-            if tape is None:
-                tape = _compat.WarpTape()  # records the launches only, to name a kernel that breaks the promise
+        # The first untaped run is recorded on a plain Tape (launches only): to name a kernel that breaks the
+        # writes_input promise, and to learn whether reversed steps need a snapshotting Tape.
+        probe = tape is None and (witness is not None or (self.snapshot_step is None and self.needs_snapshot is None))
+        if probe:
+            tape = _compat.WarpTape()
         with gradients_kept(self.kept_gradients()) as copies:
             if tape is None:
                 self.step(*args)
@@ -164,6 +169,8 @@ class Executor:
                     self.step(*args)
         if tape is not None:
             self._check_copies(n, tape, copies)
+        if probe and self.snapshot_step is None and self.needs_snapshot is None:
+            self.needs_snapshot = bool(read_then_written(tape))
         if witness is not None:
             promise.check_unchanged(witness, self.input_arrays(n), self.labels, n, tape)
             self.input_checked = True
@@ -176,6 +183,8 @@ class Executor:
     def _check_copies(self, n: int, tape, copies) -> None:
         """Refuse a ``wp.copy`` into a state array that a launch of the step read before it: that launch's
         backward would re-read the copied values, and no Tape snapshots a copy."""
+        if not copies:
+            return
         labels = {
             id(a): label.replace("state", "out", i)
             for i, buffer in enumerate(self.buffers)
@@ -205,7 +214,7 @@ class Executor:
         """Whether the next reversed step is recorded on a snapshotting Tape."""
         if self.snapshot_step is not None:
             return self.snapshot_step
-        return self.needs_snapshot is not False  # undecided: the first reversed step is, and is read
+        return self.needs_snapshot is not False  # undecided (no untaped run came first): snapshot, and learn
 
     def _taped_step(self, n: int, keep_values: bool):
         borrowed = self.borrowed
@@ -241,7 +250,7 @@ class Executor:
         """Run step ``n`` on a new local Tape; with ``check``, the hazards that Tape found (reported later, by
         :meth:`_report`, once it is known which Tape the step is reversed on)."""
         if self.check == "off":
-            tape = Tape(snapshot=snapshot)
+            tape = Tape(check="off", snapshot=snapshot)
             self.run_step(n, tape)
             return tape, []
         tape, found = Tape(check="warn", snapshot=snapshot), []

@@ -83,8 +83,9 @@ def rollout(
 
     Each step is reversed on a local Tape of that one step: a ``warp_zerostore.Tape(snapshot=True)`` where the
     step needs one (``snapshot_step=None``, the default: always in place; double-buffered, a step in which a launch
-    overwrites what it or an earlier launch read, found from the recorded launches; a step that needs one only
-    after earlier steps did not, and that overwrites its own input state, raises :class:`CheckpointError`);
+    overwrites what it or an earlier launch read, found from the recorded launches, the forward sweep's first
+    step's included; a step that needs one only after earlier steps did not, and that overwrites its own input
+    state, raises :class:`CheckpointError`);
     ``True``: every step; ``False``: none (a plain Tape). Kernels that overwrite what they read need
     ``zero_store=True`` on warp-lang < 1.13, as on any Tape. ``check="warn"``/``"error"`` reports what the
     step's Tape does not make right (a stale read its snapshot restores is not reported). Gradients of arrays the step reads are accumulated only for ``params``

@@ -61,7 +61,7 @@ class Region:
         self.writer = np.full(slots, -1, dtype=np.int64)  # index into the Tape's writer sites; -1: none
         self.reads: dict = {}  # read-site key -> [Site, bool bitmap]
         self.read_any = np.zeros(slots, dtype=bool)
-        self.arrays: dict = {}  # id -> tracked array object over this region (views refresh their checksums)
+        self.arrays: dict = {}  # id -> tracked array object over this region (views refresh their known contents)
         self.alive = True  # False once merged into a larger region
 
     def _absorb(self, other: Region) -> None:

@@ -408,22 +408,35 @@ def _same(a, b) -> bool:
 class _Runner:
     """The twin's launch for one kernel, launch shape and pattern of arguments: a ``warp.Launch`` packed once over
     pooled scratch copies (one per distinct array) and shadows; a run copies the arrays in, zeroes the shadows,
-    re-packs only the non-array parameters that changed, and launches."""
+    re-packs only the non-array parameters that changed, and launches. Arrays over ``POOLED_BYTES`` get a
+    temporary copy per run instead (held only while the twin runs, as before pooling)."""
 
     def __init__(self, kernel, variant, kinds: dict, values: list, labels: list, launch: dict, device):
         by_label = dict(zip(labels, values))
         self.copies, self.scalars, params, first = [], [], [], {}
+        # Scratch arrays are shared by all twins: the n-th array of a shape and dtype in a launch gets the n-th
+        # scratch array of that shape and dtype (twins run one at a time), so memory does not grow per kernel.
+        ordinals: dict = {}
+
+        def scratch(kind: str, shape: tuple, dtype, on):
+            key = (kind, shape, dtype, id(on))
+            ordinals[key] = ordinals.get(key, -1) + 1
+            return _pooled((*key, ordinals[key]), shape, dtype, on)
+
+        self.aliases: dict = {}  # first position of an array -> every position it is passed at
         for position, v in enumerate(values):
             if isinstance(v, warp.array):
                 if id(v) in first:
                     params.append(params[first[id(v)]])
+                    self.aliases[first[id(v)]].append(position)
                     continue
                 first[id(v)] = position
-                entry = _pooled(
-                    (id(kernel), "copy", position, v.shape, v.dtype, id(v.device)), v.shape, v.dtype, v.device
-                )
+                self.aliases[position] = [position]
+                entry = None
+                if v.size * _compat.dtype_size_bytes(v.dtype) <= POOLED_BYTES:
+                    entry = scratch("copy", v.shape, v.dtype, v.device)
                 self.copies.append((position, entry))
-                params.append(entry[0])
+                params.append(entry[0] if entry is not None else v)  # a large array: set per run
             else:
                 self.scalars.append(position)
                 params.append(v)
@@ -431,10 +444,7 @@ class _Runner:
         for label, kind in kinds.items():
             arr = by_label.get(label)
             shape = arr.shape if isinstance(arr, warp.array) else (0,)
-            self.shadows[label] = [
-                _pooled((id(kernel), "shadow", label, flag, shape, id(device)), shape, warp.int32, device)
-                for flag in _flags(kind)
-            ]
+            self.shadows[label] = [scratch("shadow", shape, warp.int32, device) for _ in _flags(kind)]
             params.extend(entry[0] for entry in self.shadows[label])
         self.last = list(params)
         dim = launch["dim"]
@@ -449,13 +459,21 @@ class _Runner:
             )
 
     def run(self, values: list) -> None:
-        for position, entry in self.copies:
-            _copy(entry, values[position])
         for entries in self.shadows.values():
             for entry in entries:
                 _zero(entry)
         if not self.size:
             return  # no thread: nothing read or written
+        temporaries = []
+        for position, entry in self.copies:
+            if entry is not None:
+                _copy(entry, values[position])
+                continue
+            with _compat.no_active_tape():
+                temporary = warp.clone(values[position], requires_grad=False)
+            temporaries.append(temporary)
+            for index in self.aliases[position]:
+                self.command.set_param_at_index(index, temporary)
         for position in self.scalars:
             value = values[position]
             if not _same(value, self.last[position]):
@@ -468,6 +486,8 @@ class _Runner:
 
 
 _RUNNERS: dict = {}
+#: arrays up to this size get a pooled scratch copy (kept between launches); larger ones a copy per launch
+POOLED_BYTES = 16 << 20
 
 
 def _runner(kernel, variant, kinds: dict, values: list, launch: dict) -> _Runner:

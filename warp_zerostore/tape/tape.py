@@ -8,9 +8,10 @@ they were when the launch was recorded. :class:`Tape` watches recorded launches 
   stock behaviour); otherwise it is kept in ``tape.hazards`` with ``real=False`` and not warned about.
 * **stale read** (write after read): a launch changes an array that an earlier launch, or the same launch,
   reads; the earlier launch's backward will re-read the new values.
-* **mutated after record**: an array a recorded launch reads changed outside recorded launches (``assign``,
-  ``fill_``, NumPy/Torch writes through shared memory, untaped launches), found by content checksums at the
-  next recorded launch that touches it, or at ``backward()``.
+* **mutated after record**: elements a recorded launch read changed outside recorded launches (``assign``,
+  ``fill_``, NumPy/Torch writes through shared memory, untaped launches), found by comparing the array with its
+  content after the last recorded launch that passed it, at the next recorded launch that passes it, or at
+  ``backward()``.
 
 Two more kinds say what the Tape cannot do, whatever ``check`` is (warned with ``check="off"`` too):
 
@@ -19,13 +20,17 @@ Two more kinds say what the Tape cannot do, whatever ``check`` is (warned with `
 * **not checked (graph capture)**: a launch recorded inside ``wp.ScopedCapture`` is not run (CPU, Warp >= 1.19)
   or runs later (CUDA graphs), so the Tape can neither see its reads and writes nor snapshot it.
 
-Precision: written elements come from a content diff (copy before the launch, compare after), so they are
-element-precise, but a store of the value already there is invisible. Read elements come from an instrumented
-twin of the kernel (:mod:`.read_twin`) run on copies before the launch, for arguments read by full
-element indexing (``x[i]``, ``x[i, j]``), in the kernel or in the ``@wp.func`` helpers it passes them to; other
-arguments the kernel's source reads (:mod:`.access`) count as read in whole (conservative). A thread
-reading back what it wrote in the same launch is not a stale read (replay reads the launch's output too).
-Elements are identified by memory address per device (:mod:`.memory`), so views of one buffer are connected.
+Precision: written elements are the ones the instrumented twin of the kernel (:mod:`.read_twin`, run on scratch
+copies of every array argument before the launch) marks as stored into, whatever the value stored, together with
+those whose bytes changed (a content diff: stores the twin cannot index, as through a row view). Read elements
+come from the same twin, for arguments read by full element indexing (``x[i]``, ``x[i, j]``), in the kernel or in
+the ``@wp.func`` helpers it passes them to; other arguments the kernel's source reads (:mod:`.access`) count as
+read in whole (conservative). A launch that read no element of an array is not one of its readers (for stale
+reads and mutations alike), and a kernel built with ``enable_backward=False`` never is (Warp never replays it). A
+thread reading back what it wrote in the same launch is not a stale read (replay reads the launch's output too).
+One array passed under several labels of a launch is one array with the union of their accesses. Elements are
+identified by memory address per device (:mod:`.memory`), so views of one buffer are connected. Neither checks
+nor snapshots change what the forward computes: the twin never runs on the user's arrays.
 
 ``snapshot=True`` saves, before a recorded launch, every array it may write that a recorded launch (earlier
 or this one) reads. During ``backward()``, just before the launch's adjoint, each element gets back the value
@@ -348,9 +353,13 @@ class _Launch:
     location: str
     device: object
     uses: list
+    sites: dict = dataclasses.field(default_factory=dict)
 
     def site(self, label: str) -> Site:
-        return Site(self.index, self.kernel.key, label, self.location)
+        site = self.sites.get(label)
+        if site is None:
+            site = self.sites[label] = Site(self.index, self.kernel.key, label, self.location)
+        return site
 
 
 def _launch_hook(original, args, kwargs):
@@ -442,6 +451,7 @@ class Tape(_compat.WarpTape):
         entry = self.launches[launch.index]
         if _compat.is_kernel_launch(entry):
             launch.kernel = _compat.launch_kernel(entry)  # the overload actually launched
+            launch.sites.clear()
         found += self._after(launch)
         self._save_snapshots(launch)
         self._report(found)
@@ -521,7 +531,7 @@ class Tape(_compat.WarpTape):
         ]
 
     def _after(self, launch: _Launch) -> list:
-        """Reads recorded, then writes compared with earlier writes and reads; checksums refreshed."""
+        """Reads recorded, then writes compared with earlier writes and reads; known contents refreshed."""
         checking = self.check != "off"
         found = []
         # Warp's backward never runs the adjoint of a kernel built with enable_backward=False: its reads are
