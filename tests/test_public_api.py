@@ -19,6 +19,7 @@ FACADE = {
     "jax_kernel",
     "Tape",
     "OverwriteWarning",
+    "ReplayWarning",
     "OverwriteError",
     "HeaderNotFoundError",
     "__version__",
@@ -50,6 +51,7 @@ def test_facade_all_is_what_the_package_adds():
 def test_facade_names_behave():
     assert wp.config.zero_store is None and wp.config.check == "off"
     assert issubclass(wp.OverwriteWarning, UserWarning) and issubclass(wp.OverwriteError, RuntimeError)
+    assert issubclass(wp.ReplayWarning, UserWarning)
     assert set(inspect.signature(wp.Tape).parameters) == {"check", "snapshot"}
     tape = wp.Tape()
     assert tape.hazards == [] and tape.snapshot_bytes == 0
