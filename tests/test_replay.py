@@ -44,6 +44,7 @@ CASES = {
     "read_back_nested": (k.read_back_nested, lambda x: 4 * x**3 + 1),
     "read_back_branch": (k.read_back_branch, lambda x: np.where(x > 1, 3 * x**2, 2.0)),
     "read_back_static_loop": (k.read_back_static_loop, lambda x: 4 * x**3),
+    "read_back_after_add": (k.read_back_after_add, lambda x: 2 * x + 3 * x**2),
 }
 
 
@@ -258,3 +259,19 @@ def test_a_build_loaded_from_the_cache_warns_again_and_is_not_exact(device):
     wp.launch(k.read_back, dim=1, inputs=[x, y], device=device)
     assert hooks.replays_exactly(k.read_back)
     assert not hooks.replays_exactly(k.read_back_stock)
+
+
+def test_a_write_the_replay_does_not_follow_is_warned_when_read_again(tmp_path):
+    if not _compat.HAS_SLOT_STORES:
+        pytest.skip("component += on array elements builds from Warp 1.19 (wp.array_atomic_add_slot)")
+    from helpers import kernels_replay_slots  # noqa: PLC0415
+
+    hooks._WARNED.clear()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        wp.compile_aot_module(kernels_replay_slots, device="cpu", module_dir=str(tmp_path))
+    messages = [str(w.message) for w in caught if issubclass(w.category, wp.ReplayWarning)]
+    hits = [m for m in messages if "component_add_read_back" in m]
+    assert len(hits) == 1 and "argument 'v'" in hits[0] and "array_atomic_add_slot" in hits[0], messages
+    # negative twin: the same component += never read again
+    assert not [m for m in messages if "component_add_only" in m]

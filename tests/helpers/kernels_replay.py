@@ -175,3 +175,13 @@ def custom_adjoint_with_scratch(
 ):
     i = wp.tid()
     scaled_into(x, i, out, scratch)
+
+
+@wp.kernel(zero_store=True)
+def read_back_after_add(x: wp.array(dtype=wp.float64), y: wp.array(dtype=wp.float64)):
+    # += on an array element is an atomic add; the replay follows it for the thread's own element:
+    # y = (x + x^2) * x
+    i = wp.tid()
+    y[i] = x[i]
+    y[i] += x[i] * x[i]
+    y[i] = y[i] * x[i]

@@ -43,8 +43,17 @@ class ReplayIssue:
     loop_line: int
     read_line: int
 
+    builtin: str = ""  # set for a write the replay does not follow (no loop)
+
     def message(self, kernel: str, location: str) -> str:
         where = kernel if self.function == "" else f"{kernel}, in helper '{self.function}'"
+        if self.builtin:
+            return (
+                f"{where} ({location}): argument '{self.argument}' is written by wp.{self.builtin} at line "
+                f"{self.store_line} and read again at line {self.read_line}. The backward replay does not follow "
+                "that write, so the gradient through the later read is not exact. Write the element with a plain "
+                "store (a[i] = ..., a[i] += ...), or read the value from a local variable."
+            )
         return (
             f"{where} ({location}): argument '{self.argument}' is stored at line {self.store_line} inside a "
             f"runtime-bound loop (line {self.loop_line}) and read again at line {self.read_line}. Warp's backward "
@@ -80,10 +89,21 @@ _INDEXREF = re.compile(r"^(// )?(var_\w+) = wp::indexref\((var_\w+), ")
 _LOAD = re.compile(r"^(var_\w+) = wp::load\((var_\w+)\);$")
 _STORE = re.compile(r"^(// )?wp::array_store\((.*)\);$")
 _REF_STORE = re.compile(r"^(// )?wp::store\((.*)\);$")
-_ATOMIC = re.compile(r"^(// )?(var_\w+) = wp::atomic_\w+\((var_\w+), (.*)\);$")
+_ATOMIC = re.compile(r"^(// )?(var_\w+) = wp::atomic_(\w+)\((var_\w+), (.*)\);$")
+#: atomics the replay log follows for the thread's own view of the element: the new value from the old one
+_ATOMIC_UPDATE = {
+    "add": "wp::add({old}, {v})",
+    "sub": "wp::sub({old}, {v})",
+    "min": "wp::min({old}, {v})",
+    "max": "wp::max({old}, {v})",
+    "exch": "{v}",
+}
+#: other writes into an array element (component atomics, tiles): not followed; a later read is reported
+_OTHER_WRITE = re.compile(r"^(?:// )?(?:var_\w+ = )?wp::(array_atomic_\w+|tile_store\w*|tile_atomic_\w+)\((var_\w+)\b")
 _CALL = re.compile(r"^(?:(var_\w+) = )?(\w+)\((.*)\);$")
 _ADJ_STORE = re.compile(
-    r"^(?:wp::adj_array_store|wp::adj_array_store_slot|wp::zs::adj_component_store)\((\(\*)?(var_\w+)\)?, (.*)\);$"
+    r"^(?:wp::adj_array_store|wp::adj_array_store_slot|wp::zs::adj_component_store|wp::adj_atomic_\w+)"
+    r"\((\(\*)?(var_\w+)\)?, (.*)\);$"
 )
 _SLOT_ADJ = re.compile(r"^(?:wp::adj_array_store_slot|wp::zs::adj_component_store)\(")
 _SOURCE_LINE = re.compile(r"^// (?!adj: ).*<L (\d+)>\s*$")
@@ -168,10 +188,11 @@ class _Store:
     root: str
     value: str
     args: list  # the store's arguments (array_store) or [pointer, value] (wp::store)
-    kind: str  # "array" | "ref"
+    kind: str  # "array" | "ref" | "atomic"
     commented: bool
     loop: tuple | None  # (label, loop's first source line) when inside a runtime-bound loop
     line: int
+    op: str = ""  # the atomic's operation
 
 
 @dataclasses.dataclass
@@ -181,6 +202,7 @@ class _Scan:
     loads: list  # (index, root, loop, line)
     calls: list  # (index, helper, args, output, roots stored, roots loaded, loop)
     loops: dict  # label -> (first line, last line, start index, end index)
+    others: list = dataclasses.field(default_factory=list)  # (index, root, line, builtin): writes not followed
 
 
 def _scan(fn: Function, helpers: dict) -> _Scan:
@@ -254,6 +276,19 @@ def _scan(fn: Function, helpers: dict) -> _Scan:
                 if root is not None:
                     scan.stores.append(_Store(idx, root, args[1], args, "ref", bool(m.group(1)), loop, source_line))
             continue
+        m = _ATOMIC.match(text)
+        if m:
+            if m.group(4) in roots:
+                args = [m.group(4), *split_args(m.group(5))]
+                store = _Store(idx, roots[m.group(4)], args[-1], args, "atomic", bool(m.group(1)), loop, source_line)
+                store.op = m.group(3)
+                scan.stores.append(store)
+            continue
+        m = _OTHER_WRITE.match(text)
+        if m:
+            if m.group(2) in roots:
+                scan.others.append((idx, roots[m.group(2)], source_line, m.group(1)))
+            continue
         m = _CALL.match(text)
         if m and m.group(2) in helpers:
             helper = helpers[m.group(2)]
@@ -273,6 +308,7 @@ def _forwarded(fn: Function, scan: _Scan) -> dict:
     straight-line block stored last (same array variable, same index variables, nothing that may write that
     array in between). Those loads need no log: the forward read the stored value."""
     stores_at = {s.index: s for s in scan.stores}
+    others_at = {o[0]: o[1] for o in scan.others}
     loads_at = {i for i, _, _, _ in scan.loads}
     calls_at = {c[0]: c for c in scan.calls}
     address: dict = {}
@@ -280,7 +316,10 @@ def _forwarded(fn: Function, scan: _Scan) -> dict:
     out = {}
     for idx in range(fn.body + 1, len(fn.lines) - 1):
         text = fn.lines[idx].strip()
-        if not text or (text.startswith("//") and idx not in stores_at and not _ATOMIC.match(text)):
+        if idx in others_at:
+            available.pop(others_at[idx], None)
+            continue
+        if not text or (text.startswith("//") and idx not in stores_at):
             continue
         if _BOUNDARY.search(text):
             available.clear()
@@ -295,10 +334,6 @@ def _forwarded(fn: Function, scan: _Scan) -> dict:
                 available[store.root] = (store.args[:-1], store.value)
             else:
                 available.pop(store.root, None)
-            continue
-        m = _ATOMIC.match(text)
-        if m:
-            available.pop(scan.roots.get(m.group(3)), None)
             continue
         if idx in calls_at:
             for root in calls_at[idx][4]:
@@ -329,6 +364,17 @@ def _read_back(scan: _Scan, forwarded: dict) -> set:
         elif root in stored_so_far:
             out.add(root)
     return out
+
+
+def _unfollowed_issues(scan: _Scan, function: str) -> list:
+    """Writes the log does not follow (component atomics, tiles) that a later load of the same array may see."""
+    issues = []
+    loads = list(scan.loads) + [(c[0], r, c[6], c[7]) for c in scan.calls for r in c[5]]
+    for o_idx, root, o_line, builtin in scan.others:
+        later = [line for idx, r, _, line in loads if r == root and idx > o_idx]
+        if later:
+            issues.append(ReplayIssue(function, root[len("var_") :], o_line, 0, min(later), builtin))
+    return issues
 
 
 def _loop_issues(scan: _Scan, function: str) -> list:
@@ -403,21 +449,9 @@ class _Rewriter:
                 continue
             store = stores_at.get(idx)
             if store is not None and store.root in self.logged:
-                if in_forward_function and store.loop is not None:
-                    lines[idx] = f"{pad}// {text.removeprefix('// ')}  (replay: not logged in a runtime loop)"
-                    continue
-                target = f"wp::address({', '.join(store.args[:-1])})" if store.kind == "array" else store.args[0]
-                mark = None if in_forward_function else self._mark()
-                push = f"wp::zs::replay_store({LOG}, {target}, {store.value});"
-                lines[idx] = pad + (push if mark is None else f"{mark} = wp::zs::replay_mark({LOG}); {push}")
-                if mark is not None:
-                    open_stores.append((store, mark))
-                continue
-            m = _ATOMIC.match(text)
-            if in_forward_function and m and not m.group(1) and self.scan.roots.get(m.group(3)) in self.logged:
-                args = split_args(m.group(4))
-                target = f"wp::address({', '.join([m.group(3), *args[:-1]])})"
-                lines[idx] = f"{pad}{m.group(2)} = wp::zs::replay_load({LOG}, {target});  // replay: no atomic"
+                replaced = self._store(store, in_forward_function, open_stores)
+                if replaced is not None:
+                    lines[idx] = pad + replaced
                 continue
             m = _ADJ_STORE.match(text)
             if m and not in_forward_function:
@@ -430,7 +464,7 @@ class _Rewriter:
                     if _SLOT_ADJ.match(text):
                         ok = store.kind == "ref" and len(rest) >= 2 and rest[1] == "adj_" + store.value[len("var_") :]
                     else:
-                        ok = store.kind == "array" and [m.group(2), *rest][: len(store.args)] == store.args
+                        ok = store.kind != "ref" and [m.group(2), *rest][: len(store.args)] == store.args
                     if ok:
                         lines[idx] = f"{pad}wp::zs::replay_rewind({LOG}, {mark}); {text}"
                         del open_stores[k]
@@ -461,6 +495,35 @@ class _Rewriter:
         if self.marks:
             lines.insert(fn.body + 1, "    int " + ", ".join(f"{m} = 0" for m in self.marks) + ";")
         return lines
+
+    def _store(self, store: _Store, in_forward_function: bool, open_stores: list) -> str | None:
+        """The replay of one store (or atomic) of a logged array: pushed to the log, never to memory."""
+        text = self.fn.lines[store.index].strip()
+        if in_forward_function and store.loop is not None:
+            if store.kind == "atomic":  # the old value, without the write
+                target = f"wp::address({', '.join(store.args[:-1])})"
+                old = text.removeprefix("// ").split(" = ", 1)[0]
+                return f"{old} = wp::zs::replay_load({LOG}, {target});  // replay: not logged in a runtime loop"
+            return f"// {text.removeprefix('// ')}  (replay: not logged in a runtime loop)"
+        if store.kind == "ref":
+            target, value = store.args[0], store.value
+        else:
+            target = f"wp::address({', '.join(store.args[:-1])})"
+            value = store.value
+        prefix = ""
+        if store.kind == "atomic":
+            update = _ATOMIC_UPDATE.get(store.op)
+            if update is None:  # integer bit operations and compare-and-swap: not differentiable, not followed
+                return None
+            old = text.removeprefix("// ").split(" = ", 1)[0]
+            prefix = f"{old} = wp::zs::replay_load({LOG}, {target}); "
+            value = update.format(old=old, v=store.value)
+        mark = None if in_forward_function else self._mark()
+        push = f"{prefix}wp::zs::replay_store({LOG}, {target}, {value});"
+        if mark is None:
+            return push
+        open_stores.append((store, mark))
+        return f"{mark} = wp::zs::replay_mark({LOG}); {push}"
 
     def replay_calls_for(self, idx: int) -> set:
         return self.replay_calls
@@ -524,7 +587,8 @@ class ModuleReplay:
         logged = set(scan.roots.values())
         calls = {c[1].name for c in scan.calls}
         bound, slot_types = _bound_and_types(scan, logged, calls, _declared_types(fn))
-        issues = _loop_issues(scan, fn.name) + [i for c in scan.calls for i in c[1].issues]
+        issues = _loop_issues(scan, fn.name) + _unfollowed_issues(scan, fn.name)
+        issues += [i for c in scan.calls for i in c[1].issues]
         info = Helper(fn.name, arrays, stores, loads, bound, slot_types, list(dict.fromkeys(issues)))
         self.helpers[fn.name] = info
         return info
@@ -569,7 +633,8 @@ class ModuleReplay:
             forwarded = _forwarded(fn, scan)
             logged = _read_back(scan, forwarded)
             calls = {c[1].name for c in scan.calls if _helper_needs_log_call(c[1], c[2], scan.roots, logged)}
-            found = _loop_issues(scan, "") + [i for c in scan.calls for i in c[1].issues]
+            found = _loop_issues(scan, "") + _unfollowed_issues(scan, "")
+            found += [i for c in scan.calls for i in c[1].issues]
             self.issues[kernel_key] = list(dict.fromkeys(found))
             if not logged and not calls and not forwarded:
                 continue
