@@ -177,6 +177,11 @@ def _wrap_adj_copy(original):
     return adj_copy
 
 
+def owners_of_gradients(arrays) -> dict:
+    """``{id(a.grad): a}`` for those of ``arrays`` that have a gradient."""
+    return {id(g): a for a in arrays if (g := a.grad) is not None}
+
+
 class gradients_kept:  # noqa: N801 - used as a context manager, like contextlib's
     """Within the block, ``wp.copy`` into one of ``arrays`` copies values only: Warp's forward copy of the
     source's gradient over the destination's is skipped (the copy's adjoint is recorded on a Tape as usual).
@@ -197,14 +202,22 @@ class gradients_kept:  # noqa: N801 - used as a context manager, like contextlib
         assert copies == [(dest, 0)]
     """
 
-    __slots__ = ("arrays", "previous")
+    __slots__ = ("kept", "previous")
 
     def __init__(self, arrays):
-        self.arrays = arrays
+        self.kept = owners_of_gradients(arrays)
+
+    @classmethod
+    def of(cls, owners: dict):
+        """The same, for ``owners_of_gradients(arrays)`` computed once (a rollout keeps it while its state
+        arrays stay the same objects)."""
+        kept = cls.__new__(cls)
+        kept.kept = owners
+        return kept
 
     def __enter__(self) -> list:
         self.previous = _state.kept, _state.copies
-        kept = {id(g): a for a in self.arrays if (g := a.grad) is not None}
+        kept = self.kept
         if self.previous[0]:
             kept = {**self.previous[0], **kept}
         copies: list = []

@@ -43,7 +43,7 @@ import warnings
 import warp
 
 from .. import _compat
-from ..copy_adjoint import gradients_kept
+from ..copy_adjoint import gradients_kept, owners_of_gradients
 from ..tape import OverwriteError, OverwriteWarning, Tape, hazard_listener
 from ..tape.tape import STALE_READ
 from . import promise
@@ -101,6 +101,7 @@ class Executor:
         self.reversed_once = False
         self.first_reverse = True
         self.borrowed: Borrowed | None = None
+        self.kept: dict | None = None  # owners_of_gradients(self.kept_gradients()), while the arrays stay
         self.left_zero: set = set()  # ids of state arrays whose .grad the last reversal left zero
         self.param_ids = {id(p) for p in params}
         self._dispatch = functools.singledispatch(self._unexpected)
@@ -161,7 +162,9 @@ class Executor:
         probe = tape is None and (witness is not None or (self.snapshot_step is None and self.needs_snapshot is None))
         if probe:
             tape = _compat.WarpTape()
-        with gradients_kept(self.kept_gradients()) as copies:
+        if self.kept is None:
+            self.kept = owners_of_gradients(self.kept_gradients())
+        with gradients_kept.of(self.kept) as copies:
             if tape is None:
                 self.step(*args)
             else:
@@ -178,7 +181,8 @@ class Executor:
             promise.check_written_in_place(self.layout.arrays(args[1]), out, self.labels, n)
         self.summary.steps_run += 1
         for i, buffer in enumerate(self.buffers):
-            self.layout.check(buffer, "state" if i == 0 else "out", f"step {n}")
+            if self.layout.check(buffer, "state" if i == 0 else "out", f"step {n}"):
+                self.kept = None  # a step rebound a state array: its gradient is another
 
     def _check_copies(self, n: int, tape, copies) -> None:
         """Refuse a ``wp.copy`` into a state array that a launch of the step read before it: that launch's
@@ -203,11 +207,12 @@ class Executor:
             )
 
     def kept_gradients(self) -> list:
-        """Arrays whose ``.grad`` a step's forward must not change: the state's (the adjoint carried back) and
-        the parameters' (accumulating)."""
+        """Arrays whose ``.grad`` a step's forward must not change: the state's (the adjoint carried back; a
+        snapshot read in place by a taped step carries the work buffer's very ``.grad``) and the parameters'
+        (accumulating)."""
         arrays = self.state_arrays() + self.params
         if self.borrowed is not None:
-            arrays += self.borrowed.arrays
+            arrays += self.borrowed.arrays  # last: the owner of the work buffer's .grad while they carry it
         return arrays
 
     def _snapshotting(self) -> bool:
@@ -223,9 +228,10 @@ class Executor:
             for snap, work in zip(borrowed.arrays, self.layout.arrays(self.holder(n))):
                 snap.grad = work.grad
             borrowed.stepped = True
+            self.kept = None
         snapshot = self._snapshotting()
         tape, hazards = self._record(n, snapshot)
-        if self.snapshot_step is None:
+        if self.snapshot_step is None and not (snapshot and self.needs_snapshot):
             found = read_then_written(tape)
             if not snapshot and (found or any(h.kind == STALE_READ for h in hazards)):
                 self._refuse_rerun(n, tape, found)
@@ -394,6 +400,7 @@ class Executor:
         """Done with the snapshot read in place: detach the work buffer's gradients from it; delete it unless kept."""
         borrowed, self.borrowed = self.borrowed, None
         borrowed.detach()
+        self.kept = None
         if not borrowed.keep:
             borrowed.storage.delete(borrowed.n)
 

@@ -17,6 +17,7 @@ arguments are not; :func:`read_before` answers for a copy the executor saw (see
 from __future__ import annotations
 
 import dataclasses
+from typing import NamedTuple
 
 import warp
 
@@ -25,9 +26,8 @@ from .._memory import byte_span, overlap
 from ..access import ArgumentAccess, argument_access
 
 
-@dataclasses.dataclass(frozen=True)
-class Use:
-    """One array argument of one recorded kernel launch."""
+class Use(NamedTuple):
+    """One array argument of one recorded kernel launch (a tuple: the executor reads every reversed step)."""
 
     launch: int  # index of the launch among the Tape's entries
     kernel: str

@@ -98,12 +98,13 @@ class StateLayout:
     def nbytes(self) -> int:
         return sum(f.nbytes for f in self.fields)
 
-    def check(self, state, what: str, after: str) -> None:
-        """Raise if an array of ``state`` lost the shape or dtype it started with (``after``: what changed it)."""
+    def check(self, state, what: str, after: str) -> bool:
+        """Raise if an array of ``state`` lost the shape or dtype it started with (``after``: what changed it).
+        Returns False when ``state`` holds the very arrays it held when last checked."""
         arrays = self.arrays(state)
         last = self._checked.get(id(state))
         if last is not None and all(a is b and a.requires_grad for a, b in zip(arrays, last)):
-            return  # the very arrays checked last time (a wp.array keeps its shape and dtype)
+            return False  # the very arrays checked last time (a wp.array keeps its shape and dtype)
         for field, arr in zip(self.fields, arrays):
             label = field.label.replace("state", what, 1) if what != "state" else field.label
             if not isinstance(arr, warp.array):
@@ -119,6 +120,7 @@ class StateLayout:
             if not arr.requires_grad:
                 raise CheckpointError(f"{after} left {label} with requires_grad=False; keep gradients on the state")
         self._checked[id(state)] = arrays
+        return True
 
     def matches(self, other: StateLayout, what: str) -> None:
         """Raise unless the second buffer of a double-buffered rollout has the same arrays as the first."""
