@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
-from common import interleaved_medians, paired_ratio, report
+from common import interleaved_medians, paired_ratio, report, taped_backward
 
 import warp_zerostore as wp
 
@@ -84,23 +84,7 @@ def recorded_backward(kernel, n: int, device: str):
     x = wp.array(np.linspace(0.1, 1.0, n, dtype=np.float32), dtype=float, device=device, requires_grad=True)
     index = wp.array(np.arange(n, dtype=np.int32), dtype=int, device=device)
     outs = [wp.zeros(n, dtype=float, device=device, requires_grad=True) for _ in range(2)]
-    tape = wp.Tape()
-    with tape:
-        wp.launch(kernel, dim=n, inputs=[x, index, *outs], device=device)
-
-    def reseed():
-        for y in outs:
-            y.grad.fill_(1.0)
-        x.grad.zero_()
-        wp.synchronize_device(device)
-
-    def backward():
-        tape.backward()
-        wp.synchronize_device(device)
-
-    reseed()
-    backward()
-    return backward, reseed
+    return taped_backward(kernel, n, [x, index], outs, device)
 
 
 def main() -> None:

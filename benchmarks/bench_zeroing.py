@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
-from common import interleaved_medians, paired_ratio, report
+from common import interleaved_medians, paired_ratio, report, taped_backward
 
 import warp_zerostore as wp
 from warp_zerostore._compat import STOCK_STORE_ZEROES
@@ -49,24 +49,7 @@ def recorded_backward(kernel, n: int, device: str):
     """A Tape holding one launch of ``kernel``; returns (backward, reseed) callables."""
     x = wp.array(np.linspace(0.0, 1.0, n, dtype=np.float32), dtype=float, device=device, requires_grad=True)
     outs = [wp.zeros(n, dtype=float, device=device, requires_grad=True) for _ in range(4)]
-    tape = wp.Tape()
-    with tape:
-        wp.launch(kernel, dim=n, inputs=[x, *outs], device=device)
-
-    def reseed():
-        # a zeroing backward consumes the output gradients: every run starts from the same ones, untimed
-        for y in outs:
-            y.grad.fill_(1.0)
-        x.grad.zero_()
-        wp.synchronize_device(device)
-
-    def backward():
-        tape.backward()
-        wp.synchronize_device(device)
-
-    reseed()
-    backward()  # build and warm up
-    return backward, reseed
+    return taped_backward(kernel, n, [x], outs, device)
 
 
 def main() -> None:

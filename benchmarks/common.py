@@ -40,6 +40,35 @@ def interleaved_medians(runs: dict, repeats: int, setup: dict | None = None) -> 
     }
 
 
+def taped_backward(kernel, dim: int, inputs: list, outputs: list, device: str):
+    """A Tape holding one launch of ``kernel``; returns (backward, reseed) callables, after one warm-up run.
+
+    ``reseed`` (untimed) sets every output gradient to one and zeroes the inputs' gradients: a zeroing backward
+    consumes the output gradients, so every timed run starts from the same ones.
+    """
+    import warp  # noqa: PLC0415
+
+    tape = warp.Tape()
+    with tape:
+        warp.launch(kernel, dim=dim, inputs=[*inputs, *outputs], device=device)
+
+    def reseed():
+        for y in outputs:
+            y.grad.fill_(1.0)
+        for x in inputs:
+            if getattr(x, "grad", None) is not None:
+                x.grad.zero_()
+        warp.synchronize_device(device)
+
+    def backward():
+        tape.backward()
+        warp.synchronize_device(device)
+
+    reseed()
+    backward()  # build and warm up
+    return backward, reseed
+
+
 def report(name: str, payload: dict) -> None:
     import warp  # noqa: PLC0415
 
