@@ -68,19 +68,21 @@ def read_back_nested(x: wp.array(dtype=wp.float64), y: wp.array(dtype=wp.float64
 
 @wp.kernel(zero_store=True)
 def read_back_components(x: wp.array(dtype=wp.float64), v: wp.array(dtype=wp.vec3d), out: wp.array(dtype=wp.float64)):
-    # a component store read back whole: v = (x^2, x, x), out = v . v = x^4 + 2x^2
+    # a component store read back whole: v = (x^2, x, x), out = v . v = x^4 + 2x^2; v is cleared after
     i = wp.tid()
     v[i] = wp.vec3d(x[i], x[i], x[i])
     v[i][0] = v[i][1] * x[i]
     out[i] = wp.dot(v[i], v[i])
+    v[i] = wp.vec3d()
 
 
 @wp.kernel(zero_store=True)
 def read_back_2d(x: wp.array2d(dtype=wp.float64), y: wp.array2d(dtype=wp.float64)):
-    # y[i, 1] reads y[i, 0], stored earlier by the same thread: y[i, 1] = x^3
+    # y[i, 1] reads y[i, 0], stored earlier by the same thread and overwritten after: y[i, 1] = x^3, y[i, 0] = x
     i = wp.tid()
     y[i, 0] = x[i, 0] * x[i, 0]
     y[i, 1] = y[i, 0] * x[i, 0]
+    y[i, 0] = x[i, 0]
 
 
 @wp.kernel(zero_store=True)
