@@ -411,11 +411,10 @@ class _Rewriter:
     """Rewrites one function body; ``logged`` are the roots whose stores and loads go through the log."""
 
     def __init__(
-        self, fn: Function, scan: _Scan, helpers: dict, logged: set, replay_calls: set, frames: bool, adjoints: set
+        self, fn: Function, scan: _Scan, module: ModuleReplay, logged: set, replay_calls: set, forwarded: dict
     ):
-        self.fn, self.scan, self.helpers, self.adjoints = fn, scan, helpers, adjoints
-        self.forwarded = _forwarded(fn, scan)
-        self.logged, self.replay_calls, self.frames = logged, replay_calls, frames
+        self.fn, self.scan, self.helpers, self.adjoints = fn, scan, module.helpers, module.adjoint_variants
+        self.logged, self.replay_calls, self.forwarded = logged, replay_calls, forwarded
         self.marks: list = []
 
     def _mark(self) -> str:
@@ -471,11 +470,11 @@ class _Rewriter:
                         break
                 continue
             m = _CALL.match(text)
-            if m and m.group(2) in self.helpers and m.group(2) in self.replay_calls_for(idx):
+            if m and m.group(2) in self.helpers and m.group(2) in self.replay_calls:
                 name, args = m.group(2), split_args(m.group(3))
                 out = f"{m.group(1)} = " if m.group(1) else ""
                 call = f"{out}{name}{SUFFIX}({_with_log_arg(args)});"
-                if self.frames:
+                if not in_forward_function:  # an adjoint rewinds to the call's mark
                     mark = self._mark()
                     lines[idx] = f"{pad}{mark} = wp::zs::replay_mark({LOG}); {call}"
                     open_calls.append((name, args, mark))
@@ -525,9 +524,6 @@ class _Rewriter:
         open_stores.append((store, mark))
         return f"{mark} = wp::zs::replay_mark({LOG}); {push}"
 
-    def replay_calls_for(self, idx: int) -> set:
-        return self.replay_calls
-
 
 def _helper_needs_log_call(helper: Helper, args: list, roots: dict, logged: set) -> bool:
     if helper.stores:
@@ -563,12 +559,10 @@ class ModuleReplay:
                 # A generated adjoint replays then reverses; a user's @wp.func_grad (no reverse section) is
                 # the user's own code, run as written (its stores are real): it keeps Warp's call.
                 if any(line.strip() == "// reverse" for line in fn.lines):
-                    variants.append(self._adjoint_variant(fn))
+                    variants.append(self._variant(fn, in_forward_function=False))
                     self.adjoint_variants.add(fn.name[len("adj_") :])
-            elif not fn.name.startswith("adj_"):
-                info = self._register(fn)
-                if info is not None:
-                    variants.append(self._forward_variant(fn))
+            elif not fn.name.startswith("adj_") and self._register(fn) is not None:
+                variants.append(self._variant(fn, in_forward_function=True))
         if not variants:
             return text
         return text + "\n" + "\n\n".join("\n".join(v) for v in variants) + "\n"
@@ -604,20 +598,12 @@ class ModuleReplay:
         lines[close] = lines[close][:-1] + (",\n    " if fn.params else "") + _LOG_PARAM + ")"
         return [f"template <typename {_LOG_TYPE}>", *lines]
 
-    def _forward_variant(self, fn: Function) -> list:
+    def _variant(self, fn: Function, in_forward_function: bool) -> list:
+        """``h__zs_log`` (or ``adj_h__zs_log``): every store of an array goes to the log, every load reads it."""
         scan = _scan(fn, self.helpers)
         calls = {c[1].name for c in scan.calls}
-        body = _Rewriter(
-            fn, scan, self.helpers, set(scan.roots.values()), calls, frames=False, adjoints=self.adjoint_variants
-        ).run(True)
-        return self._signature(Function(fn.name, body, fn.params, fn.body), fn.name + SUFFIX)
-
-    def _adjoint_variant(self, fn: Function) -> list:
-        scan = _scan(fn, self.helpers)
-        calls = {c[1].name for c in scan.calls}
-        body = _Rewriter(
-            fn, scan, self.helpers, set(scan.roots.values()), calls, frames=True, adjoints=self.adjoint_variants
-        ).run(False)
+        rewriter = _Rewriter(fn, scan, self, set(scan.roots.values()), calls, _forwarded(fn, scan))
+        body = rewriter.run(in_forward_function)
         return self._signature(Function(fn.name, body, fn.params, fn.body), fn.name + SUFFIX)
 
     # -- kernels -------------------------------------------------------------------------------------------
@@ -638,9 +624,7 @@ class ModuleReplay:
             self.issues[kernel_key] = list(dict.fromkeys(found))
             if not logged and not calls and not forwarded:
                 continue
-            body = _Rewriter(fn, scan, self.helpers, logged, calls, frames=True, adjoints=self.adjoint_variants).run(
-                False
-            )
+            body = _Rewriter(fn, scan, self, logged, calls, forwarded).run(False)
             if not logged and not calls:  # forwarded loads only: no log
                 lines[start:end] = body
                 continue
