@@ -482,7 +482,7 @@ class _Runner:
         self.command.launch()
 
     def marks(self, label: str) -> list:
-        return [(e[1] if e[1] is not None else e[0].numpy()) != 0 for e in self.shadows[label]]
+        return [(e[1] if e[1] is not None else e[0].numpy()).astype(bool) for e in self.shadows[label]]
 
 
 _RUNNERS: dict = {}
@@ -536,9 +536,8 @@ def element_reads(kernel, launch: dict) -> dict:
         _CACHE[id(kernel)] = (kernel, None)
         return {}
     out = {}
-    for label, value in zip(_compat.kernel_argument_labels(kernel), values):
-        kind = kinds.get(label)
-        if kind is None or not isinstance(value, warp.array):
+    for position, label, kind in _marked_positions(kernel, kinds):
+        if position >= len(values) or not isinstance(values[position], warp.array):
             continue
         marks = runner.marks(label)
         if kind == READ_WRITE:
@@ -550,6 +549,22 @@ def element_reads(kernel, launch: dict) -> dict:
             before = after = _none(written.shape)
         out[label] = ElementReads(before, after, written, reads_known=label not in whole)
     return out
+
+
+def _marked_positions(kernel, kinds: dict) -> list:
+    """``[(argument position, label, kind)]`` of the arguments the twin gives shadows, once per kernel."""
+    cached = _POSITIONS.get(id(kernel))
+    if cached is None or cached[0] is not kernel or cached[1] is not kinds:
+        labels = _compat.kernel_argument_labels(kernel)
+        cached = _POSITIONS[id(kernel)] = (
+            kernel,
+            kinds,
+            [(position, label, kinds[label]) for position, label in enumerate(labels) if label in kinds],
+        )
+    return cached[2]
+
+
+_POSITIONS: dict = {}
 
 
 def _none(shape: tuple) -> np.ndarray:

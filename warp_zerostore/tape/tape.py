@@ -243,6 +243,12 @@ def _element_bytes(values: np.ndarray, shape: tuple) -> np.ndarray:
     return np.ascontiguousarray(values).view(np.uint8).reshape(tuple(shape) + (-1,))
 
 
+def _any(mask: np.ndarray) -> bool:
+    """``mask.any()`` for a bool mask, without ``ndarray.any``'s per-call overhead (several times slower on the
+    small masks a launch of a few dozen threads makes)."""
+    return np.count_nonzero(mask) != 0
+
+
 _UNSIGNED = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
@@ -362,6 +368,22 @@ class _Launch:
         return site
 
 
+def _array_parameters(kernel) -> list:
+    """``[(position, label, ArgumentAccess)]`` of the kernel's array parameters, looked up once per kernel."""
+    cached = _PARAMETERS.get(id(kernel))
+    if cached is None or cached[0] is not kernel:
+        access = argument_access(kernel)
+        labels = _compat.kernel_argument_labels(kernel)
+        cached = _PARAMETERS[id(kernel)] = (
+            kernel,
+            [(position, label, access[label]) for position, label in enumerate(labels) if label in access],
+        )
+    return cached[1]
+
+
+_PARAMETERS: dict = {}
+
+
 def _launch_hook(original, args, kwargs):
     tape = _compat.active_tape()
     if isinstance(tape, Tape) and tape._intercepts():
@@ -461,22 +483,22 @@ class Tape(_compat.WarpTape):
         """The launch's array arguments that the kernel uses: each array once, with all its labels and the union
         of their accesses (``inputs=[x], outputs=[x]`` is one array, read and written)."""
         kernel = a["kernel"]
-        access = argument_access(kernel)
         values = list(a.get("inputs") or []) + list(a.get("outputs") or [])
         uses, by_id = [], {}
-        for label, value in zip(_compat.kernel_argument_labels(kernel), values):
-            if label not in access or not isinstance(value, warp.array):
+        for position, label, access in _array_parameters(kernel):
+            value = values[position] if position < len(values) else None
+            if not isinstance(value, warp.array):
                 continue
             use = by_id.get(id(value))
             if use is None:
-                use = by_id[id(value)] = _ArrayUse(label, value, access[label], [label])
+                use = by_id[id(value)] = _ArrayUse(label, value, access, [label])
                 uses.append(use)
             else:
                 if len(use.labels) == 1:
                     use.access = dataclasses.replace(use.access)  # the kernel's own entry stays as it is
                 use.labels.append(label)
                 use.label = ", ".join(use.labels)
-                _union(use.access, access[label])
+                _union(use.access, access)
         device = a.get("device")
         if device is None:
             device = uses[0].array.device if uses else warp.get_device()
@@ -520,14 +542,14 @@ class Tape(_compat.WarpTape):
     def _mutations(self, arr, recorded: np.ndarray, now: np.ndarray, writer: Site | None) -> list:
         """Mutation hazards for the readers of the elements that changed since the Tape last saw ``arr``."""
         changed = _changed(recorded, now, arr.shape)
-        if not changed.any():
+        if not _any(changed):
             return []
         region, slots = self._region(arr)
         slots = slots[changed]
         return [
             Hazard(MUTATED, writer=writer, reader=reader)
             for reader, bitmap in region.reads.values()
-            if bitmap[slots].any()
+            if _any(bitmap[slots])
         ]
 
     def _after(self, launch: _Launch) -> list:
@@ -558,13 +580,13 @@ class Tape(_compat.WarpTape):
                 changed = _changed(use.before, use.after, use.array.shape)
                 if use.marks is not None:
                     changed |= use.marks.written
-                if changed.any():
+                if _any(changed):
                     found.extend(self._write_hazards(launch, use, changed))
                     changed_regions.append((use.array, self._locate(use)[0]))
             tracked.values = use.after
         # A thread's read of its own write: not stale for this launch's writes, but it is for later writers.
         for use in launch.uses:
-            if replayed and use.access.reads and use.array.size and use.reads_known() and use.marks.after.any():
+            if replayed and use.access.reads and use.array.size and use.reads_known() and _any(use.marks.after):
                 self._record_read(launch, use, use.marks.after)
         if checking:
             self._refresh_views(launch, changed_regions)
@@ -577,12 +599,12 @@ class Tape(_compat.WarpTape):
         for use in launch.uses:
             if use.saved is None:
                 continue
-            if use.before is not None and not _changed(use.before, use.after, use.array.shape).any():
+            if use.before is not None and not _any(_changed(use.before, use.after, use.array.shape)):
                 continue  # a snapshot of an array the launch did not change is not needed (known when compared)
             self._snapshotted[id(use.array)] = use.array
             saved_bytes = use.saved.size * _compat.dtype_size_bytes(use.saved.dtype)
             after = use.marks.after if use.reads_known() else None
-            if after is None or not after.any():
+            if after is None or not _any(after):
                 read_values.append((use.array, use.saved))
                 self.snapshot_bytes += saved_bytes
                 continue
@@ -596,7 +618,7 @@ class Tape(_compat.WarpTape):
             read_values.append((use.array, _device_array(values, use.array)))
             inputs.append((use.array, use.saved))
             self.snapshot_bytes += 2 * saved_bytes
-            if both.any() and not exact:
+            if _any(both) and not exact:
                 found.append(Hazard(REPLAY, writer=launch.site(use.label), elements=int(np.count_nonzero(both))))
         if read_values:
             _compat.append_tape_callback(self, _Restore(read_values))
@@ -637,10 +659,10 @@ class Tape(_compat.WarpTape):
         if not arr.size:
             return False
         region, slots = self._region(arr)
-        return bool(region.read_any[slots].any())
+        return _any(region.read_any[slots])
 
     def _record_read(self, launch: _Launch, use: _ArrayUse, mask) -> None:
-        if mask is not None and not mask.any():
+        if mask is not None and not _any(mask):
             return  # no element read (a zero-size launch, a guarded branch): nothing to be stale or mutated
         self._track(use.array).read = True
         site = launch.site(use.label)
@@ -663,10 +685,14 @@ class Tape(_compat.WarpTape):
         if use.access.stores:  # accumulation over earlier values (atomic_add) is exact, not an overwrite
             earlier = region.writer[written]
             earlier = earlier[earlier >= 0]
-            if earlier.size and (earlier == earlier[0]).all():  # one earlier writer (the usual case): no sort
+            if earlier.size and not np.count_nonzero(
+                earlier != earlier[0]
+            ):  # one earlier writer (the usual case): no sort
                 sites, counts = earlier[:1], np.array([earlier.size])
-            else:
-                sites, counts = np.unique(earlier, return_counts=True)
+            else:  # earlier writers are indices into self._sites: a count per site, no sort
+                counts = np.bincount(earlier, minlength=0)
+                sites = np.flatnonzero(counts)
+                counts = counts[sites]
             for site, count in zip(sites.tolist(), counts.tolist()):
                 found.append(
                     Hazard(
@@ -677,7 +703,7 @@ class Tape(_compat.WarpTape):
                         elements=int(count),
                     )
                 )
-        if region.read_any[written].any():  # else no read site can have read them: skip the per-site counts
+        if _any(region.read_any[written]):  # else no read site can have read them: skip the per-site counts
             for reader, bitmap in region.reads.values():
                 count = int(np.count_nonzero(bitmap[written]))
                 if count:
