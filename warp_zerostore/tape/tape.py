@@ -252,9 +252,13 @@ def _any(mask: np.ndarray) -> bool:
 _UNSIGNED = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
+def _same_bytes(before: np.ndarray, after: np.ndarray) -> bool:
+    return before.size == 0 or before.tobytes() == after.tobytes()
+
+
 def _changed(before: np.ndarray, after: np.ndarray, shape: tuple) -> np.ndarray:
     """Bool per Warp element (a vec3 is one element): its bytes differ."""
-    if before.size == 0 or before.tobytes() == after.tobytes():
+    if _same_bytes(before, after):
         return np.zeros(shape, dtype=bool)
     if before.shape == tuple(shape) and before.dtype.itemsize in _UNSIGNED:  # scalars: one compare per element
         unsigned = _UNSIGNED[before.dtype.itemsize]
@@ -541,6 +545,8 @@ class Tape(_compat.WarpTape):
 
     def _mutations(self, arr, recorded: np.ndarray, now: np.ndarray, writer: Site | None) -> list:
         """Mutation hazards for the readers of the elements that changed since the Tape last saw ``arr``."""
+        if _same_bytes(recorded, now):  # the usual case: nothing changed, no per-element mask needed
+            return []
         changed = _changed(recorded, now, arr.shape)
         if not _any(changed):
             return []
@@ -577,10 +583,13 @@ class Tape(_compat.WarpTape):
             tracked = self._track(use.array)
             if not unchanged:
                 # Written: what the twin saw stored (whatever the value), and what changed (stores it cannot see).
-                changed = _changed(use.before, use.after, use.array.shape)
-                if use.marks is not None:
-                    changed |= use.marks.written
-                if _any(changed):
+                if _same_bytes(use.before, use.after):
+                    changed = use.marks.written if use.marks is not None else None
+                else:
+                    changed = _changed(use.before, use.after, use.array.shape)
+                    if use.marks is not None:
+                        changed |= use.marks.written
+                if changed is not None and _any(changed):
                     found.extend(self._write_hazards(launch, use, changed))
                     changed_regions.append((use.array, self._locate(use)[0]))
             tracked.values = use.after
@@ -599,7 +608,7 @@ class Tape(_compat.WarpTape):
         for use in launch.uses:
             if use.saved is None:
                 continue
-            if use.before is not None and not _any(_changed(use.before, use.after, use.array.shape)):
+            if use.before is not None and _same_bytes(use.before, use.after):
                 continue  # a snapshot of an array the launch did not change is not needed (known when compared)
             self._snapshotted[id(use.array)] = use.array
             saved_bytes = use.saved.size * _compat.dtype_size_bytes(use.saved.dtype)
