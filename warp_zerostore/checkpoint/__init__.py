@@ -12,6 +12,24 @@ from __future__ import annotations
 from .rollout import Rollout, rollout
 from .schedules import SCHEDULES, optimal_step_count
 from .state import CheckpointError
-from .summary import Summary
+from .summary import Event, Summary
 
-__all__ = ["rollout", "Rollout", "Summary", "CheckpointError", "SCHEDULES", "optimal_step_count"]
+__all__ = [
+    "rollout",
+    "Rollout",
+    "Summary",
+    "Event",
+    "CheckpointError",
+    "SCHEDULES",
+    "optimal_step_count",
+    "plot_schedule",
+]
+
+
+def __getattr__(name):
+    # plot_schedule needs matplotlib (the `plot` extra): imported on first use, not with the package.
+    if name == "plot_schedule":
+        from .plot import plot_schedule
+
+        return plot_schedule
+    raise AttributeError(f"module 'warp_zerostore.checkpoint' has no attribute {name!r}")

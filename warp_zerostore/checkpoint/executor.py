@@ -50,6 +50,7 @@ from . import promise
 from .launches import read_before, read_then_written, writers
 from .state import CheckpointError
 from .storage import DiskStorage, RamStorage
+from .summary import Event
 from .zeroed import left_zero
 
 
@@ -468,6 +469,7 @@ class Executor:
                     if isinstance(action, self.cs.EndForward):
                         break
                     self._dispatch(action)
+                    self._log(action, "forward")
             self.steps = self.schedule.max_n
             self.summary.steps = self.steps
         except BaseException:
@@ -494,6 +496,7 @@ class Executor:
                     if isinstance(action, self.cs.EndReverse):
                         break
                     self._dispatch(action)
+                    self._log(action, "reverse")
                     if not isinstance(action, self.cs.Reverse):  # only the other actions write or drop snapshots
                         self._count_snapshots()
             if not self.in_place and self.steps:
@@ -503,6 +506,21 @@ class Executor:
         finally:
             self.progress.close()
             self.close()
+
+    def _log(self, action, sweep: str) -> None:
+        """The action as it ran, on ``summary.timeline`` (what ``plot_schedule`` draws)."""
+        held = [self.storages.get(kind) for kind in (self.cs.StorageType.RAM, self.cs.StorageType.DISK)]
+        ram, disk = (0 if s is None else len(s.snapshots) for s in held)
+        cs = self.cs
+        if isinstance(action, cs.Forward):
+            storage = _storage_name(action.storage) if action.write_ics else None
+            event = Event(sweep, "forward", action.n0, self.position, bool(action.write_ics), storage, ram, disk)
+        elif isinstance(action, cs.Reverse):
+            event = Event(sweep, "reverse", action.n0, action.n1, False, None, ram, disk)
+        else:
+            kind = "move" if isinstance(action, cs.Move) else "copy"
+            event = Event(sweep, kind, action.n, action.n, False, _storage_name(action.from_storage), ram, disk)
+        self.summary.timeline.append(event)
 
     def close(self) -> None:
         """Free every snapshot and remove the disk folder (also after an exception)."""
@@ -516,6 +534,11 @@ class Executor:
 
 def _copy(dest, src) -> None:
     warp.copy(dest, src)
+
+
+def _storage_name(storage) -> str | None:
+    name = storage.name.lower()
+    return name if name in ("ram", "disk") else None
 
 
 class _Actions:

@@ -61,6 +61,7 @@ from ..config import CheckLevel, validate_check
 from ..options import store_adjoints_zero
 from . import read_twin
 from .memory import AddressBook, span
+from .visualize import mark_hazards
 
 OVERWRITE = "overwrite"
 STALE_READ = "stale read"
@@ -745,3 +746,39 @@ class Tape(_compat.WarpTape):
         """Clear the recorded launches, zero the gradients and free the snapshots (``hazards`` are kept)."""
         super().reset()
         self._clear_tracking()
+
+    def visualize(self, filename: str | None = None, **kwargs) -> str:
+        """Warp's GraphViz picture of the Tape, with the hazards it found marked in red.
+
+        Each hazard in `hazards` becomes a note labelled with its kind, joined by red edges to the launches
+        and arrays it names; the arrays turn red (orange: an overwrite the later kernel's zeroing makes
+        safe). A Tape without hazards draws as Warp draws it. Render with `dot -Tsvg tape.dot -o tape.svg`.
+
+        Args:
+            filename: Where to write the DOT source; None writes nothing.
+            **kwargs: Warp's own `visualize` options (`simplify_graph`, `hide_readonly_arrays`,
+                `array_labels`, `graph_direction`, ...), passed through.
+
+        Returns:
+            The DOT source.
+
+        Example:
+            ```python
+            import warnings
+
+            import warp_zerostore as wp
+
+            @wp.kernel
+            def square_in_place(x: wp.array(dtype=float)):
+                x[wp.tid()] = x[wp.tid()] * x[wp.tid()]
+
+            x = wp.array([3.0], dtype=float, requires_grad=True)
+            tape = wp.Tape(check="warn")
+            with warnings.catch_warnings(), tape:
+                warnings.simplefilter("ignore", wp.OverwriteWarning)
+                wp.launch(square_in_place, dim=1, inputs=[x])
+            dot = tape.visualize()
+            assert "stale read" in dot and f"arr{x.ptr}" in dot
+            ```
+        """
+        return mark_hazards(self, super().visualize(None, **kwargs), filename)
