@@ -2,10 +2,10 @@
 
 ``warp_zerostore.config.zero_store`` is the process default for every kernel the process builds (also
 kernels defined with plain ``import warp``). ``warp_zerostore.config.check`` (``"off"``, ``"warn"``,
-``"error"``) is the default ``check`` of :class:`warp_zerostore.Tape`. Any other attribute reads and writes
+``"error"``) is the default ``check`` of `warp_zerostore.Tape`. Any other attribute reads and writes
 ``warp.config``, so ``import warp_zerostore as wp; wp.config.verify_fp = True`` works as it does with Warp.
 
-This module sits at the bottom of the package: it imports only the Warp boundary (:mod:`._compat`).
+This module sits at the bottom of the package: it imports only the Warp boundary (`_compat`).
 """
 
 from __future__ import annotations

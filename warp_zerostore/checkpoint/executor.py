@@ -17,13 +17,13 @@ may write into its input state, so snapshots that stay (``Copy``) are copied, as
 ``state`` after the reverse sweep.
 
 With ``rollout(writes_input=False)`` (double-buffered; the step promises never to write its input state, and
-:mod:`.promise` checks it), kept snapshots are read in place too, and a snapshot the schedule takes of the state
+`promise` checks it), kept snapshots are read in place too, and a snapshot the schedule takes of the state
 a forward run ends at (the next action: ``Forward(n, ..., write_ics=True)`` in RAM) is not copied either: the
 step before writes its output straight into the snapshot's arrays, which the next step then reads in place.
 Only state 0 and snapshots taken right after a restore are copied.
 
 Which steps need a snapshotting Tape (``snapshot_step=None``, the default double-buffered): one where a launch
-writes memory that it or an earlier launch of the step reads (:func:`.launches.read_then_written`). The first
+writes memory that it or an earlier launch of the step reads (`launches.read_then_written`). The first
 step the forward sweep runs is recorded on a plain Tape (launches only) and read to decide (where a reversed
 step comes first, as in ``store_all``, that step is recorded on a snapshotting Tape and read). Every step
 recorded on a plain Tape is read too: one that turns out to need a snapshotting Tape is recorded again on one
@@ -31,7 +31,7 @@ recorded on a plain Tape is read too: one that turns out to need a snapshotting 
 by name.
 
 While a step runs, Warp's forward copy of gradients inside ``wp.copy`` leaves the state's and the parameters'
-``.grad`` alone (:func:`~warp_zerostore.copy_adjoint.gradients_kept`): they hold the adjoint being carried back.
+``.grad`` alone (`warp_zerostore.copy_adjoint.gradients_kept`): they hold the adjoint being carried back.
 """
 
 from __future__ import annotations
@@ -255,7 +255,7 @@ class Executor:
 
     def _record(self, n: int, snapshot: bool):
         """Run step ``n`` on a new local Tape; with ``check``, the hazards that Tape found (reported later, by
-        :meth:`_report`, once it is known which Tape the step is reversed on)."""
+        `_report`, once it is known which Tape the step is reversed on)."""
         if self.check == "off":
             tape = Tape(check="off", snapshot=snapshot)
             self.run_step(n, tape)
@@ -542,7 +542,7 @@ def _storage_name(storage) -> str | None:
 
 
 class _Actions:
-    """The schedule's actions with one-action lookahead (:meth:`peek`), shared by both sweeps. Only offline
+    """The schedule's actions with one-action lookahead (`peek`), shared by both sweeps. Only offline
     schedules are peeked at: an online schedule's next action depends on ``finalize()``."""
 
     def __init__(self, schedule):

@@ -1,8 +1,8 @@
-"""Bridged ops: a Warp kernel (:func:`kernel_op`) or a function of several launches (:func:`op`) as a JAX function.
+"""Bridged ops: a Warp kernel (`kernel_op`) or a function of several launches (`op`) as a JAX function.
 
-A :class:`JaxOp` binds a call's arguments, picks the :class:`~.signature.Specialization` for their dtypes, and
+A `JaxOp` binds a call's arguments, picks the `signature.Specialization` for their dtypes, and
 calls a ``jax.custom_vjp`` whose forward and backward are each one Warp FFI call (``jax_callable``) running
-:mod:`.calls`. Forward mode and differentiating the backward are refused with :class:`DifferentiationError`.
+`calls`. Forward mode and differentiating the backward are refused with `DifferentiationError`.
 """
 
 from __future__ import annotations
@@ -154,7 +154,7 @@ def _like(p: Param) -> Param:
 
 
 class JaxOp:
-    """A differentiable JAX function made from Warp launches; see :func:`op` and :func:`kernel_op`."""
+    """A differentiable JAX function made from Warp launches; see `op` and `kernel_op`."""
 
     #: whether the backward may write the adjoint buffers of outputs (then it gets private cotangent copies)
     writes_output_adjoints = True
@@ -251,7 +251,7 @@ class JaxOp:
 
 
 class FunctionOp(JaxOp):
-    """A function of several launches; its backward replays them on a Tape (see :func:`op`)."""
+    """A function of several launches; its backward replays them on a Tape (see `op`)."""
 
     def __init__(self, fn, outputs, in_out=(), *, tape: Callable | None = None, zero_outputs=True, name=None):
         super().__init__(fn, outputs, in_out, zero_outputs=zero_outputs, name=name)
@@ -271,7 +271,7 @@ class FunctionOp(JaxOp):
 
 
 class KernelOp(JaxOp):
-    """One kernel launch; its backward is the kernel's adjoint launch (see :func:`kernel_op`)."""
+    """One kernel launch; its backward is the kernel's adjoint launch (see `kernel_op`)."""
 
     replay_writes = False  # Warp's adjoint kernels replay loads, not stores or atomics
 
@@ -342,8 +342,8 @@ def op(outputs: dict, *, in_out=(), tape: Callable | None = None, zero_outputs: 
     Outputs are zero-filled before the function runs; ``zero_outputs=False`` skips that for functions that
     write every element of every output.
 
-    Example::
-
+    Example:
+        ```python
         import jax, jax.numpy as jnp
         import warp_zerostore as wp
         import warp_zerostore.jax as wpj
@@ -362,6 +362,7 @@ def op(outputs: dict, *, in_out=(), tape: Callable | None = None, zero_outputs: 
         x = jnp.arange(4.0, dtype=jnp.float32)
         g = jax.grad(lambda x: scale_twice(x, 3.0).sum())(x)
         assert (g == 9.0).all()
+        ```
     """
 
     def decorate(fn):
@@ -380,11 +381,11 @@ def kernel_op(
     fixes the launch dimension (default: the first array's shape). Outputs are zero-filled before the launch
     (XLA's buffers are uninitialised), except those the kernel provably stores in full without reading them
     (a top-level ``y[i] = ...``, ``i`` from ``wp.tid()``, launched over ``y``'s shape: see
-    :func:`warp_zerostore.access.fully_stored`); ``zero_outputs=False`` skips the fill for every output, for
+    `warp_zerostore.access.fully_stored`); ``zero_outputs=False`` skips the fill for every output, for
     kernels that write every element in other ways.
 
-    Example::
-
+    Example:
+        ```python
         import jax, jax.numpy as jnp
         import warp_zerostore as wp
         import warp_zerostore.jax as wpj
@@ -399,5 +400,6 @@ def kernel_op(
         x = jnp.ones(4, dtype=jnp.float32)
         ga, gb = jax.grad(lambda a, b: f(a, b).sum(), argnums=(0, 1))(x, x)
         assert (ga == 0.0).all() and (gb == 3.0).all()
+        ```
     """
     return KernelOp(kernel, outputs or {}, in_out, dim=dim, zero_outputs=zero_outputs, name=name)

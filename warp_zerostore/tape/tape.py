@@ -1,7 +1,7 @@
 """Overwrite safety on the Tape: hazards that name the bug, and snapshots that make in-place updates differentiable.
 
 Warp's backward pass replays each recorded kernel against arrays as they are at ``backward()`` time, not as
-they were when the launch was recorded. :class:`Tape` watches recorded launches for three hazards:
+they were when the launch was recorded. `Tape` watches recorded launches for three hazards:
 
 * **overwrite** (write after write): elements one launch wrote are written again by a later launch. A real
   error only when the later kernel does not zero its store adjoints (``zero_store=True``, or Warp >= 1.13's
@@ -20,16 +20,16 @@ Two more kinds say what the Tape cannot do, whatever ``check`` is (warned with `
 * **not checked (graph capture)**: a launch recorded inside ``wp.ScopedCapture`` is not run (CPU, Warp >= 1.19)
   or runs later (CUDA graphs), so the Tape can neither see its reads and writes nor snapshot it.
 
-Precision: written elements are the ones the instrumented twin of the kernel (:mod:`.read_twin`, run on scratch
+Precision: written elements are the ones the instrumented twin of the kernel (`read_twin`, run on scratch
 copies of every array argument before the launch) marks as stored into, whatever the value stored, together with
 those whose bytes changed (a content diff: stores the twin cannot index, as through a row view). Read elements
 come from the same twin, for arguments read by full element indexing (``x[i]``, ``x[i, j]``), in the kernel or in
-the ``@wp.func`` helpers it passes them to; other arguments the kernel's source reads (:mod:`.access`) count as
+the ``@wp.func`` helpers it passes them to; other arguments the kernel's source reads (`access`) count as
 read in whole (conservative). A launch that read no element of an array is not one of its readers (for stale
 reads and mutations alike), and a kernel built with ``enable_backward=False`` never is (Warp never replays it). A
 thread reading back what it wrote in the same launch is not a stale read (replay reads the launch's output too).
 One array passed under several labels of a launch is one array with the union of their accesses. Elements are
-identified by memory address per device (:mod:`.memory`), so views of one buffer are connected. Neither checks
+identified by memory address per device (`memory`), so views of one buffer are connected. Neither checks
 nor snapshots change what the forward computes: the twin never runs on the user's arrays.
 
 ``snapshot=True`` saves, before a recorded launch, every array it may write that a recorded launch (earlier
@@ -176,8 +176,8 @@ def hazard_listener(callback: Callable[[Hazard], None]) -> Iterator[None]:
     """Within the block, every Tape calls ``callback(hazard)`` for each hazard it records (each distinct
     hazard once per Tape; real or not). ``python -m warp_zerostore check`` collects its report this way.
 
-    Example::
-
+    Example:
+        ```python
         import warnings
 
         import warp_zerostore as wp
@@ -194,6 +194,7 @@ def hazard_listener(callback: Callable[[Hazard], None]) -> Iterator[None]:
             with wp.Tape(check="warn"):
                 wp.launch(square_in_place, dim=1, inputs=[x])
         assert [h.kind for h in found] == ["stale read"]
+        ```
     """
     _listeners.append(callback)
     try:
@@ -373,15 +374,15 @@ def _launch_hook(original, args, kwargs):
 class Tape(_compat.WarpTape):
     """Warp's Tape, with overwrite checks and snapshots.
 
-    ``check``: ``"off"`` (default: ``warp_zerostore.config.check``), ``"warn"`` (an :class:`OverwriteWarning`
-    per distinct real hazard) or ``"error"`` (:class:`OverwriteError` at the launch that creates it, or at
+    ``check``: ``"off"`` (default: ``warp_zerostore.config.check``), ``"warn"`` (an `OverwriteWarning`
+    per distinct real hazard) or ``"error"`` (`OverwriteError` at the launch that creates it, or at
     ``backward()`` for a mutation). Every hazard found, real or not, is in ``tape.hazards``.
     ``snapshot=True`` makes in-place updates of arrays that recorded launches read differentiable;
     ``tape.snapshot_bytes`` says how much it saved, ``tape.reset()`` frees it. Launches recorded under graph
     capture cannot be checked or snapshotted: the Tape says so (and ``snapshot=True`` raises).
 
-    Example::
-
+    Example:
+        ```python
         import warp_zerostore as wp
 
         @wp.kernel(zero_store=True)
@@ -397,6 +398,7 @@ class Tape(_compat.WarpTape):
         tape.backward(grads={x: wp.array([1.0], dtype=float)})
         assert x.grad.numpy()[0] == 108.0  # d(x**4)/dx at 3
         assert x.numpy()[0] == 81.0 and tape.snapshot_bytes == 8
+        ```
     """
 
     def __init__(self, check: CheckLevel | None = None, snapshot: bool = False):

@@ -48,7 +48,7 @@ class GradientMismatch(AssertionError):
 
 @dataclass(frozen=True)
 class GradientCheck:
-    """What a passing :func:`check_gradients` compared."""
+    """What a passing `check_gradients` compared."""
 
     mode: str
     precision: str  #: the dtype finite differences ran in: "float64", or the inputs' own
@@ -72,7 +72,7 @@ def check_gradients(
     seed: int = 0,
     device=None,
 ) -> GradientCheck:
-    """Check ``fn``'s Tape gradients against central finite differences; raise :class:`GradientMismatch`.
+    """Check ``fn``'s Tape gradients against central finite differences; raise `GradientMismatch`.
 
     ``fn(*inputs)`` (or ``fn(**inputs)`` for a dict) launches Warp kernels. Its outputs are the arrays it
     returns plus the inputs named in ``outputs`` (names or positions); if it returns nothing and
@@ -96,8 +96,8 @@ def check_gradients(
     does not loosen another's check; ``rtol`` and ``atol`` default to JAX's per-dtype values (float16 1e-2,
     float32 2e-3, float64 1e-5) for the dtype the Tape ran in.
 
-    Example::
-
+    Example:
+        ```python
         import warp_zerostore as wp
         from warp_zerostore.testing import check_gradients
 
@@ -109,6 +109,7 @@ def check_gradients(
         x = wp.array([1.0, -2.0, 0.5], dtype=float, requires_grad=True)
         y = wp.zeros(3, dtype=float, requires_grad=True)
         check_gradients(lambda x, y: wp.launch(square, dim=3, inputs=[x, y]), [x, y])
+        ```
     """
     if mode not in MODES:
         raise ValueError(f"check_gradients: mode must be 'vjp' or 'jvp', got {mode!r}.")
@@ -148,11 +149,11 @@ def vjp(
 ) -> tuple[dict, dict]:
     """Run ``fn`` once on a Tape and pull ``cotangents`` (by output name) back: ``(final values, gradients)``.
 
-    The same conventions as :func:`check_gradients` (fresh copies of the inputs, outputs, ``wrt``); both
+    The same conventions as `check_gradients` (fresh copies of the inputs, outputs, ``wrt``); both
     dicts hold float64 NumPy arrays, by name. Use it to compare a Tape with a reference of your own.
 
-    Example::
-
+    Example:
+        ```python
         import numpy as np
         import warp_zerostore as wp
         from warp_zerostore.testing import vjp
@@ -166,6 +167,7 @@ def vjp(
         values, grads = vjp(lambda x, y: wp.launch(double, dim=2, inputs=[x, y]), {"x": x, "y": y},
                             {"y": np.ones(2)}, outputs=["y"])
         assert grads["x"].tolist() == [2.0, 2.0] and grads["y"].tolist() == [0.0, 0.0]
+        ```
     """
     problem = _Problem(fn, inputs, outputs, wrt, device)
     cot = problem.cotangents(None, cotangents)

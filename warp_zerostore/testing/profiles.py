@@ -17,13 +17,14 @@ def register_profiles(deadline=None) -> list:
     report the slow first run as flaky. Give a deadline once your kernels are built before the tests
     run (``wp.load_module(...)``). Returns the profile names.
 
-    Example::
-
+    Example:
+        ```python
         from hypothesis import settings
         from warp_zerostore.testing import register_profiles
 
         register_profiles()
         settings.load_profile("warp_zerostore-ci")
+        ```
     """
     for name, examples in PROFILES.items():
         settings.register_profile(

@@ -1,10 +1,10 @@
 """Launch programs: sequences of kernel launches over named arrays, with the reads and writes of each.
 
-An :class:`Op` describes one of your kernels: which array parameters it reads, which it stores to, and
+An `Op` describes one of your kernels: which array parameters it reads, which it stores to, and
 which reads its backward pass does not need the value of (``linear``: ``x`` in ``2 * x`` or ``x + y``).
-A :class:`Program` is a list of :class:`Launch` es of ops over a pool of named arrays, with their initial
+A `Program` is a list of `Launch` es of ops over a pool of named arrays, with their initial
 data; call it on Warp arrays (``program(**program.arrays())``) to launch it, on a Tape or not.
-:func:`warp_zerostore.testing.programs` draws programs; :mod:`warp_zerostore.testing.reference`
+`warp_zerostore.testing.programs` draws programs; `warp_zerostore.testing.reference`
 interprets them in NumPy.
 
 The model is elementwise: thread ``i`` of a launch touches element ``offset + i`` (along the first axis)
@@ -33,8 +33,8 @@ class Op:
     for every other parameter; ``name``: how programs print it and how a reference finds its rule
     (default: the kernel's key).
 
-    Example::
-
+    Example:
+        ```python
         import warp_zerostore as wp
         from warp_zerostore.testing import Op
 
@@ -44,6 +44,7 @@ class Op:
             y[i] = y[i] + alpha * x[i]
 
         op = Op(axpy, reads=("x", "y"), writes=("y",), linear=("x", "y"), offset="off", args={"alpha": 3.0})
+        ```
     """
 
     kernel: Any
@@ -128,10 +129,12 @@ class Launch:
 class Program:
     """Launches over named arrays of one shape, with the arrays' initial data (float64, as stored).
 
-    Call it with Warp arrays by name to launch it; :meth:`arrays` makes fresh ones from ``data``.
+    Call it with Warp arrays by name to launch it; `arrays` makes fresh ones from ``data``.
 
-    Example (programs are usually drawn by :func:`warp_zerostore.testing.programs`)::
+    Example:
+        Programs are usually drawn by `warp_zerostore.testing.programs`:
 
+        ```python
         import numpy as np
         import warp_zerostore as wp
         from warp_zerostore.testing import Launch, Op, Program, check_gradients
@@ -149,6 +152,7 @@ class Program:
             data={"x": np.array([1.0, 2.0]), "y": np.zeros(2)},
         )
         check_gradients(program, program.arrays())  # x is overwritten by 4 x: its gradient must be 4, not 5
+        ```
     """
 
     shape: tuple

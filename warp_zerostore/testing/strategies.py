@@ -33,12 +33,13 @@ def dtypes(
 ) -> st.SearchStrategy:
     """Warp float dtypes: scalars, vectors (2-4), matrices (2x2-4x4), quaternions, transforms.
 
-    Example::
-
+    Example:
+        ```python
         import warp_zerostore as wp
         from warp_zerostore.testing import dtypes
 
         vec_or_mat32 = dtypes(scalar_types=[wp.float32], kinds=["vector", "matrix"])
+        ```
     """
     unknown = [k for k in kinds if k not in KINDS]
     if unknown or not kinds:
@@ -60,11 +61,12 @@ def dtypes(
 def shapes(*, min_dims: int = 1, max_dims: int = 4, min_side: int = 1, max_side: int = 4) -> st.SearchStrategy:
     """Array shapes of ``min_dims`` to ``max_dims`` (Warp allows 1-4) dimensions, each ``min_side`` to ``max_side``.
 
-    Example::
-
+    Example:
+        ```python
         from warp_zerostore.testing import shapes
 
         matrices_of_rows = shapes(min_dims=2, max_dims=2, max_side=3)
+        ```
     """
     if not 1 <= min_dims <= max_dims <= 4:
         raise ValueError(
@@ -90,12 +92,13 @@ def array_data(dtype, shape, elements=None) -> st.SearchStrategy:
     The NumPy shape is ``shape`` followed by the element's shape (``(3,)`` for vec3). ``elements``: a
     ``(low, high)`` pair (default ``(-2, 2)``) or a strategy of floats.
 
-    Example::
-
+    Example:
+        ```python
         import warp_zerostore as wp
         from warp_zerostore.testing import array_data
 
         data = array_data(wp.vec3, (4,), elements=(-1.0, 1.0))  # arrays of shape (4, 3)
+        ```
     """
     full = tuple(shape) + _compat.element_shape(dtype)
     np_scalar = _compat.numpy_scalar(dtype)
@@ -108,8 +111,8 @@ def array_data(dtype, shape, elements=None) -> st.SearchStrategy:
 def arrays(draw, dtype, shape, *, elements=None, requires_grad: bool = True, device="cpu"):
     """Warp arrays, made for each example on ``device``; ``dtype`` and ``shape`` may be strategies.
 
-    Example::
-
+    Example:
+        ```python
         import warp_zerostore as wp
         from hypothesis import given
         from warp_zerostore.testing import arrays, dtypes, shapes
@@ -117,6 +120,7 @@ def arrays(draw, dtype, shape, *, elements=None, requires_grad: bool = True, dev
         @given(arrays(dtypes(kinds=["vector"]), shapes(max_dims=2)))
         def test_drawn(a):
             assert a.requires_grad and a.ndim <= 2
+        ```
     """
     dtype = draw(dtype) if isinstance(dtype, st.SearchStrategy) else dtype
     shape = draw(shape) if isinstance(shape, st.SearchStrategy) else tuple(shape)
@@ -140,12 +144,12 @@ def programs(
     Each launch draws an op, binds its array parameters to arrays of a matching dtype (a generic
     kernel's ``Any`` parameters all get one dtype), a window (ops with an ``offset``) and values for
     strategies in ``args``. Windows overlap and arrays get overwritten. With ``replay_safe`` (default),
-    no launch stores to a value an earlier launch's backward pass needs (see :meth:`Program.hazards`):
+    no launch stores to a value an earlier launch's backward pass needs (see `Program.hazards`):
     Warp replays kernels against arrays as they are at backward time, so such programs have wrong
     gradients in any store mode. ``shape``: a tuple or strategy (default: ``ndim`` of the ops, sides 1-5).
 
-    Example::
-
+    Example:
+        ```python
         import warp_zerostore as wp
         from hypothesis import given
         from warp_zerostore.testing import Op, check_gradients, programs
@@ -160,6 +164,7 @@ def programs(
         @given(programs(ops, {"x": wp.float32, "y": wp.float32, "z": wp.float32}))
         def test_scale_programs(program):
             check_gradients(program, program.arrays())
+        ```
     """
     ops = list(ops)
     if not ops:

@@ -1,7 +1,7 @@
 """A bridged op: a Python function that launches Warp kernels, called with tensors (``op``, ``kernel_op``).
 
-A :class:`WarpOp` knows the function's parameters (inputs, and the outputs it allocates), checks and wraps
-the arguments of a call, and runs the function; :mod:`.autograd` makes that differentiable.
+A `WarpOp` knows the function's parameters (inputs, and the outputs it allocates), checks and wraps
+the arguments of a call, and runs the function; `autograd` makes that differentiable.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from .autograd import WarpFunction
 
 @dataclass
 class Output:
-    """An output parameter: its annotation says the dtype, ``spec`` the shape (see :func:`op`)."""
+    """An output parameter: its annotation says the dtype, ``spec`` the shape (see `op`)."""
 
     name: str
     annotation: Any
@@ -52,7 +52,7 @@ def _as_shape(value) -> tuple:
 
 
 class WarpOp:
-    """A differentiable PyTorch op made from a function that launches Warp kernels; see :func:`op`."""
+    """A differentiable PyTorch op made from a function that launches Warp kernels; see `op`."""
 
     def __init__(self, fn, outputs: dict, *, signature=None, globals_=None, name=None, location=None):
         code = getattr(fn, "__code__", None)
@@ -191,16 +191,16 @@ def op(outputs: dict, *, name: str | None = None):
     arrays over the tensors' memory, and returns the outputs as tensors: one tensor, or a tuple in the order
     of ``outputs``.
 
-    Guarantees (details in :mod:`warp_zerostore.torch`): gradients are PyTorch autograd's for the same math;
+    Guarantees (details in `warp_zerostore.torch`): gradients are PyTorch autograd's for the same math;
     Warp never touches a tensor's ``.grad`` (no leaf double counting); every backward call is independent
     (``retain_graph``, gradcheck's reentrancy) and leaves ``grad_output`` unchanged; double backward raises
-    :class:`DoubleBackwardError`; contiguous inputs of the right dtype are not copied, others are copied once
+    `DoubleBackwardError`; contiguous inputs of the right dtype are not copied, others are copied once
     (non-contiguous) or refused with an error naming the argument; kernels keep their ``zero_store`` flag;
     on CUDA the work runs on PyTorch's current stream without synchronising the device. The function must
     write only its outputs.
 
-    Example::
-
+    Example:
+        ```python
         import torch
         import warp_zerostore as wp
         import warp_zerostore.torch as wpt
@@ -217,6 +217,7 @@ def op(outputs: dict, *, name: str | None = None):
         x = torch.ones(4, requires_grad=True)
         scaled(x, 3.0).sum().backward()
         assert torch.equal(x.grad, torch.full((4,), 3.0))
+        ```
     """
 
     def decorate(fn):
@@ -226,14 +227,14 @@ def op(outputs: dict, *, name: str | None = None):
 
 
 def kernel_op(kernel, outputs: dict, *, dim=None, name: str | None = None) -> WarpOp:
-    """One kernel as a differentiable PyTorch op: the shortcut for an :func:`op` that makes one launch.
+    """One kernel as a differentiable PyTorch op: the shortcut for an `op` that makes one launch.
 
-    The op's parameters are the kernel's, less the ``outputs`` (as in :func:`op`). ``dim`` is the launch
+    The op's parameters are the kernel's, less the ``outputs`` (as in `op`). ``dim`` is the launch
     grid: an argument's name (its array shape), an int or tuple, or a function of the inputs; by default the
     shape of the first output.
 
-    Example::
-
+    Example:
+        ```python
         from typing import Any
         import torch
         import warp_zerostore as wp
@@ -248,6 +249,7 @@ def kernel_op(kernel, outputs: dict, *, dim=None, name: str | None = None) -> Wa
         x = torch.arange(3.0, requires_grad=True)
         squared(x).sum().backward()
         assert torch.equal(x.grad, 2 * x.detach())
+        ```
     """
     if not isinstance(kernel, _compat.Kernel):
         raise TypeError(f"kernel_op takes a @wp.kernel, got {kernel!r}; for a Python function use @wpt.op.")

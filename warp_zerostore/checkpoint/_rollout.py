@@ -15,10 +15,10 @@ from .summary import Progress, Summary
 
 
 class Rollout:
-    """The result of :func:`rollout`: the final state, the cost summary, and the reverse sweep.
+    """The result of `rollout`: the final state, the cost summary, and the reverse sweep.
 
     ``state``: the object holding the final state (``state`` in place; ``state`` or ``out`` double-buffered,
-    by the parity of the number of steps). ``summary``: a :class:`Summary`. ``backward()`` runs the reverse
+    by the parity of the number of steps). ``summary``: a `Summary`. ``backward()`` runs the reverse
     sweep with the adjoint of the final state taken from the ``.grad`` of its arrays; the Tape the rollout
     was recorded on calls it for you. ``close()`` frees the snapshots without a backward pass.
     """
@@ -85,7 +85,7 @@ def rollout(
     step needs one (``snapshot_step=None``, the default: always in place; double-buffered, a step in which a launch
     overwrites what it or an earlier launch read, found from the recorded launches, the forward sweep's first
     step's included; a step that needs one only after earlier steps did not, and that overwrites its own input
-    state, raises :class:`CheckpointError`);
+    state, raises `CheckpointError`);
     ``True``: every step; ``False``: none (a plain Tape). Kernels that overwrite what they read need
     ``zero_store=True`` on warp-lang < 1.13, as on any Tape. ``check="warn"``/``"error"`` reports what the
     step's Tape does not make right (a stale read its snapshot restores is not reported). Gradients of arrays the step reads are accumulated only for ``params``
@@ -94,17 +94,17 @@ def rollout(
     ``writes_input=False`` (double-buffered only) promises that the step never writes the state arrays of
     ``state_in``: snapshots are then read in place and written by the step itself rather than copied (faster).
     The promise is checked: step 0's input is compared before and after it runs, and each reversed step's kernel
-    launches are read for writes into its input; a broken promise raises :class:`CheckpointError`.
+    launches are read for writes into its input; a broken promise raises `CheckpointError`.
 
     Schedules (from checkpoint_schedules): ``"binomial"`` (Revolve, snapshots in RAM, the default);
     ``"multistage"`` (``snapshots`` in RAM plus ``disk_snapshots`` as ``.npy`` files in ``directory``);
     ``"two_level"`` (online: a snapshot on disk every ``period`` steps, binomial with ``snapshots`` in RAM
     within a period); ``"store_all"`` (keeps every step: the reference). ``until(state, n) -> bool`` ends an
     online rollout (``steps=None``) after the step that makes it true. ``snapshots >= steps`` stores all.
-    ``progress=True`` shows tqdm bars. Returns a :class:`Rollout` (``.state``, ``.summary``).
+    ``progress=True`` shows tqdm bars. Returns a `Rollout` (``.state``, ``.summary``).
 
-    Example::
-
+    Example:
+        ```python
         import numpy as np
         import warp_zerostore as wp
         from warp_zerostore.checkpoint import rollout
@@ -121,6 +121,7 @@ def rollout(
             run = rollout(lambda s, n: wp.launch(decay, dim=2, inputs=[s[0], k]), [x], 100, snapshots=5, params=[k])
         tape.backward(grads={x: wp.ones(2, dtype=float)})  # loss = sum of the final x
         assert run.summary.steps_run == 416 and np.all(x.grad.numpy() > 0) and k.grad.numpy()[0] < 0
+        ```
     """
     if steps is None and until is None:
         raise CheckpointError("rollout(): give steps=N, or until=callable(state, n) for an online rollout")
