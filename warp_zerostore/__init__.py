@@ -38,7 +38,16 @@ for _public in (HeaderNotFoundError, OverwriteError, OverwriteWarning, ReplayWar
 
 def jax_kernel(kernel, *args, **kwargs):
     """Warp's ``jax_kernel``; a differentiable ``zero_store=True`` kernel goes through `warp_zerostore.jax`
-    (whose backward never writes JAX's cotangents). See ``warp_zerostore.jax.jax_kernel``."""
+    (whose backward never writes JAX's cotangents). See `warp_zerostore.jax.jax_kernel`.
+
+    Args:
+        kernel: The ``wp.Kernel`` to call from JAX.
+        *args: Warp's own ``jax_kernel`` arguments, passed through.
+        **kwargs: Warp's own ``jax_kernel`` keywords (``num_outputs``, ``enable_backward``, ...), passed through.
+
+    Returns:
+        A JAX-callable function, as Warp's ``jax_kernel`` returns.
+    """
     from .jax import stock  # noqa: PLC0415 - JAX is an optional dependency
 
     return stock.jax_kernel(kernel, *args, **kwargs)

@@ -43,6 +43,17 @@ def kernel(f: Callable | None = None, *, zero_store: ZeroStore = None, **kwargs)
     module option ``zero_store``, else ``warp_zerostore.config.zero_store``, else the installed Warp's
     own behaviour.
 
+    Args:
+        f: The kernel function, when used as a bare ``@wp.kernel``; None when called with keywords.
+        zero_store: ``True``, ``False`` or ``None`` (resolve from the module option, then the process default).
+        **kwargs: Warp's own ``wp.kernel`` keywords (``enable_backward``, ``module``, ``launch_bounds``, ...).
+
+    Returns:
+        The ``wp.Kernel``, or, called with keywords only, a decorator that makes one.
+
+    Raises:
+        ValueError: ``zero_store`` is not True, False or None, or is set with ``enable_backward=False``.
+
     Example:
         ```python
         import warp_zerostore as wp
@@ -95,6 +106,16 @@ def install() -> None:
 def set_module_options(options: dict, module=None) -> None:
     """Warp's ``set_module_options``, also taking ``{"zero_store": True | False | None}``.
 
+    Args:
+        options: Module options to set, Warp's and ``zero_store``.
+        module: The Warp module (or its name); None: the caller's module.
+
+    Returns:
+        None, as Warp's ``set_module_options``.
+
+    Raises:
+        ValueError: ``options["zero_store"]`` is not True, False or None.
+
     Example:
         ```python
         import warp_zerostore as wp
@@ -114,6 +135,12 @@ def set_module_options(options: dict, module=None) -> None:
 
 def get_module_options(module=None) -> dict:
     """Warp's ``get_module_options`` for the caller's module (``zero_store`` included when set).
+
+    Args:
+        module: The Warp module (or its name); None: the caller's module.
+
+    Returns:
+        The module's options, ``zero_store`` included when it was set.
 
     Example:
         ```python
@@ -160,7 +187,16 @@ def effective_mode(kernel) -> ZeroStore:
 
 
 def effective_zero_store(k) -> ZeroStore:
-    """The mode a kernel is built with: True, False or None (the installed Warp's own behaviour).
+    """The mode a kernel is built with: its own flag, else its module's option, else the process default.
+
+    Args:
+        k: A ``wp.Kernel``.
+
+    Returns:
+        True (store adjoints zero), False (they accumulate) or None (the installed Warp's own behaviour).
+
+    Raises:
+        ValueError: The kernel's or module's ``zero_store`` option is not True, False or None.
 
     Example:
         ```python
@@ -189,6 +225,16 @@ def copy_zero_store(value: ZeroStore):
 
     It overrides ``warp_zerostore.config.zero_store`` for whole-array stores only; kernels keep their own
     mode (kernel, module, process). The mode is taken when the copy is recorded, not at ``backward()``.
+
+    Args:
+        value: ``True`` (the copy's adjoint zeroes ``dest.grad``), ``False`` (it accumulates), ``None`` (Warp's
+            own copy adjoint).
+
+    Yields:
+        Nothing; the mode holds within the ``with`` block.
+
+    Raises:
+        ValueError: ``value`` is not True, False or None.
 
     Example:
         ```python

@@ -50,6 +50,13 @@ def make_schedule(name: str, steps, snapshots: int, disk_snapshots: int, period)
 def optimal_step_count(steps: int, snapshots: int) -> int:
     """Revolve's minimal number of step evaluations to reverse ``steps`` steps with ``snapshots`` snapshots.
 
+    Args:
+        steps: Steps of the rollout.
+        snapshots: Snapshots held at most.
+
+    Returns:
+        The forward step evaluations (first pass and recomputations) of the optimal schedule.
+
     Example:
         ```python
         from warp_zerostore.checkpoint import optimal_step_count

@@ -7,16 +7,23 @@ import dataclasses
 
 @dataclasses.dataclass
 class Summary:
-    """Counts of one checkpointed rollout, updated as its forward and reverse sweeps run.
+    """Counts of one checkpointed rollout, updated as its forward and reverse sweeps run (``run.summary``).
 
-    ``steps``: steps of the rollout; ``steps_run``: step evaluations so far (forward, recomputation and the taped
-    re-runs the reverse sweep backpropagates through); ``steps_reversed``; ``snapshots_held``: the most snapshots
-    held at once (RAM and disk); ``ram_bytes`` / ``disk_bytes``: the most snapshot bytes held in RAM / on disk at
-    once; ``state_bytes``: one copy of the state; ``state_copies``: copies of the whole state made (snapshot
-    writes, and restores into the work buffer; a moved snapshot read in place is not one); ``schedule``: the
-    checkpointing schedule's name; ``steps_snapshotted``: reversed steps recorded on a snapshotting Tape (see
-    ``rollout(snapshot_step=...)``); ``timeline``: each schedule action as it ran (an `Event`), which
-    `warp_zerostore.checkpoint.plot_schedule` draws.
+    Attributes:
+        schedule: The checkpointing schedule's name.
+        steps: Steps of the rollout (None until an online rollout ends).
+        state_bytes: One copy of the state.
+        steps_run: Step evaluations so far (forward, recomputation and the taped re-runs the reverse sweep
+            backpropagates through).
+        steps_reversed: Steps reversed so far.
+        snapshots_held: The most snapshots held at once (RAM and disk).
+        ram_bytes: The most snapshot bytes held in RAM at once.
+        disk_bytes: The most snapshot bytes held on disk at once.
+        state_copies: Copies of the whole state made (snapshot writes, and restores into the work buffer; a
+            moved snapshot read in place is not one).
+        steps_snapshotted: Reversed steps recorded on a snapshotting Tape (see ``rollout(snapshot_step=...)``).
+        timeline: Each schedule action as it ran (an `Event`), which
+            `warp_zerostore.checkpoint.plot_schedule` draws.
     """
 
     schedule: str

@@ -26,6 +26,15 @@ def _warp_jax_kernel():
 def jax_kernel(kernel, *args, **kwargs):
     """Warp's ``jax_kernel``; a ``zero_store=True`` kernel with ``enable_backward=True`` gets the bridge.
 
+    Args:
+        kernel: The ``wp.Kernel`` to call from JAX.
+        *args: Warp's own ``jax_kernel`` arguments, passed through.
+        **kwargs: Warp's own ``jax_kernel`` keywords (``num_outputs``, ``in_out_argnames``, ``enable_backward``,
+            ``launch_dims``, ``output_dims``, ...).
+
+    Returns:
+        A JAX-callable function; for a flagged differentiable kernel, one whose backward is the bridge's.
+
     Example:
         ```python
         import jax, jax.numpy as jnp

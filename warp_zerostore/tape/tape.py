@@ -83,7 +83,14 @@ class OverwriteError(RuntimeError):
 
 @dataclasses.dataclass(frozen=True)
 class Site:
-    """One recorded launch of one kernel: index in ``tape.launches``, the kernel, the argument, where launched."""
+    """One recorded launch of one kernel, and the argument a hazard is about.
+
+    Attributes:
+        launch: Its index in ``tape.launches``.
+        kernel: The kernel's key.
+        argument: The argument's label (``"x_in, x_out"`` for one array passed under several), or ``""``.
+        location: Where the user launched it (``file:line``).
+    """
 
     launch: int
     kernel: str
@@ -91,6 +98,11 @@ class Site:
     location: str
 
     def describe(self) -> str:
+        """How messages name the site.
+
+        Returns:
+            ``kernel 'k' (launch #n at file:line), argument 'x'``.
+        """
         where = f"kernel '{self.kernel}' (launch #{self.launch} at {self.location})"
         return where + (f", {_arguments(self.argument)}" if self.argument else "")
 
@@ -105,9 +117,18 @@ def _arguments(argument: str) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class Hazard:
-    """One distinct hazard. ``writer`` changed values that ``reader`` (stale read, mutation) or an earlier
-    ``writer`` (overwrite: ``earlier``) depends on. ``real`` is False for an overwrite whose later writer zeroes
-    its store adjoints."""
+    """One distinct hazard: ``writer`` changed values that ``reader`` (stale read, mutation) or an earlier
+    writer (overwrite: ``earlier``) depends on.
+
+    Attributes:
+        kind: One of `KINDS`: ``"overwrite"``, ``"stale read"``, ``"mutated after record"``,
+            ``"read before and after write"``, ``"not checked (graph capture)"``.
+        writer: The launch that changed the values (None: a mutation found at ``backward()``).
+        reader: The launch whose backward reads them (stale read, mutation).
+        earlier: The launch that wrote them first (overwrite).
+        real: False for an overwrite whose later writer zeroes its store adjoints (kept, not warned about).
+        elements: How many elements, where counted.
+    """
 
     kind: str
     writer: Site | None
@@ -117,12 +138,23 @@ class Hazard:
     elements: int = 0
 
     def key(self) -> tuple:
+        """What makes two hazards the same one (a Tape reports each once): kind, sites less launch numbers.
+
+        Returns:
+            A hashable tuple.
+        """
+
         def site(s):
             return None if s is None else (s.kernel, s.argument, s.location)
 
         return (self.kind, site(self.writer), site(self.reader), site(self.earlier), self.real)
 
     def message(self) -> str:
+        """The warning's or error's text: what happened, where, and what to do.
+
+        Returns:
+            One paragraph naming the kernels, arguments and source lines.
+        """
         if self.kind == OVERWRITE:
             verdict = (
                 "a real error: the later kernel does not zero its store adjoints, so the gradient of the "
@@ -175,6 +207,12 @@ _listeners: list = []
 def hazard_listener(callback: Callable[[Hazard], None]) -> Iterator[None]:
     """Within the block, every Tape calls ``callback(hazard)`` for each hazard it records (each distinct
     hazard once per Tape; real or not). ``python -m warp_zerostore check`` collects its report this way.
+
+    Args:
+        callback: Called with each `Hazard` as it is found.
+
+    Yields:
+        Nothing; the callback listens within the ``with`` block.
 
     Example:
         ```python
@@ -374,12 +412,19 @@ def _launch_hook(original, args, kwargs):
 class Tape(_compat.WarpTape):
     """Warp's Tape, with overwrite checks and snapshots.
 
-    ``check``: ``"off"`` (default: ``warp_zerostore.config.check``), ``"warn"`` (an `OverwriteWarning`
-    per distinct real hazard) or ``"error"`` (`OverwriteError` at the launch that creates it, or at
-    ``backward()`` for a mutation). Every hazard found, real or not, is in ``tape.hazards``.
-    ``snapshot=True`` makes in-place updates of arrays that recorded launches read differentiable;
-    ``tape.snapshot_bytes`` says how much it saved, ``tape.reset()`` frees it. Launches recorded under graph
-    capture cannot be checked or snapshotted: the Tape says so (and ``snapshot=True`` raises).
+    Every hazard found, real or not, is in ``tape.hazards`` (`Hazard` s); ``tape.snapshot_bytes`` says how much
+    the snapshots saved, ``tape.reset()`` frees them. Launches recorded under graph capture cannot be checked or
+    snapshotted: the Tape says so (and ``snapshot=True`` raises). `visualize` draws the hazards.
+
+    Args:
+        check: ``"off"`` (None: ``warp_zerostore.config.check``, whose default is ``"off"``), ``"warn"`` (an
+            `OverwriteWarning` per distinct real hazard) or ``"error"`` (`OverwriteError` at the launch that
+            creates it, or at ``backward()`` for a mutation).
+        snapshot: Save, before each recorded launch, what it overwrites that a recorded launch reads, so that
+            in-place updates are differentiable.
+
+    Raises:
+        ValueError: ``check`` is not one of ``"off"``, ``"warn"``, ``"error"``.
 
     Example:
         ```python
@@ -735,6 +780,17 @@ class Tape(_compat.WarpTape):
         self._report(found)
 
     def backward(self, loss=None, grads=None):
+        """Warp's backward pass, after the mutation checks and with the snapshots restored around each launch.
+
+        When it returns, arrays hold their values from the end of the forward pass again.
+
+        Args:
+            loss: A one-element array whose gradient is seeded with 1.
+            grads: ``{output array: its gradient}`` to seed instead of ``loss``.
+
+        Raises:
+            OverwriteError: With ``check="error"``, a recorded launch's input changed outside recorded launches.
+        """
         if self.check != "off":
             self._check_mutations()
         final = [(arr, _device_copy(arr)) for arr in self._snapshotted.values()]

@@ -48,13 +48,21 @@ class GradientMismatch(AssertionError):
 
 @dataclass(frozen=True)
 class GradientCheck:
-    """What a passing `check_gradients` compared."""
+    """What a passing `check_gradients` compared.
+
+    Attributes:
+        mode: ``"vjp"`` or ``"jvp"``.
+        precision: The dtype finite differences ran in: ``"float64"``, or the inputs' own.
+        note: Why finite differences did not run in float64, or ``""``.
+        total: Elements compared.
+        worst: The largest ``|tape - finite difference| / tolerance`` (at most 1 when passing).
+    """
 
     mode: str
-    precision: str  #: the dtype finite differences ran in: "float64", or the inputs' own
-    note: str  #: why finite differences did not run in float64, or ""
-    total: int  #: elements compared
-    worst: float  #: largest ``|tape - finite difference| / tolerance`` (at most 1 when passing)
+    precision: str
+    note: str
+    total: int
+    worst: float
 
 
 def check_gradients(
@@ -95,6 +103,29 @@ def check_gradients(
     comparison (one output's pull-back onto one input for ``vjp``, one output for ``jvp``), so a stiff output
     does not loosen another's check; ``rtol`` and ``atol`` default to JAX's per-dtype values (float16 1e-2,
     float32 2e-3, float64 1e-5) for the dtype the Tape ran in.
+
+    Args:
+        fn: Launches Warp kernels on its arguments; may return output arrays.
+        inputs: The arguments: a sequence (``fn(*inputs)``) or a mapping (``fn(**inputs)``) of Warp arrays and
+            other values.
+        outputs: Inputs (names or positions) that are outputs too; None: as described above.
+        mode: ``"vjp"`` (reverse mode: one backward per output) or ``"jvp"`` (one backward per output element).
+        wrt: Inputs to differentiate (names or positions); None: every input array with ``requires_grad=True``.
+        eps: The finite-difference step, relative to ``max(1, |x|)``; None: the dtype's default.
+        rtol: Relative tolerance; None: JAX's for the dtype the Tape ran in.
+        atol: Absolute tolerance, scaled by ``max(1, max|fd|)``; None: JAX's for the dtype.
+        float64: True: finite differences must run in float64; False: never; None: when ``fn`` allows.
+        cotangents: ``{output name: NumPy array}`` for ``mode="vjp"``; None: random ones.
+        seed: Seed of the random cotangents and tangents.
+        device: The Warp device the copies are made on; None: each input's own.
+
+    Returns:
+        A `GradientCheck` saying what was compared.
+
+    Raises:
+        GradientMismatch: An element differs by more than the tolerance (the worst one is named).
+        ValueError: An unknown ``mode``, a tolerance or step that would make the check vacuous, ``cotangents``
+            with ``mode="jvp"``, or inputs and outputs it cannot use.
 
     Example:
         ```python
@@ -151,6 +182,18 @@ def vjp(
 
     The same conventions as `check_gradients` (fresh copies of the inputs, outputs, ``wrt``); both
     dicts hold float64 NumPy arrays, by name. Use it to compare a Tape with a reference of your own.
+
+    Args:
+        fn: Launches Warp kernels on its arguments; may return output arrays.
+        inputs: The arguments: a sequence (``fn(*inputs)``) or a mapping (``fn(**inputs)``).
+        cotangents: ``{output name: NumPy array}`` to pull back.
+        outputs: Inputs (names or positions) that are outputs too; None: as in `check_gradients`.
+        wrt: Inputs to differentiate; None: every input array with ``requires_grad=True``.
+        device: The Warp device the copies are made on; None: each input's own.
+
+    Returns:
+        ``(values, gradients)``: the outputs' final values and the gradients of ``wrt``, float64 NumPy arrays
+        by name.
 
     Example:
         ```python

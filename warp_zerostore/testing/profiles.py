@@ -15,7 +15,13 @@ def register_profiles(deadline=None) -> list:
     blob on failure. ``deadline`` (a ``datetime.timedelta`` or milliseconds) defaults to None: the first example
     of a session builds the Warp module of the kernels it launches (seconds), and hypothesis would
     report the slow first run as flaky. Give a deadline once your kernels are built before the tests
-    run (``wp.load_module(...)``). Returns the profile names.
+    run (``wp.load_module(...)``).
+
+    Args:
+        deadline: hypothesis's per-example deadline (a ``datetime.timedelta`` or milliseconds); None: none.
+
+    Returns:
+        The names of the profiles registered.
 
     Example:
         ```python

@@ -25,9 +25,13 @@ import numpy as np
 class Rule:
     """NumPy semantics of one elementwise kernel.
 
-    ``reads``: the parameters it loads, in the order it loads them; ``write``: the one it stores to;
-    ``forward(*read values) -> stored value``; ``vjp(g, *read values) -> one adjoint per read``. The
-    reverse pass adds the adjoints in reverse order of ``reads``, as the kernel's own backward does.
+    The reverse pass adds the adjoints in reverse order of ``reads``, as the kernel's own backward does.
+
+    Attributes:
+        reads: The parameters it loads, in the order it loads them.
+        write: The one it stores to.
+        forward: ``forward(*read values) -> stored value``.
+        vjp: ``vjp(g, *read values) -> one adjoint per read``.
 
     Example:
         ```python
@@ -45,6 +49,14 @@ class Rule:
 
 def forward(program, rules: Mapping[str, Rule], values: Mapping[str, np.ndarray] | None = None) -> dict:
     """Final values of every array after running ``program`` on ``values`` (default: ``program.data``).
+
+    Args:
+        program: A `warp_zerostore.testing.Program` (or anything with its ``launches`` and ``data``).
+        rules: ``{op name: Rule}``.
+        values: ``{array name: float64 NumPy array}`` to start from; None: ``program.data``.
+
+    Returns:
+        ``{array name: float64 NumPy array}``: the final values.
 
     Example:
         ```python
@@ -69,6 +81,16 @@ def backward(
     values: Mapping[str, np.ndarray] | None = None,
 ) -> dict:
     """Gradient of ``sum(seeds[k] * final[k])`` with respect to every array's initial value.
+
+    Args:
+        program: A `warp_zerostore.testing.Program` (or anything with its ``launches`` and ``data``).
+        rules: ``{op name: Rule}``.
+        seeds: ``{array name: float64 NumPy array}``: the cotangents of the final values.
+        zero: True: zero semantics (a store's adjoint zeroes the gradient it consumes); False: accumulate.
+        values: ``{array name: float64 NumPy array}`` to start from; None: ``program.data``.
+
+    Returns:
+        ``{array name: float64 NumPy array}``: the gradients of the initial values.
 
     Example:
         ```python
@@ -106,6 +128,13 @@ def discarded(program, rules: Mapping[str, Rule]) -> dict:
     An element is marked when a store's overwritten gradient (kept by accumulate semantics, zeroed by
     zero semantics) is left in it or flows into it through the reads of earlier launches. Elsewhere the
     two semantics compute the same numbers in the same order.
+
+    Args:
+        program: A `warp_zerostore.testing.Program` (or anything with its ``launches`` and ``data``).
+        rules: ``{op name: Rule}``.
+
+    Returns:
+        ``{array name: bool NumPy array}`` over the first axis.
 
     Example:
         ```python

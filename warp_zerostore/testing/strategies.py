@@ -33,6 +33,17 @@ def dtypes(
 ) -> st.SearchStrategy:
     """Warp float dtypes: scalars, vectors (2-4), matrices (2x2-4x4), quaternions, transforms.
 
+    Args:
+        scalar_types: The scalars to draw over: a non-empty subset of ``wp.float16``, ``wp.float32``,
+            ``wp.float64``.
+        kinds: A non-empty subset of ``"scalar"``, ``"vector"``, ``"matrix"``, ``"quaternion"``, ``"transform"``.
+
+    Returns:
+        A hypothesis strategy of Warp dtypes.
+
+    Raises:
+        ValueError: An unknown kind or scalar type, or an empty choice.
+
     Example:
         ```python
         import warp_zerostore as wp
@@ -60,6 +71,18 @@ def dtypes(
 
 def shapes(*, min_dims: int = 1, max_dims: int = 4, min_side: int = 1, max_side: int = 4) -> st.SearchStrategy:
     """Array shapes of ``min_dims`` to ``max_dims`` (Warp allows 1-4) dimensions, each ``min_side`` to ``max_side``.
+
+    Args:
+        min_dims: The fewest dimensions (at least 1).
+        max_dims: The most dimensions (at most 4).
+        min_side: The smallest side (at least 1).
+        max_side: The largest side.
+
+    Returns:
+        A hypothesis strategy of shape tuples.
+
+    Raises:
+        ValueError: The bounds are out of order or outside Warp's 1-4 dimensions.
 
     Example:
         ```python
@@ -89,8 +112,15 @@ def _element_strategy(dtype, elements) -> st.SearchStrategy:
 def array_data(dtype, shape, elements=None) -> st.SearchStrategy:
     """NumPy float64 data for a Warp array of ``dtype`` and ``shape``, rounded to ``dtype`` (values as stored).
 
-    The NumPy shape is ``shape`` followed by the element's shape (``(3,)`` for vec3). ``elements``: a
-    ``(low, high)`` pair (default ``(-2, 2)``) or a strategy of floats.
+    The NumPy shape is ``shape`` followed by the element's shape (``(3,)`` for vec3).
+
+    Args:
+        dtype: The Warp dtype.
+        shape: The Warp array's shape.
+        elements: A ``(low, high)`` pair (None: ``(-2, 2)``) or a hypothesis strategy of floats.
+
+    Returns:
+        A hypothesis strategy of float64 NumPy arrays.
 
     Example:
         ```python
@@ -110,6 +140,16 @@ def array_data(dtype, shape, elements=None) -> st.SearchStrategy:
 @st.composite
 def arrays(draw, dtype, shape, *, elements=None, requires_grad: bool = True, device="cpu"):
     """Warp arrays, made for each example on ``device``; ``dtype`` and ``shape`` may be strategies.
+
+    Args:
+        dtype: A Warp dtype, or a strategy of them (`dtypes`).
+        shape: A shape, or a strategy of them (`shapes`).
+        elements: As in `array_data`.
+        requires_grad: Whether the arrays carry gradients.
+        device: The Warp device to allocate them on.
+
+    Returns:
+        A hypothesis strategy of ``wp.array``.
 
     Example:
         ```python
@@ -146,7 +186,22 @@ def programs(
     strategies in ``args``. Windows overlap and arrays get overwritten. With ``replay_safe`` (default),
     no launch stores to a value an earlier launch's backward pass needs (see `Program.hazards`):
     Warp replays kernels against arrays as they are at backward time, so such programs have wrong
-    gradients in any store mode. ``shape``: a tuple or strategy (default: ``ndim`` of the ops, sides 1-5).
+    gradients in any store mode.
+
+    Args:
+        ops: The `Op` s to launch.
+        arrays: ``{array name: Warp dtype}``: the pool of arrays.
+        shape: A tuple or a strategy of them; None: ``ndim`` of the ops, sides 1-5.
+        elements: The initial data's values, as in `array_data`.
+        min_launches: The fewest launches in a program.
+        max_launches: The most launches in a program.
+        replay_safe: Leave out launches that store to a value an earlier launch's backward pass needs.
+
+    Returns:
+        A hypothesis strategy of `Program` s.
+
+    Raises:
+        ValueError: No ops, or ops and arrays that cannot make a program (the message says why).
 
     Example:
         ```python

@@ -52,7 +52,22 @@ def _as_shape(value) -> tuple:
 
 
 class WarpOp:
-    """A differentiable PyTorch op made from a function that launches Warp kernels; see `op`."""
+    """A differentiable PyTorch op made from a function that launches Warp kernels; see `op`, which makes it.
+
+    Call it with the function's input parameters (tensors or Python values); it returns the outputs as tensors.
+
+    Args:
+        fn: The function that launches Warp kernels on Warp arrays.
+        outputs: ``{output parameter: shape}``, as in `op`.
+        signature: The op's parameters; None: ``fn``'s signature.
+        globals_: Where the annotations are resolved; None: ``fn``'s globals.
+        name: The op's name in messages; None: the function's qualified name.
+        location: ``file:line`` for messages; None: where the function is defined.
+
+    Raises:
+        TypeError: ``*args``/``**kwargs`` parameters, or ``outputs`` not a non-empty dict.
+        ValueError: ``outputs`` names something that is not a parameter.
+    """
 
     def __init__(self, fn, outputs: dict, *, signature=None, globals_=None, name=None, location=None):
         code = getattr(fn, "__code__", None)
@@ -123,6 +138,11 @@ class WarpOp:
         return Output(name, annotation, spec)
 
     def describe(self) -> str:
+        """How messages name the op.
+
+        Returns:
+            ``warp_zerostore.torch op 'name' (file:line)``.
+        """
         return f"warp_zerostore.torch op '{self.name}' ({self.location})"
 
     def __repr__(self) -> str:
@@ -142,6 +162,17 @@ class WarpOp:
         return outputs[0] if len(outputs) == 1 else outputs
 
     def device_of(self, values) -> torch.device:
+        """The device the op runs on: the first tensor argument's.
+
+        Args:
+            values: The input values, in the order of the op's inputs.
+
+        Returns:
+            That tensor's ``torch.device``.
+
+        Raises:
+            ValueError: No argument is a tensor.
+        """
         for param, value in zip(self.inputs, values):
             if isinstance(value, torch.Tensor):
                 arrays.check_device(param, value, value.device, param.name)
@@ -149,7 +180,15 @@ class WarpOp:
         raise ValueError(f"{self.describe()} got no tensor argument, so it has no device to run on; pass a tensor.")
 
     def prepare(self, values, device: torch.device) -> Call:
-        """Check and wrap the arguments, allocate the outputs (zero-filled, on ``device``)."""
+        """Check and wrap the arguments, allocate the outputs (zero-filled, on ``device``).
+
+        Args:
+            values: The input values, in the order of the op's inputs.
+            device: The device the op runs on (`device_of`).
+
+        Returns:
+            The call's Warp arrays over the inputs and the new outputs.
+        """
         first = next(p.name for p, v in zip(self.inputs, values) if isinstance(v, torch.Tensor))
         inputs = [arrays.input_array(p, v, device, first) for p, v in zip(self.inputs, values)]
         by_name = {p.name: value for p, (value, _) in zip(self.inputs, inputs)}
@@ -176,6 +215,11 @@ class WarpOp:
         return arrays.output_array(dtype, shape, device)
 
     def run(self, call: Call) -> None:
+        """Call the function with Warp arrays over the call's tensors.
+
+        Args:
+            call: What `prepare` made.
+        """
         by_name = {p.name: value for p, (value, _) in zip(self.inputs, call.inputs)}
         by_name.update({out.name: array for out, (array, _) in zip(self.outputs, call.outputs)})
         self.fn(*(by_name[name] for name in self.order))
@@ -198,6 +242,13 @@ def op(outputs: dict, *, name: str | None = None):
     (non-contiguous) or refused with an error naming the argument; kernels keep their ``zero_store`` flag;
     on CUDA the work runs on PyTorch's current stream without synchronising the device. The function must
     write only its outputs.
+
+    Args:
+        outputs: ``{output parameter: shape}``: an input's name, an int or tuple, or a function of inputs.
+        name: The op's name in messages; None: the function's qualified name.
+
+    Returns:
+        A decorator that turns the function into a `WarpOp`.
 
     Example:
         ```python
@@ -232,6 +283,20 @@ def kernel_op(kernel, outputs: dict, *, dim=None, name: str | None = None) -> Wa
     The op's parameters are the kernel's, less the ``outputs`` (as in `op`). ``dim`` is the launch
     grid: an argument's name (its array shape), an int or tuple, or a function of the inputs; by default the
     shape of the first output.
+
+    Args:
+        kernel: The ``wp.Kernel``.
+        outputs: ``{output parameter: shape}``, as in `op`.
+        dim: The launch grid: an argument's name, an int or tuple, or a function of the inputs; None: the shape
+            of the first output.
+        name: The op's name in messages; None: the kernel's key.
+
+    Returns:
+        The `WarpOp`.
+
+    Raises:
+        TypeError: ``kernel`` is not a Warp kernel.
+        ValueError: ``dim`` names something that is not a kernel parameter.
 
     Example:
         ```python

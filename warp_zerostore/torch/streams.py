@@ -29,6 +29,12 @@ import warp
 def torch_stream(device: torch.device):
     """Yield ``device`` as a Warp device; on CUDA, PyTorch's current stream there is Warp's meanwhile.
 
+    Args:
+        device: A ``torch.device``.
+
+    Yields:
+        The matching Warp device.
+
     Example:
         ```python
         import torch
@@ -54,6 +60,12 @@ def torch_stream(device: torch.device):
 @contextlib.contextmanager
 def on_torch_device(device: torch.device):
     """`torch_stream`, with ``device`` also Warp's default device (for launches that name none).
+
+    Args:
+        device: A ``torch.device``.
+
+    Yields:
+        The matching Warp device.
 
     Example:
         ```python
