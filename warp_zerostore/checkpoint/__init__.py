@@ -10,6 +10,7 @@ gives the gradients of the initial state and of the parameters. Needs the ``chec
 from __future__ import annotations
 
 from ._rollout import Rollout, rollout
+from .plot import plot_schedule  # matplotlib is imported when it draws, not here
 from .schedules import SCHEDULES, optimal_step_count
 from .state import CheckpointError
 from .summary import Event, Summary
@@ -27,12 +28,3 @@ __all__ = [
     "optimal_step_count",
     "plot_schedule",
 ]
-
-
-def __getattr__(name):
-    # plot_schedule needs matplotlib (the `plot` extra): imported on first use, not with the package.
-    if name == "plot_schedule":
-        from .plot import plot_schedule
-
-        return plot_schedule
-    raise AttributeError(f"module 'warp_zerostore.checkpoint' has no attribute {name!r}")
