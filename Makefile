@@ -80,7 +80,7 @@ docs: $(DOCS_STAMP)
 	@command -v dot >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
 		{ apt-get install -y -q graphviz || { apt-get update -q && apt-get install -y -q graphviz; }; } >/dev/null; } || true
 	$(BIN)/python docs/pictures.py
-	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict  # not --quiet: it hides the warnings --strict counts
 
 clean:
 	rm -rf $(VENV) .venv-warp-* *.egg-info .pytest_cache .hypothesis
