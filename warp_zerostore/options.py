@@ -52,7 +52,8 @@ def kernel(f: Callable | None = None, *, zero_store: ZeroStore = None, **kwargs)
         The ``wp.Kernel``, or, called with keywords only, a decorator that makes one.
 
     Raises:
-        ValueError: ``zero_store`` is not True, False or None, or is set with ``enable_backward=False``.
+        TypeError: ``zero_store`` is not True, False or None.
+        ValueError: ``zero_store`` is set with ``enable_backward=False`` (no backward kernel is generated).
 
     Example:
         ```python
@@ -114,7 +115,7 @@ def set_module_options(options: dict, module=None) -> None:
         None, as Warp's ``set_module_options``.
 
     Raises:
-        ValueError: ``options["zero_store"]`` is not True, False or None.
+        TypeError: ``options["zero_store"]`` is not True, False or None.
 
     Example:
         ```python
@@ -196,7 +197,7 @@ def effective_zero_store(k) -> ZeroStore:
         True (store adjoints zero), False (they accumulate) or None (the installed Warp's own behaviour).
 
     Raises:
-        ValueError: The kernel's or module's ``zero_store`` option is not True, False or None.
+        TypeError: The kernel's or module's ``zero_store`` option is not True, False or None.
 
     Example:
         ```python
@@ -234,7 +235,7 @@ def copy_zero_store(value: ZeroStore):
         Nothing; the mode holds within the ``with`` block.
 
     Raises:
-        ValueError: ``value`` is not True, False or None.
+        TypeError: ``value`` is not True, False or None.
 
     Example:
         ```python
