@@ -805,7 +805,20 @@ class Tape(_compat.WarpTape):
         super().reset()
         self._clear_tracking()
 
-    def visualize(self, filename: str | None = None, **kwargs) -> str:
+    def visualize(
+        self,
+        filename: str | None = None,
+        simplify_graph: bool = True,
+        hide_readonly_arrays: bool = False,
+        array_labels: dict | None = None,
+        choose_longest_node_name: bool = True,
+        ignore_graph_scopes: bool = False,
+        track_inputs: list | None = None,
+        track_outputs: list | None = None,
+        track_input_names: list | None = None,
+        track_output_names: list | None = None,
+        graph_direction: str = "LR",
+    ) -> str:
         """Warp's GraphViz picture of the Tape, with the hazards it found marked in red.
 
         Each hazard in `hazards` becomes a note labelled with its kind, joined by red edges to the launches
@@ -814,8 +827,16 @@ class Tape(_compat.WarpTape):
 
         Args:
             filename: Where to write the DOT source; None writes nothing.
-            **kwargs: Warp's own `visualize` options (`simplify_graph`, `hide_readonly_arrays`,
-                `array_labels`, `graph_direction`, ...), passed through.
+            simplify_graph: Summarise repeated launch sequences in subgraphs (Warp's option, as the rest).
+            hide_readonly_arrays: Leave out arrays no launch writes (those a hazard names are drawn anyway).
+            array_labels: ``{array: label}`` to name arrays by.
+            choose_longest_node_name: Name each array by the longest name found for it in the graph.
+            ignore_graph_scopes: Leave out the scopes recorded on the Tape.
+            track_inputs: Arrays to draw as inputs of the graph, even with ``hide_readonly_arrays``.
+            track_outputs: Arrays to draw as outputs of the graph, always visible.
+            track_input_names: Labels of ``track_inputs``.
+            track_output_names: Labels of ``track_outputs``.
+            graph_direction: GraphViz's ``rankdir``: ``"LR"`` or ``"TB"``.
 
         Returns:
             The DOT source.
@@ -839,4 +860,18 @@ class Tape(_compat.WarpTape):
             assert "stale read" in dot and f"arr{x.ptr}" in dot
             ```
         """
-        return mark_hazards(self, super().visualize(None, **kwargs), filename)
+        # The same options on warp-lang 1.9.1 to 1.19, passed by name.
+        dot = super().visualize(
+            None,
+            simplify_graph=simplify_graph,
+            hide_readonly_arrays=hide_readonly_arrays,
+            array_labels=array_labels,
+            choose_longest_node_name=choose_longest_node_name,
+            ignore_graph_scopes=ignore_graph_scopes,
+            track_inputs=track_inputs,
+            track_outputs=track_outputs,
+            track_input_names=track_input_names,
+            track_output_names=track_output_names,
+            graph_direction=graph_direction,
+        )
+        return mark_hazards(self, dot, filename)
