@@ -17,7 +17,7 @@ STAMP := $(VENV)/.installed-$(WARP)-$(subst $(comma),-,$(EXTRAS))
 # matrix venvs skip the lint (RUN_LINT=0): it does not depend on the Warp version.
 RUN_LINT ?= $(if $(filter 1.9.%,$(WARP)),0,1)
 
-.PHONY: install demo lint test test-matrix bench gpu-check test-warp-suite clean
+.PHONY: install demo lint test test-matrix bench gpu-check test-warp-suite docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -67,6 +67,20 @@ gpu-check: install
 # Warp's own unittest modules, with this package imported and with zero_store forced on.
 test-warp-suite: install
 	$(BIN)/python -m warp_zerostore warp-suite
+
+# The documentation site (build/site): the pictures first (docs/pictures.py runs docs/pictures.md's examples
+# into docs/generated/), then mkdocs with --strict (a warning fails it). GraphViz's `dot` renders the Tape
+# picture: installed with apt-get when missing and run as root, else the build stops and says how to get it.
+DOCS_STAMP := $(VENV)/.installed-docs
+$(DOCS_STAMP): $(STAMP)
+	$(BIN)/python -m pip install -q -e ".[docs]"
+	touch $@
+
+docs: $(DOCS_STAMP)
+	@command -v dot >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+		{ apt-get install -y -q graphviz || { apt-get update -q && apt-get install -y -q graphviz; }; } >/dev/null; } || true
+	$(BIN)/python docs/pictures.py
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict  # not --quiet: it hides the warnings --strict counts
 
 clean:
 	rm -rf $(VENV) .venv-warp-* *.egg-info .pytest_cache .hypothesis

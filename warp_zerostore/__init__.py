@@ -2,9 +2,9 @@
 
 Use it in place of Warp: ``import warp_zerostore as wp``. Everything ``warp`` offers is here unchanged;
 this package adds ``@wp.kernel(zero_store=...)``, the ``zero_store`` module option, the process default
-``warp_zerostore.config.zero_store``, :func:`effective_zero_store`, :func:`copy_zero_store`, and a
-:class:`Tape` with overwrite checks and snapshots (``check=``, ``snapshot=``), and :func:`jax_kernel` (Warp's, with
-differentiable ``zero_store=True`` kernels bridged by :mod:`warp_zerostore.jax`). With every default left at None,
+``warp_zerostore.config.zero_store``, `effective_zero_store`, `copy_zero_store`, and a
+`Tape` with overwrite checks and snapshots (``check=``, ``snapshot=``), and `jax_kernel` (Warp's, with
+differentiable ``zero_store=True`` kernels bridged by `warp_zerostore.jax`). With every default left at None,
 importing it changes nothing for any kernel.
 """
 
@@ -31,10 +31,23 @@ _codegen.install()
 _submodules.install()
 _copy_adjoint.install()
 
+# Errors and warnings print as their public path (warp_zerostore.OverwriteError), not where they are defined.
+for _public in (HeaderNotFoundError, OverwriteError, OverwriteWarning, ReplayWarning):
+    _public.__module__ = __name__
+
 
 def jax_kernel(kernel, *args, **kwargs):
-    """Warp's ``jax_kernel``; a differentiable ``zero_store=True`` kernel goes through :mod:`warp_zerostore.jax`
-    (whose backward never writes JAX's cotangents). See ``warp_zerostore.jax.jax_kernel``."""
+    """Warp's ``jax_kernel``; a differentiable ``zero_store=True`` kernel goes through `warp_zerostore.jax`
+    (whose backward never writes JAX's cotangents). See `warp_zerostore.jax.jax_kernel`.
+
+    Args:
+        kernel: The ``wp.Kernel`` to call from JAX.
+        *args: Warp's own ``jax_kernel`` arguments, passed through.
+        **kwargs: Warp's own ``jax_kernel`` keywords (``num_outputs``, ``enable_backward``, ...), passed through.
+
+    Returns:
+        A JAX-callable function, as Warp's ``jax_kernel`` returns.
+    """
     from .jax import stock  # noqa: PLC0415 - JAX is an optional dependency
 
     return stock.jax_kernel(kernel, *args, **kwargs)

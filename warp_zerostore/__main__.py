@@ -1,4 +1,4 @@
-"""``python -m warp_zerostore``: the command line (:mod:`warp_zerostore.cli`)."""
+"""``python -m warp_zerostore``: the command line (`warp_zerostore.cli`)."""
 
 from __future__ import annotations
 

@@ -10,13 +10,14 @@ def byte_span(array) -> tuple:
 
     A negative stride puts elements below ``array.ptr``, so the first byte is not always the pointer.
 
-    Example::
-
+    Example:
+        ```python
         import warp_zerostore as wp
         from warp_zerostore._memory import byte_span
 
         a = wp.zeros(4, dtype=wp.float32)
         assert byte_span(a[1:3]) == (a.ptr + 4, a.ptr + 12)
+        ```
     """
     ptr = int(array.ptr or 0)
     if array.size == 0 or not ptr:

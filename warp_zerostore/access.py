@@ -1,6 +1,6 @@
 """Which array arguments a kernel reads, stores into, or accumulates into: read from its Python source.
 
-Three users: the Tape's safety checks (:func:`argument_access`), and, through :func:`fully_stored`, the JAX
+Three users: the Tape's safety checks (`argument_access`), and, through `fully_stored`, the JAX
 bridge (no zero fill for an output every thread stores) and the checkpoint executor (a gradient the step's
 backward provably left zero is not zeroed again). The Tape's safety checks need, per launch, the arrays whose values the backward pass re-reads (reads) and
 the kind of each write (a plain store, whose adjoint may need zeroing, or an atomic accumulation, whose
@@ -281,8 +281,8 @@ _CACHE: dict = {}
 def argument_access(kernel) -> dict:
     """``{argument label: ArgumentAccess}`` for the kernel's array arguments.
 
-    Example::
-
+    Example:
+        ```python
         import warp_zerostore as wp
         from warp_zerostore.access import argument_access
 
@@ -295,6 +295,7 @@ def argument_access(kernel) -> dict:
         access = argument_access(step)
         assert access["x"].reads and access["x"].stores and not access["v"].writes
         assert access["loss"].accumulates and not access["loss"].reads
+        ```
     """
     cached = _CACHE.get(id(kernel))
     if cached is not None and cached[0] is kernel:
@@ -346,8 +347,8 @@ def fully_stored(kernel) -> dict:
     target or for its metadata. A launch whose dimensions equal such an array's shape writes every element of
     it without reading any (``ndim``: the number of thread indices the store uses).
 
-    Example::
-
+    Example:
+        ```python
         import warp_zerostore as wp
         from warp_zerostore.access import fully_stored
 
@@ -359,6 +360,7 @@ def fully_stored(kernel) -> dict:
                 z[i] = x[i]
 
         assert fully_stored(scale) == {"y": 1}
+        ```
     """
     cached = _FULL_CACHE.get(id(kernel))
     if cached is not None and cached[0] is kernel:

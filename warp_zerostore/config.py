@@ -2,10 +2,10 @@
 
 ``warp_zerostore.config.zero_store`` is the process default for every kernel the process builds (also
 kernels defined with plain ``import warp``). ``warp_zerostore.config.check`` (``"off"``, ``"warn"``,
-``"error"``) is the default ``check`` of :class:`warp_zerostore.Tape`. Any other attribute reads and writes
+``"error"``) is the default ``check`` of `warp_zerostore.Tape`. Any other attribute reads and writes
 ``warp.config``, so ``import warp_zerostore as wp; wp.config.verify_fp = True`` works as it does with Warp.
 
-This module sits at the bottom of the package: it imports only the Warp boundary (:mod:`._compat`).
+This module sits at the bottom of the package: it imports only the Warp boundary (`_compat`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,18 @@ CHECK_LEVELS: tuple[CheckLevel, ...] = ("off", "warn", "error")
 
 
 def validate_zero_store(value, where: str) -> ZeroStore:
-    """Return ``value`` if it is a valid ``zero_store`` setting, else raise ``TypeError`` naming ``where``."""
+    """Return ``value`` if it is a valid ``zero_store`` setting, else raise ``TypeError`` naming ``where``.
+
+    Args:
+        value: The setting to check.
+        where: What set it, for the message (``"kernel 'k' (file:line)"``).
+
+    Returns:
+        ``value``: True, False or None.
+
+    Raises:
+        TypeError: Anything else (``1``, ``"true"``).
+    """
     if value is None or type(value) is bool:
         return value
     raise TypeError(
@@ -34,7 +45,18 @@ def validate_zero_store(value, where: str) -> ZeroStore:
 
 
 def validate_check(value, where: str) -> CheckLevel:
-    """Return ``value`` if it is a ``check`` level, else raise ``ValueError`` naming ``where``."""
+    """Return ``value`` if it is a ``check`` level, else raise ``ValueError`` naming ``where``.
+
+    Args:
+        value: The level to check.
+        where: What set it, for the message (``"Tape(check=...)"``).
+
+    Returns:
+        ``value``: ``"off"``, ``"warn"`` or ``"error"``.
+
+    Raises:
+        ValueError: Anything else.
+    """
     if value not in CHECK_LEVELS:
         raise ValueError(f"{where} must be one of 'off', 'warn', 'error', got {value!r}")
     return value

@@ -1,7 +1,7 @@
 """The adjoint of whole-array stores on a Tape: ``wp.copy(dest, src)`` and ``dest.assign(src)`` follow ``zero_store``.
 
 Warp records a copy on the Tape as ``lambda: adj_copy(dest.grad, src.grad, ...)``. The mode is taken when the
-copy is recorded (:func:`warp_zerostore.options.effective_copy_mode`) and, for True or False, this module runs
+copy is recorded (`warp_zerostore.options.effective_copy_mode`) and, for True or False, this module runs
 its own adjoint at backward time:
 
 * True: ``src.grad[region] += dest.grad[region]``, then ``dest.grad[region] = 0`` (not for retain_grad);
@@ -9,7 +9,7 @@ its own adjoint at backward time:
 * None: Warp's own ``adj_copy`` (up to 1.12 it *overwrites* ``src.grad`` with ``dest.grad``).
 
 Warp's ``wp.copy`` also copies ``src.grad`` over ``dest.grad`` in the forward pass (every version). Within
-:func:`gradients_kept` that forward copy skips the gradients named there: a checkpointed step that writes its
+`gradients_kept` that forward copy skips the gradients named there: a checkpointed step that writes its
 output state with ``wp.copy`` must not wipe the adjoint the executor placed in that state's ``.grad``.
 """
 
@@ -188,8 +188,8 @@ class gradients_kept:  # noqa: N801 - used as a context manager, like contextlib
     The block gets a list that receives ``(array, n)`` for each such copy: ``n`` entries were on the active
     Tape before it (0 without one). (A class, not a generator: a checkpointed rollout enters it every step.)
 
-    Example::
-
+    Example:
+        ```python
         import warp_zerostore as wp
         from warp_zerostore.copy_adjoint import gradients_kept
 
@@ -200,6 +200,7 @@ class gradients_kept:  # noqa: N801 - used as a context manager, like contextlib
             wp.copy(dest, src)
         assert dest.numpy().tolist() == [1.0, 1.0] and dest.grad.numpy().tolist() == [5.0, 5.0]
         assert copies == [(dest, 0)]
+        ```
     """
 
     __slots__ = ("kept", "previous")

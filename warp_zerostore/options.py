@@ -1,9 +1,9 @@
 """The ``zero_store`` flag: the decorator, the module option, and the one resolution of a kernel's mode.
 
 Precedence, as Warp resolves its own options: the kernel's flag, then its module's option, then the process
-default :data:`warp_zerostore.config.zero_store`; :func:`effective_mode` is the only place that applies it.
-Whole-array copies (``wp.copy``, ``array.assign``) take :func:`copy_zero_store`'s scoped value, else the process
-default (:func:`effective_copy_mode`).
+default `warp_zerostore.config.zero_store`; `effective_mode` is the only place that applies it.
+Whole-array copies (``wp.copy``, ``array.assign``) take `copy_zero_store`'s scoped value, else the process
+default (`effective_copy_mode`).
 """
 
 from __future__ import annotations
@@ -43,14 +43,27 @@ def kernel(f: Callable | None = None, *, zero_store: ZeroStore = None, **kwargs)
     module option ``zero_store``, else ``warp_zerostore.config.zero_store``, else the installed Warp's
     own behaviour.
 
-    Example::
+    Args:
+        f: The kernel function, when used as a bare ``@wp.kernel``; None when called with keywords.
+        zero_store: ``True``, ``False`` or ``None`` (resolve from the module option, then the process default).
+        **kwargs: Warp's own ``wp.kernel`` keywords (``enable_backward``, ``module``, ``launch_bounds``, ...).
 
+    Returns:
+        The ``wp.Kernel``, or, called with keywords only, a decorator that makes one.
+
+    Raises:
+        TypeError: ``zero_store`` is not True, False or None.
+        ValueError: ``zero_store`` is set with ``enable_backward=False`` (no backward kernel is generated).
+
+    Example:
+        ```python
         import warp_zerostore as wp
 
         @wp.kernel(zero_store=True)
         def scale(x: wp.array(dtype=float), y: wp.array(dtype=float)):
             i = wp.tid()
             y[i] = 2.0 * x[i]
+        ```
     """
 
     def decorate(func):
@@ -87,18 +100,29 @@ def _wrap_kernel_init(original):
 
 
 def install() -> None:
-    """Let :func:`kernel`'s flag reach the kernel before Warp hashes it (idempotent)."""
+    """Let `kernel`'s flag reach the kernel before Warp hashes it (idempotent)."""
     _compat.wrap("Kernel.__init__", _wrap_kernel_init)
 
 
 def set_module_options(options: dict, module=None) -> None:
     """Warp's ``set_module_options``, also taking ``{"zero_store": True | False | None}``.
 
-    Example::
+    Args:
+        options: Module options to set, Warp's and ``zero_store``.
+        module: The Warp module (or its name); None: the caller's module.
 
+    Returns:
+        None, as Warp's ``set_module_options``.
+
+    Raises:
+        TypeError: ``options["zero_store"]`` is not True, False or None.
+
+    Example:
+        ```python
         import warp_zerostore as wp
 
         wp.set_module_options({"zero_store": True})  # every kernel of this module without its own flag
+        ```
     """
     if OPTION in options:
         validate_zero_store(options[OPTION], f"set_module_options({{'{OPTION}': ...}})")
@@ -113,12 +137,19 @@ def set_module_options(options: dict, module=None) -> None:
 def get_module_options(module=None) -> dict:
     """Warp's ``get_module_options`` for the caller's module (``zero_store`` included when set).
 
-    Example::
+    Args:
+        module: The Warp module (or its name); None: the caller's module.
 
+    Returns:
+        The module's options, ``zero_store`` included when it was set.
+
+    Example:
+        ```python
         import warp_zerostore as wp
 
         wp.set_module_options({"zero_store": False})
         assert wp.get_module_options()["zero_store"] is False
+        ```
     """
     if module is None:
         return _compat.module_options(_compat.get_module(_compat.caller_module_name(1)))
@@ -134,8 +165,8 @@ def effective_mode(kernel) -> ZeroStore:
 
     Kernel and module values are checked here too: Warp's own ``set_module_options`` does not validate them.
 
-    Example::
-
+    Example:
+        ```python
         import warp_zerostore as wp
 
         @wp.kernel(zero_store=True)
@@ -143,6 +174,7 @@ def effective_mode(kernel) -> ZeroStore:
             a[wp.tid()] = 1.0
 
         assert wp.effective_zero_store(k) is True
+        ```
     """
     mode = _compat.kernel_options(kernel).get(OPTION)
     if mode is not None:
@@ -156,10 +188,19 @@ def effective_mode(kernel) -> ZeroStore:
 
 
 def effective_zero_store(k) -> ZeroStore:
-    """The mode a kernel is built with: True, False or None (the installed Warp's own behaviour).
+    """The mode a kernel is built with: its own flag, else its module's option, else the process default.
 
-    Example::
+    Args:
+        k: A ``wp.Kernel``.
 
+    Returns:
+        True (store adjoints zero), False (they accumulate) or None (the installed Warp's own behaviour).
+
+    Raises:
+        TypeError: The kernel's or module's ``zero_store`` option is not True, False or None.
+
+    Example:
+        ```python
         import warp_zerostore as wp
 
         @wp.kernel
@@ -167,6 +208,7 @@ def effective_zero_store(k) -> ZeroStore:
             a[wp.tid()] = 1.0
 
         assert wp.effective_zero_store(k) is None
+        ```
     """
     return effective_mode(k)
 
@@ -185,8 +227,18 @@ def copy_zero_store(value: ZeroStore):
     It overrides ``warp_zerostore.config.zero_store`` for whole-array stores only; kernels keep their own
     mode (kernel, module, process). The mode is taken when the copy is recorded, not at ``backward()``.
 
-    Example::
+    Args:
+        value: ``True`` (the copy's adjoint zeroes ``dest.grad``), ``False`` (it accumulates), ``None`` (Warp's
+            own copy adjoint).
 
+    Yields:
+        Nothing; the mode holds within the ``with`` block.
+
+    Raises:
+        TypeError: ``value`` is not True, False or None.
+
+    Example:
+        ```python
         import warp_zerostore as wp
 
         src = wp.ones(4, dtype=float, requires_grad=True)
@@ -195,6 +247,7 @@ def copy_zero_store(value: ZeroStore):
             wp.copy(dest, src)
         tape.backward(grads={dest: wp.ones(4, dtype=float)})
         assert src.grad.numpy().tolist() == [1.0] * 4 and dest.grad.numpy().tolist() == [0.0] * 4
+        ```
     """
     validate_zero_store(value, "copy_zero_store()")
     _state.copy_scopes.append(value)
@@ -205,7 +258,7 @@ def copy_zero_store(value: ZeroStore):
 
 
 def effective_copy_mode() -> ZeroStore:
-    """The mode of a whole-array copy recorded now: the innermost :func:`copy_zero_store`, else the process default."""
+    """The mode of a whole-array copy recorded now: the innermost `copy_zero_store`, else the process default."""
     if _state.copy_scopes:
         return _state.copy_scopes[-1]
     return config.zero_store

@@ -1,4 +1,4 @@
-"""Runs documentation examples as written: code blocks of Markdown pages and ``Example::`` blocks of docstrings.
+"""Runs documentation examples as written: code blocks of Markdown pages and the ``Example:`` sections of docstrings.
 
 Each example runs as its own module from a file, because Warp reads a kernel's source from its file.
 """
@@ -30,11 +30,12 @@ def markdown_blocks(page: str, language: str = "python") -> list:
 
 
 def docstring_example(obj) -> str:
-    """The code of the ``Example::`` block of an object's docstring (fails when there is none)."""
+    """The code of the fenced ``python`` block in the ``Example:`` section of an object's docstring (Google style,
+    as the API reference renders it); fails when there is none."""
     doc = inspect.getdoc(obj) or ""
-    match = re.search(r"Example[^\n]*::\n\n((?:[ ]{4}.*\n|\n)+)", doc + "\n")
+    match = re.search(r"^Example:\n(?:[ ]{4}.*\n|\n)*?([ ]{4})```python\n(.*?)^\1```", doc + "\n", re.M | re.S)
     assert match, f"{getattr(obj, '__qualname__', obj)!r} has no runnable example in its docstring"
-    return textwrap.dedent(match.group(1))
+    return textwrap.dedent(match.group(2))
 
 
 def run_as_module(code: str, directory: pathlib.Path, name: str):

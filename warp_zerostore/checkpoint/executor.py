@@ -17,13 +17,13 @@ may write into its input state, so snapshots that stay (``Copy``) are copied, as
 ``state`` after the reverse sweep.
 
 With ``rollout(writes_input=False)`` (double-buffered; the step promises never to write its input state, and
-:mod:`.promise` checks it), kept snapshots are read in place too, and a snapshot the schedule takes of the state
+`promise` checks it), kept snapshots are read in place too, and a snapshot the schedule takes of the state
 a forward run ends at (the next action: ``Forward(n, ..., write_ics=True)`` in RAM) is not copied either: the
 step before writes its output straight into the snapshot's arrays, which the next step then reads in place.
 Only state 0 and snapshots taken right after a restore are copied.
 
 Which steps need a snapshotting Tape (``snapshot_step=None``, the default double-buffered): one where a launch
-writes memory that it or an earlier launch of the step reads (:func:`.launches.read_then_written`). The first
+writes memory that it or an earlier launch of the step reads (`launches.read_then_written`). The first
 step the forward sweep runs is recorded on a plain Tape (launches only) and read to decide (where a reversed
 step comes first, as in ``store_all``, that step is recorded on a snapshotting Tape and read). Every step
 recorded on a plain Tape is read too: one that turns out to need a snapshotting Tape is recorded again on one
@@ -31,7 +31,7 @@ recorded on a plain Tape is read too: one that turns out to need a snapshotting 
 by name.
 
 While a step runs, Warp's forward copy of gradients inside ``wp.copy`` leaves the state's and the parameters'
-``.grad`` alone (:func:`~warp_zerostore.copy_adjoint.gradients_kept`): they hold the adjoint being carried back.
+``.grad`` alone (`warp_zerostore.copy_adjoint.gradients_kept`): they hold the adjoint being carried back.
 """
 
 from __future__ import annotations
@@ -50,6 +50,7 @@ from . import promise
 from .launches import read_before, read_then_written, writers
 from .state import CheckpointError
 from .storage import DiskStorage, RamStorage
+from .summary import Event
 from .zeroed import left_zero
 
 
@@ -254,7 +255,7 @@ class Executor:
 
     def _record(self, n: int, snapshot: bool):
         """Run step ``n`` on a new local Tape; with ``check``, the hazards that Tape found (reported later, by
-        :meth:`_report`, once it is known which Tape the step is reversed on)."""
+        `_report`, once it is known which Tape the step is reversed on)."""
         if self.check == "off":
             tape = Tape(check="off", snapshot=snapshot)
             self.run_step(n, tape)
@@ -468,6 +469,7 @@ class Executor:
                     if isinstance(action, self.cs.EndForward):
                         break
                     self._dispatch(action)
+                    self._log(action, "forward")
             self.steps = self.schedule.max_n
             self.summary.steps = self.steps
         except BaseException:
@@ -494,6 +496,7 @@ class Executor:
                     if isinstance(action, self.cs.EndReverse):
                         break
                     self._dispatch(action)
+                    self._log(action, "reverse")
                     if not isinstance(action, self.cs.Reverse):  # only the other actions write or drop snapshots
                         self._count_snapshots()
             if not self.in_place and self.steps:
@@ -503,6 +506,21 @@ class Executor:
         finally:
             self.progress.close()
             self.close()
+
+    def _log(self, action, sweep: str) -> None:
+        """The action as it ran, on ``summary.timeline`` (what ``plot_schedule`` draws)."""
+        held = [self.storages.get(kind) for kind in (self.cs.StorageType.RAM, self.cs.StorageType.DISK)]
+        ram, disk = (0 if s is None else len(s.snapshots) for s in held)
+        cs = self.cs
+        if isinstance(action, cs.Forward):
+            storage = _storage_name(action.storage) if action.write_ics else None
+            event = Event(sweep, "forward", action.n0, self.position, bool(action.write_ics), storage, ram, disk)
+        elif isinstance(action, cs.Reverse):
+            event = Event(sweep, "reverse", action.n0, action.n1, False, None, ram, disk)
+        else:
+            kind = "move" if isinstance(action, cs.Move) else "copy"
+            event = Event(sweep, kind, action.n, action.n, False, _storage_name(action.from_storage), ram, disk)
+        self.summary.timeline.append(event)
 
     def close(self) -> None:
         """Free every snapshot and remove the disk folder (also after an exception)."""
@@ -518,8 +536,13 @@ def _copy(dest, src) -> None:
     warp.copy(dest, src)
 
 
+def _storage_name(storage) -> str | None:
+    name = storage.name.lower()
+    return name if name in ("ram", "disk") else None
+
+
 class _Actions:
-    """The schedule's actions with one-action lookahead (:meth:`peek`), shared by both sweeps. Only offline
+    """The schedule's actions with one-action lookahead (`peek`), shared by both sweeps. Only offline
     schedules are peeked at: an online schedule's next action depends on ``finalize()``."""
 
     def __init__(self, schedule):

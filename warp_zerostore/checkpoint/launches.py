@@ -3,15 +3,15 @@
 Warp's backward replays each launch against memory as it is at ``backward()`` time. Within one step reversed
 on a plain Tape that is right unless a launch writes memory that the same or an earlier launch of the step
 reads: that launch's backward then re-reads the new values (Newton's Featherstone ``eval_rigid_tau`` reads
-``body_f_ext``, then overwrites it). :func:`read_then_written` finds such pairs; the executor then reverses
-the step on a snapshotting Tape. :func:`writers` finds the launches that write given arrays (a broken
+``body_f_ext``, then overwrites it). `read_then_written` finds such pairs; the executor then reverses
+the step on a snapshotting Tape. `writers` finds the launches that write given arrays (a broken
 ``writes_input=False`` promise, a step that overwrites its own input state).
 
-Both read :func:`~warp_zerostore.access.argument_access` (conservative: an argument passed where the analysis
+Both read `warp_zerostore.access.argument_access` (conservative: an argument passed where the analysis
 does not follow counts as read and written) and compare byte spans, so views and aliases count. Only kernel
 launches are read: ``record_func`` entries (``wp.copy``, custom adjoints) and arrays inside ``@wp.struct``
-arguments are not; :func:`read_before` answers for a copy the executor saw (see
-:func:`~warp_zerostore.copy_adjoint.gradients_kept`).
+arguments are not; `read_before` answers for a copy the executor saw (see
+`warp_zerostore.copy_adjoint.gradients_kept`).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ class Use(NamedTuple):
 
 
 def uses(tape) -> list:
-    """Per recorded kernel launch of ``tape``, in order, the :class:`Use` of each array argument its kernel uses."""
+    """Per recorded kernel launch of ``tape``, in order, the `Use` of each array argument its kernel uses."""
     found = []
     for index, entry in enumerate(_compat.tape_entries(tape)):
         if not _compat.is_kernel_launch(entry):
@@ -84,8 +84,8 @@ def read_then_written(tape) -> list:
     launched no later, reads: what a plain Tape reverses wrong, and ``Tape(snapshot=True)`` right. Each writer
     argument once, with its first reader.
 
-    Example::
-
+    Example:
+        ```python
         import warp_zerostore as wp
         from warp_zerostore.checkpoint.launches import read_then_written
 
@@ -99,6 +99,7 @@ def read_then_written(tape) -> list:
             wp.launch(square_in_place, dim=1, inputs=[x])
         [found] = read_then_written(tape)
         assert found.describe() == "kernel 'square_in_place' writes its argument 'x', which the same launch reads"
+        ```
     """
     found, reads = [], []
     for launch in uses(tape):

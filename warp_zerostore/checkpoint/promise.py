@@ -2,13 +2,13 @@
 
 With that promise the executor reads snapshots in place and lets a step write its output straight into a
 snapshot, so a step that wrote into its input state would overwrite a snapshot, and the gradients would be
-silently wrong. Two checks catch a broken promise and raise :class:`~.state.CheckpointError` (a third, that a
+silently wrong. Two checks catch a broken promise and raise `state.CheckpointError` (a third, that a
 step writes into the output arrays it is given rather than rebinding them, guards the snapshot it writes):
 
 * step 0, the first time it runs: the input state's bytes before and after the step, which catches any write
   that changes a value, however it is made (a kernel, ``zero_()``, ``fill_()``, ``wp.copy``, a NumPy view);
 * every reversed step: the kernel launches on its local Tape, read by
-  :func:`.launches.writers`. A launch that stores or accumulates into an argument (or
+  `launches.writers`. A launch that stores or accumulates into an argument (or
   passes it somewhere the analysis does not follow) overlapping an input state array breaks the promise.
 """
 

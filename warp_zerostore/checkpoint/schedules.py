@@ -1,7 +1,7 @@
 """Which checkpoint_schedules schedule a rollout executes: the names a user picks, mapped to its classes.
 
 checkpoint_schedules (the Firedrake project's Revolve, multistage and two-level schedules) decides what to
-store and what to recompute; :mod:`.executor` only carries out its actions on Warp arrays.
+store and what to recompute; `executor` only carries out its actions on Warp arrays.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ def _schedules_module():
 
 
 def make_schedule(name: str, steps, snapshots: int, disk_snapshots: int, period):
-    """The checkpoint_schedules schedule for ``name`` (see :func:`~warp_zerostore.checkpoint.rollout`)."""
+    """The checkpoint_schedules schedule for ``name`` (see `warp_zerostore.checkpoint.rollout`)."""
     cs = _schedules_module()
     if name not in SCHEDULES:
         raise CheckpointError(f"rollout(schedule={name!r}): choose one of {', '.join(map(repr, SCHEDULES))}")
@@ -50,9 +50,17 @@ def make_schedule(name: str, steps, snapshots: int, disk_snapshots: int, period)
 def optimal_step_count(steps: int, snapshots: int) -> int:
     """Revolve's minimal number of step evaluations to reverse ``steps`` steps with ``snapshots`` snapshots.
 
-    Example::
+    Args:
+        steps: Steps of the rollout.
+        snapshots: Snapshots held at most.
 
+    Returns:
+        The forward step evaluations (first pass and recomputations) of the optimal schedule.
+
+    Example:
+        ```python
         from warp_zerostore.checkpoint import optimal_step_count
         assert optimal_step_count(1000, 10) == 4636
+        ```
     """
     return _schedules_module().optimal_steps_binomial(steps, max(1, min(snapshots, steps - 1)) if steps > 1 else 0)

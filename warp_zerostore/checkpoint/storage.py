@@ -41,7 +41,7 @@ class RamStorage:
 
     def claim(self, step: int, like) -> list:
         """Snapshot ``step``'s arrays, for the caller to fill (a step writes its output there: a snapshot taken
-        without a copy); a deleted snapshot's arrays are reused as by :meth:`write`. New arrays start as copies of
+        without a copy); a deleted snapshot's arrays are reused as by `write`. New arrays start as copies of
         ``like`` (the work buffer), so an array the step never writes holds what it holds in every buffer."""
         return self._take(step, like)[0]
 
@@ -82,7 +82,7 @@ class RamStorage:
 
 
 class DiskStorage:
-    """Snapshots as ``.npy`` files in a private folder made inside ``directory`` and removed by :meth:`close`.
+    """Snapshots as ``.npy`` files in a private folder made inside ``directory`` and removed by `close`.
 
     A file is written under a temporary name and renamed when complete, so a step or a write that fails
     halfway leaves no half-written snapshot that could be read back.

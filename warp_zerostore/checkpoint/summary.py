@@ -7,15 +7,23 @@ import dataclasses
 
 @dataclasses.dataclass
 class Summary:
-    """Counts of one checkpointed rollout, updated as its forward and reverse sweeps run.
+    """Counts of one checkpointed rollout, updated as its forward and reverse sweeps run (``run.summary``).
 
-    ``steps``: steps of the rollout; ``steps_run``: step evaluations so far (forward, recomputation and the taped
-    re-runs the reverse sweep backpropagates through); ``steps_reversed``; ``snapshots_held``: the most snapshots
-    held at once (RAM and disk); ``ram_bytes`` / ``disk_bytes``: the most snapshot bytes held in RAM / on disk at
-    once; ``state_bytes``: one copy of the state; ``state_copies``: copies of the whole state made (snapshot
-    writes, and restores into the work buffer; a moved snapshot read in place is not one); ``schedule``: the
-    checkpointing schedule's name; ``steps_snapshotted``: reversed steps recorded on a snapshotting Tape (see
-    ``rollout(snapshot_step=...)``).
+    Attributes:
+        schedule: The checkpointing schedule's name.
+        steps: Steps of the rollout (None until an online rollout ends).
+        state_bytes: One copy of the state.
+        steps_run: Step evaluations so far (forward, recomputation and the taped re-runs the reverse sweep
+            backpropagates through).
+        steps_reversed: Steps reversed so far.
+        snapshots_held: The most snapshots held at once (RAM and disk).
+        ram_bytes: The most snapshot bytes held in RAM at once.
+        disk_bytes: The most snapshot bytes held on disk at once.
+        state_copies: Copies of the whole state made (snapshot writes, and restores into the work buffer; a
+            moved snapshot read in place is not one).
+        steps_snapshotted: Reversed steps recorded on a snapshotting Tape (see ``rollout(snapshot_step=...)``).
+        timeline: Each schedule action as it ran (an `Event`), which
+            `warp_zerostore.checkpoint.plot_schedule` draws.
     """
 
     schedule: str
@@ -28,6 +36,7 @@ class Summary:
     disk_bytes: int = 0
     state_copies: int = 0
     steps_snapshotted: int = 0
+    timeline: list = dataclasses.field(default_factory=list, repr=False)
 
     def __str__(self) -> str:
         return (
@@ -36,6 +45,32 @@ class Summary:
             f"at most {self.snapshots_held} snapshots ({self.ram_bytes / 2**20:.1f} MiB in RAM, "
             f"{self.disk_bytes / 2**20:.1f} MiB on disk; one state is {self.state_bytes / 2**20:.1f} MiB)"
         )
+
+
+@dataclasses.dataclass(frozen=True)
+class Event:
+    """One action of a rollout's checkpointing schedule, as it ran (an entry of `Summary.timeline`).
+
+    Attributes:
+        sweep: `"forward"` (the rollout) or `"reverse"` (the Tape's backward).
+        action: `"forward"` (steps `n0` to `n1` run; in the reverse sweep, recomputed), `"reverse"` (steps
+            `n1 - 1` down to `n0` reversed), `"copy"` / `"move"` (snapshot `n0` read back; a move deletes it).
+        n0: The first step (the snapshot, for a copy or move).
+        n1: One past the last step (`n0` for a copy or move).
+        snapshot: A forward action that first stored state `n0` as a snapshot.
+        storage: Where that snapshot went, or where a copy or move read from: `"ram"` or `"disk"` (else None).
+        ram_held: Snapshots held in RAM after the action.
+        disk_held: Snapshots held on disk after the action.
+    """
+
+    sweep: str
+    action: str
+    n0: int
+    n1: int
+    snapshot: bool = False
+    storage: str | None = None
+    ram_held: int = 0
+    disk_held: int = 0
 
 
 class Progress:

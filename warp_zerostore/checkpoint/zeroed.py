@@ -5,7 +5,7 @@ the adjoint of the step's output, and must start the next reversal at zero. A st
 of such an array, with a store adjoint that zeroes what it consumes, leaves it zero already; zeroing it again
 costs a pass over the state per reversed step. The proof is conservative: one launch of the step touches the
 array (nothing else of its Tape overlaps its memory), that launch's kernel stores it in full without reading it
-(:func:`~warp_zerostore.access.fully_stored`, launched over its shape), and the kernel's store adjoint zeroes
+(`warp_zerostore.access.fully_stored`, launched over its shape), and the kernel's store adjoint zeroes
 (``zero_store=True``, or unflagged on a Warp that zeroes on a Tape); arrays with ``retain_grad`` never count.
 """
 

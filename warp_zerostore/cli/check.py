@@ -2,7 +2,7 @@
 Tape checking, and report each distinct hazard once.
 
 Every Tape the program creates, through ``import warp_zerostore`` or plain ``import warp``, is a
-:class:`warp_zerostore.Tape` with ``check="warn"`` (unless the program passes ``check=`` itself); the report
+`warp_zerostore.Tape` with ``check="warn"`` (unless the program passes ``check=`` itself); the report
 groups the distinct hazards of the whole run (a hazard found by many Tapes is listed once, with the count of
 Tapes) by kind, kernel and array, with source lines. The program runs as ``python SCRIPT.py`` / ``python -m
 MODULE`` would run it (the script's folder, or the current folder, first on ``sys.path``). Exit status: 1 if a
@@ -26,7 +26,7 @@ UNCHECKED_STATUS = 3
 
 
 class HazardCollector:
-    """Each distinct hazard of a run once (by :meth:`Hazard.key`), with how many Tapes found it."""
+    """Each distinct hazard of a run once (by `Hazard.key`), with how many Tapes found it."""
 
     def __init__(self):
         self.hazards: list = []

@@ -1,14 +1,14 @@
 """Hooks into Warp's hashing and code generation that carry each kernel's ``zero_store`` mode into C++.
 
-Installed once, at import, through the hook points of :mod:`warp_zerostore._compat` (the mode itself is resolved
-by :func:`warp_zerostore.options.effective_mode`):
+Installed once, at import, through the hook points of `warp_zerostore._compat` (the mode itself is resolved
+by `warp_zerostore.options.effective_mode`):
 
 * ``ModuleHasher.hash_kernel``: a kernel whose effective mode is True or False gets a hash salted with
   the mode and the native header's digest, so flipping a flag (kernel, module or process) rebuilds.
 * ``Adjoint.add_builtin_call`` (Warp without slot stores, <= 1.18): a component store into an array
   element (``a[i].x = v``, ``a[i][j, k] = v``) gets a reverse statement, which stock Warp omits.
 * ``ModuleBuilder.codegen`` and the ``codegen_*`` functions: in a module with a flagged kernel, the
-  native header is placed into the source, store adjoints are swapped per :mod:`.store_rewrite`, and
+  native header is placed into the source, store adjoints are swapped per `store_rewrite`, and
   ``@wp.func`` helpers get one variant per mode when kernels of several modes share them.
 
 A module without a flagged kernel goes through all of this untouched: same hash, same source.
@@ -353,7 +353,7 @@ def _warn_replay_issues(plan: _CodegenPlan) -> None:
 
 def replays_exactly(kernel) -> bool:
     """Whether ``kernel``'s backward replay reads what its forward read, its own stores included: a
-    ``zero_store=True`` kernel whose build reported no :class:`~warp_zerostore.ReplayWarning`."""
+    ``zero_store=True`` kernel whose build reported no `warp_zerostore.ReplayWarning`."""
     if effective_mode(kernel) is not True:
         return False
     build = _BUILD_OF.get(kernel)

@@ -14,7 +14,7 @@ the generated C++ of flagged (``True``) kernels, after Warp generated it and bef
   stores or receives a read-back array.
 * **Refused exactness.** A value carried through memory across iterations of a runtime-bound loop cannot be
   replayed (Warp's backward re-runs each iteration with the values from before the loop): reported as a
-  :class:`ReplayIssue`, which the hooks turn into a :class:`ReplayWarning` naming the kernel, the argument and
+  `ReplayIssue`, which the hooks turn into a `ReplayWarning` naming the kernel, the argument and
   the source lines.
 
 A kernel that never reads back what it stores and calls no storing helper keeps Warp's text byte for byte.

@@ -45,7 +45,7 @@ def rename_helpers(source: str, names: Iterable[str], mode: bool) -> str:
 
     A helper ``h_0`` is called as ``h_0(`` in forward code and ``adj_h_0(`` in reverse code, never with a
     namespace; builtins always carry ``wp::``, so they cannot match. Its replay-log variants
-    (``h_0__zs_log``, :mod:`.replay`) keep that suffix after the mode's.
+    (``h_0__zs_log``, `replay`) keep that suffix after the mode's.
     """
     names = sorted(set(names), key=len, reverse=True)
     if not names:

@@ -2,9 +2,9 @@
 
 Install with the ``jax`` extra (``pip install "warp_zerostore[jax]"``); the rest of ``warp_zerostore`` never
 imports JAX. Needs Warp's JAX FFI: warp-lang 1.19 on CPU and CUDA (tested on CPU with jax 0.10.2), 1.9-1.12
-on CUDA only (their FFI has no CPU handler; a CPU call raises :class:`BridgeError`).
+on CUDA only (their FFI has no CPU handler; a CPU call raises `BridgeError`).
 
-* :func:`kernel_op` makes one kernel a JAX function; :func:`op` does it for a function of several launches.
+* `kernel_op` makes one kernel a JAX function; `op` does it for a function of several launches.
 * ``warp_zerostore.jax_kernel`` is Warp's ``jax_kernel``, except that a ``zero_store=True`` kernel with
   ``enable_backward=True`` goes through this bridge (so its backward never writes JAX's cotangents).
 
@@ -21,12 +21,16 @@ What a bridged op guarantees, each tested (``tests/test_jax_bridge.py``):
 * Nothing lives outside the compiled program: the backward replays the launches from the inputs JAX keeps.
 * Scalar parameters may be traced (``jax.jit`` arguments); they get no gradient (a zero cotangent). A scalar
   that differs across a ``vmap`` batch is refused.
-* Forward mode (``jax.jvp``, ``jacfwd``, ``jax.linearize``) and second derivatives raise :class:`DifferentiationError`, and
-  wrong dtypes, shapes or parameter lists raise :class:`BridgeError`, naming the op and the argument.
+* Forward mode (``jax.jvp``, ``jacfwd``, ``jax.linearize``) and second derivatives raise `DifferentiationError`, and
+  wrong dtypes, shapes or parameter lists raise `BridgeError`, naming the op and the argument.
 
 The functions must write only their outputs and ``in_out`` arrays (inputs are views of JAX's buffers).
-Outputs start zero-filled. Example (the seed report's op, ``y = (x0*x1*x2)^2``)::
+Outputs start zero-filled.
 
+Example:
+    The seed report's op, ``y = (x0*x1*x2)^2``:
+
+    ```python
     from typing import Any
     import jax, jax.numpy as jnp, jax.test_util
     import warp_zerostore as wp
@@ -42,6 +46,7 @@ Outputs start zero-filled. Example (the seed report's op, ``y = (x0*x1*x2)^2``):
     seed = wpj.kernel_op(seed_kernel, outputs={"y": "x0"})
     xs = [jnp.linspace(0.5, 1.5, 8)] * 3
     jax.test_util.check_grads(seed, xs, order=1, modes=["rev"])
+    ```
 """
 
 from __future__ import annotations
@@ -56,5 +61,9 @@ except ImportError as e:  # pragma: no cover - exercised where jax is absent
 from .ops import DifferentiationError, FunctionOp, JaxOp, KernelOp, kernel_op, op
 from .signature import BridgeError
 from .stock import jax_kernel
+
+# Errors print as their public path (warp_zerostore.jax.BridgeError).
+for _public in (BridgeError, DifferentiationError):
+    _public.__module__ = __name__
 
 __all__ = ["BridgeError", "DifferentiationError", "FunctionOp", "JaxOp", "KernelOp", "jax_kernel", "kernel_op", "op"]

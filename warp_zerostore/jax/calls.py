@@ -1,7 +1,7 @@
 """What runs inside Warp's FFI callback: an op's forward, and its backward replayed from the op's inputs.
 
 Both are plain Python functions over ``wp.array`` views of XLA's buffers, typed for one
-:class:`~.signature.Specialization` and handed to Warp's ``jax_callable``. Nothing is kept between the
+`signature.Specialization` and handed to Warp's ``jax_callable``. Nothing is kept between the
 forward and the backward call: the backward gets the op's inputs (and outputs) again from JAX and replays the
 launches, so a jitted program holds everything the gradient needs.
 

@@ -1,8 +1,8 @@
-"""Bridged ops: a Warp kernel (:func:`kernel_op`) or a function of several launches (:func:`op`) as a JAX function.
+"""Bridged ops: a Warp kernel (`kernel_op`) or a function of several launches (`op`) as a JAX function.
 
-A :class:`JaxOp` binds a call's arguments, picks the :class:`~.signature.Specialization` for their dtypes, and
+A `JaxOp` binds a call's arguments, picks the `signature.Specialization` for their dtypes, and
 calls a ``jax.custom_vjp`` whose forward and backward are each one Warp FFI call (``jax_callable``) running
-:mod:`.calls`. Forward mode and differentiating the backward are refused with :class:`DifferentiationError`.
+`calls`. Forward mode and differentiating the backward are refused with `DifferentiationError`.
 """
 
 from __future__ import annotations
@@ -154,7 +154,20 @@ def _like(p: Param) -> Param:
 
 
 class JaxOp:
-    """A differentiable JAX function made from Warp launches; see :func:`op` and :func:`kernel_op`."""
+    """A differentiable JAX function made from Warp launches; see `op` and `kernel_op`, which make them.
+
+    Call it with JAX arrays (and scalars) for the function's inputs; it returns the outputs and the new values of
+    the ``in_out`` arrays.
+
+    Args:
+        fn: The Python function whose parameters (annotated like a kernel's) are the op's.
+        outputs: ``{output parameter: shape}``: the name of an input it is shaped like, or a tuple.
+        in_out: Names of arrays updated in place.
+        zero_outputs: Zero-fill outputs before the function runs.
+        name: The op's name in messages; None: the function's qualified name.
+        module: The Python module the op is reported in; None: the function's.
+        location: ``file:line`` for messages; None: where the function is defined.
+    """
 
     #: whether the backward may write the adjoint buffers of outputs (then it gets private cotangent copies)
     writes_output_adjoints = True
@@ -174,6 +187,11 @@ class JaxOp:
         self._specialized: dict = {}
 
     def describe(self) -> str:
+        """How messages name the op.
+
+        Returns:
+            ``JAX op 'name' (file:line)``.
+        """
         return f"JAX op '{self.name}' ({self.location})"
 
     def __repr__(self) -> str:
@@ -236,31 +254,83 @@ class JaxOp:
     # -- what runs inside the FFI call (see calls.py)
 
     def writes_in_full(self, name: str, values: dict) -> bool:
-        """Whether running the op stores every element of output ``name`` (then it needs no zero fill)."""
+        """Whether running the op stores every element of output ``name`` (then it needs no zero fill).
+
+        Args:
+            name: An output parameter.
+            values: ``{parameter: Warp array or scalar}`` of this call.
+
+        Returns:
+            True when no zero fill is needed; False here (a function's stores are not analysed).
+        """
         return False
 
     def reads_output(self, name: str) -> bool:
-        """Whether the op's backward may read the value of output ``name``."""
+        """Whether the op's backward may read the value of output ``name``.
+
+        Args:
+            name: An output parameter.
+
+        Returns:
+            True here (a function's reads are not analysed).
+        """
         return True
 
     def run(self, values: dict) -> None:
+        """Run the forward launches (inside the FFI call).
+
+        Args:
+            values: ``{parameter: Warp array or scalar}`` over JAX's buffers.
+
+        Raises:
+            NotImplementedError: Always; `FunctionOp` and `KernelOp` implement it.
+        """
         raise NotImplementedError
 
     def run_backward(self, values: dict, adjoints: dict) -> None:
+        """Run the adjoint launches (inside the FFI call of the backward).
+
+        Args:
+            values: ``{parameter: Warp array or scalar}`` over JAX's buffers, the residuals included.
+            adjoints: ``{parameter: adjoint array or None}``: cotangents in, gradients out.
+
+        Raises:
+            NotImplementedError: Always; `FunctionOp` and `KernelOp` implement it.
+        """
         raise NotImplementedError
 
 
 class FunctionOp(JaxOp):
-    """A function of several launches; its backward replays them on a Tape (see :func:`op`)."""
+    """A function of several launches; its backward replays them on a Tape (see `op`, which makes it).
+
+    Args:
+        fn: The function that launches the kernels.
+        outputs: ``{output parameter: shape}``.
+        in_out: Names of arrays updated in place.
+        tape: Makes the Tape the backward replays on; None: ``wp.Tape``.
+        zero_outputs: Zero-fill outputs before the function runs.
+        name: The op's name in messages.
+    """
 
     def __init__(self, fn, outputs, in_out=(), *, tape: Callable | None = None, zero_outputs=True, name=None):
         super().__init__(fn, outputs, in_out, zero_outputs=zero_outputs, name=name)
         self.tape = tape or warp.Tape
 
     def run(self, values: dict) -> None:
+        """Call the function on Warp arrays over JAX's buffers.
+
+        Args:
+            values: ``{parameter: Warp array or scalar}``.
+        """
         self.fn(**values)
 
     def run_backward(self, values: dict, adjoints: dict) -> None:
+        """Re-run the function on a Tape and run its backward, the cotangents as the outputs' gradients.
+
+        Args:
+            values: ``{parameter: Warp array or scalar}``.
+            adjoints: ``{parameter: adjoint array or None}``.
+        """
         for name, adjoint in adjoints.items():
             if adjoint is not None:
                 values[name].grad = adjoint
@@ -271,7 +341,19 @@ class FunctionOp(JaxOp):
 
 
 class KernelOp(JaxOp):
-    """One kernel launch; its backward is the kernel's adjoint launch (see :func:`kernel_op`)."""
+    """One kernel launch; its backward is the kernel's adjoint launch (see `kernel_op`, which makes it).
+
+    Args:
+        kernel: The ``wp.Kernel``.
+        outputs: ``{output parameter: shape}``.
+        in_out: Names of arrays updated in place (the kernel needs ``zero_store=True``).
+        dim: The launch dimension; None: the first array's shape.
+        zero_outputs: Zero-fill outputs the kernel does not provably store in full.
+        name: The op's name in messages; None: the kernel's key.
+
+    Raises:
+        BridgeError: ``in_out`` is given for a kernel without ``zero_store=True``.
+    """
 
     replay_writes = False  # Warp's adjoint kernels replay loads, not stores or atomics
 
@@ -289,6 +371,7 @@ class KernelOp(JaxOp):
 
     @property
     def writes_output_adjoints(self) -> bool:
+        """Whether the adjoint launch writes (zeroes) the output adjoints it reads: the kernel's mode is True."""
         # Only a zero_store=True store adjoint writes (zeroes) the adjoint it reads; Warp's own store adjoint
         # zeroes an output's adjoint only when it is the array's .grad, which a launch's adj_inputs never are.
         return _zero_store(self.kernel) is True
@@ -302,6 +385,15 @@ class KernelOp(JaxOp):
         raise BridgeError(f"{self.describe()}: no array parameter to take the launch dimension from; pass dim=.")
 
     def writes_in_full(self, name: str, values: dict) -> bool:
+        """Whether the launch stores every element of output ``name`` (`warp_zerostore.access.fully_stored`).
+
+        Args:
+            name: An output parameter.
+            values: ``{parameter: Warp array or scalar}`` of this call.
+
+        Returns:
+            True when the kernel stores it in full over a launch of its shape (then no zero fill is needed).
+        """
         ndim = fully_stored(self.kernel).get(name)
         array = values[name]
         dim = self._dim(values)
@@ -309,13 +401,32 @@ class KernelOp(JaxOp):
         return ndim is not None and ndim == array.ndim == len(dim) and dim == tuple(array.shape)
 
     def reads_output(self, name: str) -> bool:
+        """Whether the kernel's source reads output ``name`` (then its backward may read its value).
+
+        Args:
+            name: An output parameter.
+
+        Returns:
+            False only when the kernel provably never reads it.
+        """
         access = argument_access(self.kernel).get(name)
         return access is None or access.reads
 
     def run(self, values: dict) -> None:
+        """Launch the kernel.
+
+        Args:
+            values: ``{parameter: Warp array or scalar}``.
+        """
         warp.launch(self.kernel, dim=self._dim(values), inputs=[values[p.name] for p in self.params])
 
     def run_backward(self, values: dict, adjoints: dict) -> None:
+        """Launch the kernel's adjoint.
+
+        Args:
+            values: ``{parameter: Warp array or scalar}``.
+            adjoints: ``{parameter: adjoint array or None}``.
+        """
         adj = [adjoints.get(p.name) if p.is_array else type(values[p.name])(0) for p in self.params]
         warp.launch(
             self.kernel,
@@ -342,8 +453,18 @@ def op(outputs: dict, *, in_out=(), tape: Callable | None = None, zero_outputs: 
     Outputs are zero-filled before the function runs; ``zero_outputs=False`` skips that for functions that
     write every element of every output.
 
-    Example::
+    Args:
+        outputs: ``{output parameter: shape}``: the name of an input it is shaped like, or a tuple.
+        in_out: Names of arrays the function updates in place (returned with the outputs).
+        tape: Makes the Tape the backward replays the launches on; None: Warp's ``wp.Tape``.
+        zero_outputs: Zero-fill outputs before the function runs.
+        name: The op's name in messages; None: the function's qualified name.
 
+    Returns:
+        A decorator that turns the function into a `FunctionOp`.
+
+    Example:
+        ```python
         import jax, jax.numpy as jnp
         import warp_zerostore as wp
         import warp_zerostore.jax as wpj
@@ -362,6 +483,7 @@ def op(outputs: dict, *, in_out=(), tape: Callable | None = None, zero_outputs: 
         x = jnp.arange(4.0, dtype=jnp.float32)
         g = jax.grad(lambda x: scale_twice(x, 3.0).sum())(x)
         assert (g == 9.0).all()
+        ```
     """
 
     def decorate(fn):
@@ -380,11 +502,25 @@ def kernel_op(
     fixes the launch dimension (default: the first array's shape). Outputs are zero-filled before the launch
     (XLA's buffers are uninitialised), except those the kernel provably stores in full without reading them
     (a top-level ``y[i] = ...``, ``i`` from ``wp.tid()``, launched over ``y``'s shape: see
-    :func:`warp_zerostore.access.fully_stored`); ``zero_outputs=False`` skips the fill for every output, for
+    `warp_zerostore.access.fully_stored`); ``zero_outputs=False`` skips the fill for every output, for
     kernels that write every element in other ways.
 
-    Example::
+    Args:
+        kernel: The ``wp.Kernel``.
+        outputs: ``{output parameter: shape}``: an input's name or a tuple; None: no outputs.
+        in_out: Names of arrays the kernel updates in place (needs ``zero_store=True``).
+        dim: The launch dimension; None: the first array's shape.
+        zero_outputs: Zero-fill outputs the kernel does not provably store in full.
+        name: The op's name in messages; None: the kernel's key.
 
+    Returns:
+        The `KernelOp`, a differentiable JAX function.
+
+    Raises:
+        BridgeError: ``in_out`` without ``zero_store=True``, or parameters the bridge cannot map.
+
+    Example:
+        ```python
         import jax, jax.numpy as jnp
         import warp_zerostore as wp
         import warp_zerostore.jax as wpj
@@ -399,5 +535,6 @@ def kernel_op(
         x = jnp.ones(4, dtype=jnp.float32)
         ga, gb = jax.grad(lambda a, b: f(a, b).sum(), argnums=(0, 1))(x, x)
         assert (ga == 0.0).all() and (gb == 3.0).all()
+        ```
     """
     return KernelOp(kernel, outputs or {}, in_out, dim=dim, zero_outputs=zero_outputs, name=name)

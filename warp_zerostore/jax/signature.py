@@ -2,7 +2,7 @@
 
 Warp's FFI (``jax_callable``) needs a fully typed Python function. A bridged op's parameters may be generic
 (``wp.array(dtype=Any)``) and its scalars may be traced, so each distinct set of input dtypes gets its own
-:class:`Specialization`: array types made concrete, and every scalar passed as a one-element array (read on
+`Specialization`: array types made concrete, and every scalar passed as a one-element array (read on
 the host inside the call), which is what lets a traced scalar through ``jax.jit``.
 """
 
@@ -65,7 +65,7 @@ class Specialization:
 
 
 def parameters_of(fn, outputs: dict, in_out, where: str) -> list:
-    """The op's :class:`Param` list, in the function's order; checks ``outputs`` and ``in_out`` against it."""
+    """The op's `Param` list, in the function's order; checks ``outputs`` and ``in_out`` against it."""
     signature = inspect.signature(fn)
     params = signature.parameters
     if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params.values()):

@@ -3,7 +3,7 @@
 Warp's differentiable ``jax_kernel`` launches the adjoint with JAX's cotangent buffers as the outputs'
 adjoints. A ``zero_store=True`` kernel's store adjoint zeroes the buffer it reads, so Warp's wrapper would
 write zeros into arrays JAX treats as immutable (the caller's cotangent; one output's gradient when a
-cotangent is shared). Such kernels go through :func:`~.ops.kernel_op` instead, with Warp's calling
+cotangent is shared). Such kernels go through `ops.kernel_op` instead, with Warp's calling
 convention (inputs positional, the outputs returned as a list). Every other call is Warp's, unchanged.
 """
 
@@ -26,8 +26,17 @@ def _warp_jax_kernel():
 def jax_kernel(kernel, *args, **kwargs):
     """Warp's ``jax_kernel``; a ``zero_store=True`` kernel with ``enable_backward=True`` gets the bridge.
 
-    Example::
+    Args:
+        kernel: The ``wp.Kernel`` to call from JAX.
+        *args: Warp's own ``jax_kernel`` arguments, passed through.
+        **kwargs: Warp's own ``jax_kernel`` keywords (``num_outputs``, ``in_out_argnames``, ``enable_backward``,
+            ``launch_dims``, ``output_dims``, ...).
 
+    Returns:
+        A JAX-callable function; for a flagged differentiable kernel, one whose backward is the bridge's.
+
+    Example:
+        ```python
         import jax, jax.numpy as jnp
         import warp_zerostore as wp
 
@@ -43,6 +52,7 @@ def jax_kernel(kernel, *args, **kwargs):
         _, vjp = jax.vjp(lambda a, b: f(a, b)[0], x, x)
         ga, gb = vjp(ct)
         assert (ga == 0.0).all() and (gb == 3.0).all() and (ct == 1.0).all()
+        ```
     """
     warp_jax_kernel = _warp_jax_kernel()
     bound = inspect.signature(warp_jax_kernel).bind(kernel, *args, **kwargs)

@@ -1,8 +1,8 @@
 """Overwrite safety on the Tape: hazard checks that name the bug, and snapshots for in-place updates.
 
-:mod:`.tape` holds the :class:`Tape` and its hazards, :mod:`.access` what a kernel's source reads and writes,
-:mod:`.read_twin` the instrumented twin that finds the elements a launch reads (before or after writing them),
-:mod:`.memory` the per-region tables of which launch wrote and which site read each element.
+`tape` holds the `Tape` and its hazards, `access` what a kernel's source reads and writes,
+`read_twin` the instrumented twin that finds the elements a launch reads (before or after writing them),
+`memory` the per-region tables of which launch wrote and which site read each element.
 """
 
 from __future__ import annotations

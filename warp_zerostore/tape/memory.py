@@ -38,7 +38,7 @@ def slots(arr, start: int, unit: int) -> np.ndarray:
 
 def span(arr) -> tuple:
     """``[first, last)`` bytes an array's elements occupy (negative strides included; shared with the rest of
-    the package through :func:`warp_zerostore._memory.byte_span`)."""
+    the package through `warp_zerostore._memory.byte_span`)."""
     return byte_span(arr)
 
 

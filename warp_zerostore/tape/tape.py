@@ -1,7 +1,7 @@
 """Overwrite safety on the Tape: hazards that name the bug, and snapshots that make in-place updates differentiable.
 
 Warp's backward pass replays each recorded kernel against arrays as they are at ``backward()`` time, not as
-they were when the launch was recorded. :class:`Tape` watches recorded launches for three hazards:
+they were when the launch was recorded. `Tape` watches recorded launches for three hazards:
 
 * **overwrite** (write after write): elements one launch wrote are written again by a later launch. A real
   error only when the later kernel does not zero its store adjoints (``zero_store=True``, or Warp >= 1.13's
@@ -20,16 +20,16 @@ Two more kinds say what the Tape cannot do, whatever ``check`` is (warned with `
 * **not checked (graph capture)**: a launch recorded inside ``wp.ScopedCapture`` is not run (CPU, Warp >= 1.19)
   or runs later (CUDA graphs), so the Tape can neither see its reads and writes nor snapshot it.
 
-Precision: written elements are the ones the instrumented twin of the kernel (:mod:`.read_twin`, run on scratch
+Precision: written elements are the ones the instrumented twin of the kernel (`read_twin`, run on scratch
 copies of every array argument before the launch) marks as stored into, whatever the value stored, together with
 those whose bytes changed (a content diff: stores the twin cannot index, as through a row view). Read elements
 come from the same twin, for arguments read by full element indexing (``x[i]``, ``x[i, j]``), in the kernel or in
-the ``@wp.func`` helpers it passes them to; other arguments the kernel's source reads (:mod:`.access`) count as
+the ``@wp.func`` helpers it passes them to; other arguments the kernel's source reads (`access`) count as
 read in whole (conservative). A launch that read no element of an array is not one of its readers (for stale
 reads and mutations alike), and a kernel built with ``enable_backward=False`` never is (Warp never replays it). A
 thread reading back what it wrote in the same launch is not a stale read (replay reads the launch's output too).
 One array passed under several labels of a launch is one array with the union of their accesses. Elements are
-identified by memory address per device (:mod:`.memory`), so views of one buffer are connected. Neither checks
+identified by memory address per device (`memory`), so views of one buffer are connected. Neither checks
 nor snapshots change what the forward computes: the twin never runs on the user's arrays.
 
 ``snapshot=True`` saves, before a recorded launch, every array it may write that a recorded launch (earlier
@@ -61,6 +61,7 @@ from ..config import CheckLevel, validate_check
 from ..options import store_adjoints_zero
 from . import read_twin
 from .memory import AddressBook, span
+from .visualize import mark_hazards
 
 OVERWRITE = "overwrite"
 STALE_READ = "stale read"
@@ -82,7 +83,14 @@ class OverwriteError(RuntimeError):
 
 @dataclasses.dataclass(frozen=True)
 class Site:
-    """One recorded launch of one kernel: index in ``tape.launches``, the kernel, the argument, where launched."""
+    """One recorded launch of one kernel, and the argument a hazard is about.
+
+    Attributes:
+        launch: Its index in ``tape.launches``.
+        kernel: The kernel's key.
+        argument: The argument's label (``"x_in, x_out"`` for one array passed under several), or ``""``.
+        location: Where the user launched it (``file:line``).
+    """
 
     launch: int
     kernel: str
@@ -90,6 +98,11 @@ class Site:
     location: str
 
     def describe(self) -> str:
+        """How messages name the site.
+
+        Returns:
+            ``kernel 'k' (launch #n at file:line), argument 'x'``.
+        """
         where = f"kernel '{self.kernel}' (launch #{self.launch} at {self.location})"
         return where + (f", {_arguments(self.argument)}" if self.argument else "")
 
@@ -104,9 +117,18 @@ def _arguments(argument: str) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class Hazard:
-    """One distinct hazard. ``writer`` changed values that ``reader`` (stale read, mutation) or an earlier
-    ``writer`` (overwrite: ``earlier``) depends on. ``real`` is False for an overwrite whose later writer zeroes
-    its store adjoints."""
+    """One distinct hazard: ``writer`` changed values that ``reader`` (stale read, mutation) or an earlier
+    writer (overwrite: ``earlier``) depends on.
+
+    Attributes:
+        kind: One of `KINDS`: ``"overwrite"``, ``"stale read"``, ``"mutated after record"``,
+            ``"read before and after write"``, ``"not checked (graph capture)"``.
+        writer: The launch that changed the values (None: a mutation found at ``backward()``).
+        reader: The launch whose backward reads them (stale read, mutation).
+        earlier: The launch that wrote them first (overwrite).
+        real: False for an overwrite whose later writer zeroes its store adjoints (kept, not warned about).
+        elements: How many elements, where counted.
+    """
 
     kind: str
     writer: Site | None
@@ -116,12 +138,23 @@ class Hazard:
     elements: int = 0
 
     def key(self) -> tuple:
+        """What makes two hazards the same one (a Tape reports each once): kind, sites less launch numbers.
+
+        Returns:
+            A hashable tuple.
+        """
+
         def site(s):
             return None if s is None else (s.kernel, s.argument, s.location)
 
         return (self.kind, site(self.writer), site(self.reader), site(self.earlier), self.real)
 
     def message(self) -> str:
+        """The warning's or error's text: what happened, where, and what to do.
+
+        Returns:
+            One paragraph naming the kernels, arguments and source lines.
+        """
         if self.kind == OVERWRITE:
             verdict = (
                 "a real error: the later kernel does not zero its store adjoints, so the gradient of the "
@@ -175,8 +208,14 @@ def hazard_listener(callback: Callable[[Hazard], None]) -> Iterator[None]:
     """Within the block, every Tape calls ``callback(hazard)`` for each hazard it records (each distinct
     hazard once per Tape; real or not). ``python -m warp_zerostore check`` collects its report this way.
 
-    Example::
+    Args:
+        callback: Called with each `Hazard` as it is found.
 
+    Yields:
+        Nothing; the callback listens within the ``with`` block.
+
+    Example:
+        ```python
         import warnings
 
         import warp_zerostore as wp
@@ -193,6 +232,7 @@ def hazard_listener(callback: Callable[[Hazard], None]) -> Iterator[None]:
             with wp.Tape(check="warn"):
                 wp.launch(square_in_place, dim=1, inputs=[x])
         assert [h.kind for h in found] == ["stale read"]
+        ```
     """
     _listeners.append(callback)
     try:
@@ -398,15 +438,22 @@ def _launch_hook(original, args, kwargs):
 class Tape(_compat.WarpTape):
     """Warp's Tape, with overwrite checks and snapshots.
 
-    ``check``: ``"off"`` (default: ``warp_zerostore.config.check``), ``"warn"`` (an :class:`OverwriteWarning`
-    per distinct real hazard) or ``"error"`` (:class:`OverwriteError` at the launch that creates it, or at
-    ``backward()`` for a mutation). Every hazard found, real or not, is in ``tape.hazards``.
-    ``snapshot=True`` makes in-place updates of arrays that recorded launches read differentiable;
-    ``tape.snapshot_bytes`` says how much it saved, ``tape.reset()`` frees it. Launches recorded under graph
-    capture cannot be checked or snapshotted: the Tape says so (and ``snapshot=True`` raises).
+    Every hazard found, real or not, is in ``tape.hazards`` (`Hazard` s); ``tape.snapshot_bytes`` says how much
+    the snapshots saved, ``tape.reset()`` frees them. Launches recorded under graph capture cannot be checked or
+    snapshotted: the Tape says so (and ``snapshot=True`` raises). `visualize` draws the hazards.
 
-    Example::
+    Args:
+        check: ``"off"`` (None: ``warp_zerostore.config.check``, whose default is ``"off"``), ``"warn"`` (an
+            `OverwriteWarning` per distinct real hazard) or ``"error"`` (`OverwriteError` at the launch that
+            creates it, or at ``backward()`` for a mutation).
+        snapshot: Save, before each recorded launch, what it overwrites that a recorded launch reads, so that
+            in-place updates are differentiable.
 
+    Raises:
+        ValueError: ``check`` is not one of ``"off"``, ``"warn"``, ``"error"``.
+
+    Example:
+        ```python
         import warp_zerostore as wp
 
         @wp.kernel(zero_store=True)
@@ -422,6 +469,7 @@ class Tape(_compat.WarpTape):
         tape.backward(grads={x: wp.array([1.0], dtype=float)})
         assert x.grad.numpy()[0] == 108.0  # d(x**4)/dx at 3
         assert x.numpy()[0] == 81.0 and tape.snapshot_bytes == 8
+        ```
     """
 
     def __init__(self, check: CheckLevel | None = None, snapshot: bool = False):
@@ -767,6 +815,17 @@ class Tape(_compat.WarpTape):
         self._report(found)
 
     def backward(self, loss=None, grads=None):
+        """Warp's backward pass, after the mutation checks and with the snapshots restored around each launch.
+
+        When it returns, arrays hold their values from the end of the forward pass again.
+
+        Args:
+            loss: A one-element array whose gradient is seeded with 1.
+            grads: ``{output array: its gradient}`` to seed instead of ``loss``.
+
+        Raises:
+            OverwriteError: With ``check="error"``, a recorded launch's input changed outside recorded launches.
+        """
         if self.check != "off":
             self._check_mutations()
         final = [(arr, _device_copy(arr)) for arr in self._snapshotted.values()]
@@ -780,3 +839,74 @@ class Tape(_compat.WarpTape):
         """Clear the recorded launches, zero the gradients and free the snapshots (``hazards`` are kept)."""
         super().reset()
         self._clear_tracking()
+
+    def visualize(
+        self,
+        filename: str | None = None,
+        simplify_graph: bool = True,
+        hide_readonly_arrays: bool = False,
+        array_labels: dict | None = None,
+        choose_longest_node_name: bool = True,
+        ignore_graph_scopes: bool = False,
+        track_inputs: list | None = None,
+        track_outputs: list | None = None,
+        track_input_names: list | None = None,
+        track_output_names: list | None = None,
+        graph_direction: str = "LR",
+    ) -> str:
+        """Warp's GraphViz picture of the Tape, with the hazards it found marked in red.
+
+        Each hazard in `hazards` becomes a note labelled with its kind, joined by red edges to the launches
+        and arrays it names; the arrays turn red (orange: an overwrite the later kernel's zeroing makes
+        safe). A Tape without hazards draws as Warp draws it. Render with `dot -Tsvg tape.dot -o tape.svg`.
+
+        Args:
+            filename: Where to write the DOT source; None writes nothing.
+            simplify_graph: Summarise repeated launch sequences in subgraphs (Warp's option, as the rest).
+            hide_readonly_arrays: Leave out arrays no launch writes (those a hazard names are drawn anyway).
+            array_labels: ``{array: label}`` to name arrays by.
+            choose_longest_node_name: Name each array by the longest name found for it in the graph.
+            ignore_graph_scopes: Leave out the scopes recorded on the Tape.
+            track_inputs: Arrays to draw as inputs of the graph, even with ``hide_readonly_arrays``.
+            track_outputs: Arrays to draw as outputs of the graph, always visible.
+            track_input_names: Labels of ``track_inputs``.
+            track_output_names: Labels of ``track_outputs``.
+            graph_direction: GraphViz's ``rankdir``: ``"LR"`` or ``"TB"``.
+
+        Returns:
+            The DOT source.
+
+        Example:
+            ```python
+            import warnings
+
+            import warp_zerostore as wp
+
+            @wp.kernel
+            def square_in_place(x: wp.array(dtype=float)):
+                x[wp.tid()] = x[wp.tid()] * x[wp.tid()]
+
+            x = wp.array([3.0], dtype=float, requires_grad=True)
+            tape = wp.Tape(check="warn")
+            with warnings.catch_warnings(), tape:
+                warnings.simplefilter("ignore", wp.OverwriteWarning)
+                wp.launch(square_in_place, dim=1, inputs=[x])
+            dot = tape.visualize()
+            assert "stale read" in dot and f"arr{x.ptr}" in dot
+            ```
+        """
+        # The same options on warp-lang 1.9.1 to 1.19, passed by name.
+        dot = super().visualize(
+            None,
+            simplify_graph=simplify_graph,
+            hide_readonly_arrays=hide_readonly_arrays,
+            array_labels=array_labels,
+            choose_longest_node_name=choose_longest_node_name,
+            ignore_graph_scopes=ignore_graph_scopes,
+            track_inputs=track_inputs,
+            track_outputs=track_outputs,
+            track_input_names=track_input_names,
+            track_output_names=track_output_names,
+            graph_direction=graph_direction,
+        )
+        return mark_hazards(self, dot, filename)

@@ -1,14 +1,14 @@
 """warp_zerostore.testing: property-based gradient checks for your own Warp kernels.
 
-* :func:`check_gradients` runs a function of Warp arrays on a Tape and compares its vector-Jacobian
+* `check_gradients` runs a function of Warp arrays on a Tape and compares its vector-Jacobian
   (or Jacobian-vector) products with central finite differences, in float64 where the function allows;
-  a mismatch raises :class:`GradientMismatch` (an ``AssertionError``) naming the worst element.
-* hypothesis strategies: :func:`dtypes`, :func:`shapes`, :func:`array_data`, :func:`arrays`, and
-  :func:`programs`, launch sequences made of your kernels (each an :class:`Op`) with overlapping
+  a mismatch raises `GradientMismatch` (an ``AssertionError``) naming the worst element.
+* hypothesis strategies: `dtypes`, `shapes`, `array_data`, `arrays`, and
+  `programs`, launch sequences made of your kernels (each an `Op`) with overlapping
   windows and overwrites.
-* :mod:`warp_zerostore.testing.reference`: an independent NumPy float64 reverse-mode interpreter of
+* `warp_zerostore.testing.reference`: an independent NumPy float64 reverse-mode interpreter of
   programs, for zero and accumulate store semantics.
-* :func:`register_profiles`: hypothesis profiles for CI.
+* `register_profiles`: hypothesis profiles for CI.
 
 The strategies and profiles need hypothesis (``pip install warp_zerostore[testing]``); the check and the
 reference do not.
@@ -19,6 +19,9 @@ from __future__ import annotations
 from . import reference
 from .check import GradientCheck, GradientMismatch, check_gradients, vjp
 from .program import Launch, Op, Program
+
+# Printed as warp_zerostore.testing.GradientMismatch, its public path.
+GradientMismatch.__module__ = __name__
 
 _NEED_HYPOTHESIS = ("dtypes", "shapes", "array_data", "arrays", "programs", "register_profiles")
 

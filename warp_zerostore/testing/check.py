@@ -48,13 +48,21 @@ class GradientMismatch(AssertionError):
 
 @dataclass(frozen=True)
 class GradientCheck:
-    """What a passing :func:`check_gradients` compared."""
+    """What a passing `check_gradients` compared.
+
+    Attributes:
+        mode: ``"vjp"`` or ``"jvp"``.
+        precision: The dtype finite differences ran in: ``"float64"``, or the inputs' own.
+        note: Why finite differences did not run in float64, or ``""``.
+        total: Elements compared.
+        worst: The largest ``|tape - finite difference| / tolerance`` (at most 1 when passing).
+    """
 
     mode: str
-    precision: str  #: the dtype finite differences ran in: "float64", or the inputs' own
-    note: str  #: why finite differences did not run in float64, or ""
-    total: int  #: elements compared
-    worst: float  #: largest ``|tape - finite difference| / tolerance`` (at most 1 when passing)
+    precision: str
+    note: str
+    total: int
+    worst: float
 
 
 def check_gradients(
@@ -72,7 +80,7 @@ def check_gradients(
     seed: int = 0,
     device=None,
 ) -> GradientCheck:
-    """Check ``fn``'s Tape gradients against central finite differences; raise :class:`GradientMismatch`.
+    """Check ``fn``'s Tape gradients against central finite differences; raise `GradientMismatch`.
 
     ``fn(*inputs)`` (or ``fn(**inputs)`` for a dict) launches Warp kernels. Its outputs are the arrays it
     returns plus the inputs named in ``outputs`` (names or positions); if it returns nothing and
@@ -96,8 +104,31 @@ def check_gradients(
     does not loosen another's check; ``rtol`` and ``atol`` default to JAX's per-dtype values (float16 1e-2,
     float32 2e-3, float64 1e-5) for the dtype the Tape ran in.
 
-    Example::
+    Args:
+        fn: Launches Warp kernels on its arguments; may return output arrays.
+        inputs: The arguments: a sequence (``fn(*inputs)``) or a mapping (``fn(**inputs)``) of Warp arrays and
+            other values.
+        outputs: Inputs (names or positions) that are outputs too; None: as described above.
+        mode: ``"vjp"`` (reverse mode: one backward per output) or ``"jvp"`` (one backward per output element).
+        wrt: Inputs to differentiate (names or positions); None: every input array with ``requires_grad=True``.
+        eps: The finite-difference step, relative to ``max(1, |x|)``; None: the dtype's default.
+        rtol: Relative tolerance; None: JAX's for the dtype the Tape ran in.
+        atol: Absolute tolerance, scaled by ``max(1, max|fd|)``; None: JAX's for the dtype.
+        float64: True: finite differences must run in float64; False: never; None: when ``fn`` allows.
+        cotangents: ``{output name: NumPy array}`` for ``mode="vjp"``; None: random ones.
+        seed: Seed of the random cotangents and tangents.
+        device: The Warp device the copies are made on; None: each input's own.
 
+    Returns:
+        A `GradientCheck` saying what was compared.
+
+    Raises:
+        GradientMismatch: An element differs by more than the tolerance (the worst one is named).
+        ValueError: An unknown ``mode``, a tolerance or step that would make the check vacuous, ``cotangents``
+            with ``mode="jvp"``, or inputs and outputs it cannot use.
+
+    Example:
+        ```python
         import warp_zerostore as wp
         from warp_zerostore.testing import check_gradients
 
@@ -109,6 +140,7 @@ def check_gradients(
         x = wp.array([1.0, -2.0, 0.5], dtype=float, requires_grad=True)
         y = wp.zeros(3, dtype=float, requires_grad=True)
         check_gradients(lambda x, y: wp.launch(square, dim=3, inputs=[x, y]), [x, y])
+        ```
     """
     if mode not in MODES:
         raise ValueError(f"check_gradients: mode must be 'vjp' or 'jvp', got {mode!r}.")
@@ -148,11 +180,23 @@ def vjp(
 ) -> tuple[dict, dict]:
     """Run ``fn`` once on a Tape and pull ``cotangents`` (by output name) back: ``(final values, gradients)``.
 
-    The same conventions as :func:`check_gradients` (fresh copies of the inputs, outputs, ``wrt``); both
+    The same conventions as `check_gradients` (fresh copies of the inputs, outputs, ``wrt``); both
     dicts hold float64 NumPy arrays, by name. Use it to compare a Tape with a reference of your own.
 
-    Example::
+    Args:
+        fn: Launches Warp kernels on its arguments; may return output arrays.
+        inputs: The arguments: a sequence (``fn(*inputs)``) or a mapping (``fn(**inputs)``).
+        cotangents: ``{output name: NumPy array}`` to pull back.
+        outputs: Inputs (names or positions) that are outputs too; None: as in `check_gradients`.
+        wrt: Inputs to differentiate; None: every input array with ``requires_grad=True``.
+        device: The Warp device the copies are made on; None: each input's own.
 
+    Returns:
+        ``(values, gradients)``: the outputs' final values and the gradients of ``wrt``, float64 NumPy arrays
+        by name.
+
+    Example:
+        ```python
         import numpy as np
         import warp_zerostore as wp
         from warp_zerostore.testing import vjp
@@ -166,6 +210,7 @@ def vjp(
         values, grads = vjp(lambda x, y: wp.launch(double, dim=2, inputs=[x, y]), {"x": x, "y": y},
                             {"y": np.ones(2)}, outputs=["y"])
         assert grads["x"].tolist() == [2.0, 2.0] and grads["y"].tolist() == [0.0, 0.0]
+        ```
     """
     problem = _Problem(fn, inputs, outputs, wrt, device)
     cot = problem.cotangents(None, cotangents)

@@ -15,15 +15,22 @@ def register_profiles(deadline=None) -> list:
     blob on failure. ``deadline`` (a ``datetime.timedelta`` or milliseconds) defaults to None: the first example
     of a session builds the Warp module of the kernels it launches (seconds), and hypothesis would
     report the slow first run as flaky. Give a deadline once your kernels are built before the tests
-    run (``wp.load_module(...)``). Returns the profile names.
+    run (``wp.load_module(...)``).
 
-    Example::
+    Args:
+        deadline: hypothesis's per-example deadline (a ``datetime.timedelta`` or milliseconds); None: none.
 
+    Returns:
+        The names of the profiles registered.
+
+    Example:
+        ```python
         from hypothesis import settings
         from warp_zerostore.testing import register_profiles
 
         register_profiles()
         settings.load_profile("warp_zerostore-ci")
+        ```
     """
     for name, examples in PROFILES.items():
         settings.register_profile(

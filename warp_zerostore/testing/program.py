@@ -1,10 +1,10 @@
 """Launch programs: sequences of kernel launches over named arrays, with the reads and writes of each.
 
-An :class:`Op` describes one of your kernels: which array parameters it reads, which it stores to, and
+An `Op` describes one of your kernels: which array parameters it reads, which it stores to, and
 which reads its backward pass does not need the value of (``linear``: ``x`` in ``2 * x`` or ``x + y``).
-A :class:`Program` is a list of :class:`Launch` es of ops over a pool of named arrays, with their initial
+A `Program` is a list of `Launch` es of ops over a pool of named arrays, with their initial
 data; call it on Warp arrays (``program(**program.arrays())``) to launch it, on a Tape or not.
-:func:`warp_zerostore.testing.programs` draws programs; :mod:`warp_zerostore.testing.reference`
+`warp_zerostore.testing.programs` draws programs; `warp_zerostore.testing.reference`
 interprets them in NumPy.
 
 The model is elementwise: thread ``i`` of a launch touches element ``offset + i`` (along the first axis)
@@ -26,15 +26,21 @@ from .. import _compat
 class Op:
     """One of your kernels, with what each launch of it reads and writes.
 
-    ``reads``: array parameters it loads; ``writes``: array parameters it stores to (``a[i] = v``);
-    ``linear``: the reads whose value its backward pass does not need (a program may overwrite them
-    later); ``offset``: an int parameter that shifts the launch window along the first axis (the window
-    is then drawn; without it a launch covers whole arrays); ``args``: values (or hypothesis strategies)
-    for every other parameter; ``name``: how programs print it and how a reference finds its rule
-    (default: the kernel's key).
+    Attributes:
+        kernel: The ``wp.Kernel``.
+        reads: Array parameters it loads.
+        writes: Array parameters it stores to (``a[i] = v``).
+        linear: The reads whose value its backward pass does not need (a program may overwrite them later).
+        offset: An int parameter that shifts the launch window along the first axis (the window is then drawn;
+            without it a launch covers whole arrays).
+        args: Values (or hypothesis strategies) for every other parameter.
+        name: How programs print it and how a reference finds its rule; None: the kernel's key.
 
-    Example::
+    Raises:
+        ValueError: A parameter is not described, or is described as what it is not (the message says which).
 
+    Example:
+        ```python
         import warp_zerostore as wp
         from warp_zerostore.testing import Op
 
@@ -44,6 +50,7 @@ class Op:
             y[i] = y[i] + alpha * x[i]
 
         op = Op(axpy, reads=("x", "y"), writes=("y",), linear=("x", "y"), offset="off", args={"alpha": 3.0})
+        ```
     """
 
     kernel: Any
@@ -95,13 +102,21 @@ class Op:
 
     @property
     def needs(self) -> tuple:
-        """The reads whose value the backward pass needs (not ``linear``)."""
+        """The reads whose value the backward pass needs (``reads`` less ``linear``)."""
         return tuple(p for p in self.reads if p not in self.linear)
 
 
 @dataclass(frozen=True)
 class Launch:
-    """One launch of ``op``: its array parameters bound to array names, on elements ``[start, start + count)``."""
+    """One launch of ``op``: its array parameters bound to array names, on elements ``[start, start + count)``.
+
+    Attributes:
+        op: The `Op` launched.
+        bind: ``{array parameter: array name}``.
+        start: The first element (along the first axis) of the launch window.
+        count: Threads along the first axis.
+        args: Values of the op's other parameters for this launch.
+    """
 
     op: Op
     bind: Mapping[str, str]
@@ -111,6 +126,7 @@ class Launch:
 
     @property
     def window(self) -> slice:
+        """The elements the launch touches along the first axis: ``slice(start, start + count)``."""
         return slice(self.start, self.start + self.count)
 
     def __repr__(self) -> str:
@@ -128,10 +144,18 @@ class Launch:
 class Program:
     """Launches over named arrays of one shape, with the arrays' initial data (float64, as stored).
 
-    Call it with Warp arrays by name to launch it; :meth:`arrays` makes fresh ones from ``data``.
+    Call it with Warp arrays by name to launch it; `arrays` makes fresh ones from ``data``.
 
-    Example (programs are usually drawn by :func:`warp_zerostore.testing.programs`)::
+    Attributes:
+        shape: The shape of every array.
+        dtypes: ``{array name: Warp dtype}``.
+        launches: The `Launch` es, in order.
+        data: ``{array name: float64 NumPy array}``: the initial values.
 
+    Example:
+        Programs are usually drawn by `warp_zerostore.testing.programs`:
+
+        ```python
         import numpy as np
         import warp_zerostore as wp
         from warp_zerostore.testing import Launch, Op, Program, check_gradients
@@ -149,6 +173,7 @@ class Program:
             data={"x": np.array([1.0, 2.0]), "y": np.zeros(2)},
         )
         check_gradients(program, program.arrays())  # x is overwritten by 4 x: its gradient must be 4, not 5
+        ```
     """
 
     shape: tuple
@@ -177,7 +202,15 @@ class Program:
             warp.launch(launch.op.kernel, dim=(launch.count,) + tuple(self.shape[1:]), inputs=values, device=device)
 
     def arrays(self, device="cpu", requires_grad: bool = True) -> dict:
-        """Fresh Warp arrays holding the initial data, by name."""
+        """Fresh Warp arrays holding the initial data, by name.
+
+        Args:
+            device: The Warp device to allocate them on.
+            requires_grad: Whether they carry gradients.
+
+        Returns:
+            ``{array name: wp.array}``.
+        """
         out = {}
         for name, dtype in self.dtypes.items():
             data = self.data[name].astype(_compat.numpy_scalar(dtype))
@@ -199,6 +232,9 @@ class Program:
 
         A launch that reads a value its backward pass needs (a read not marked ``linear``) must see the
         same value at backward time; a later launch, or the launch itself, storing to it changes that.
+
+        Returns:
+            One line per hazard, naming the launches and the array.
         """
         found = []
         for k, launch in enumerate(self.launches):
@@ -216,7 +252,17 @@ class Program:
         return found
 
     def with_kernels(self, kernels: Mapping[str, Any]) -> Program:
-        """The same program with each op's kernel replaced by ``kernels[op.name]`` (e.g. another zero_store mode)."""
+        """The same program with each op's kernel replaced by ``kernels[op.name]`` (e.g. another zero_store mode).
+
+        Args:
+            kernels: ``{op name: wp.Kernel}``, one per op of the program.
+
+        Returns:
+            The new `Program`.
+
+        Raises:
+            KeyError: An op has no kernel in ``kernels``.
+        """
         ops = {}
         launches = []
         for launch in self.launches:

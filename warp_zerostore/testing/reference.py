@@ -1,7 +1,7 @@
 """An independent reference: launch programs run forward and backward in NumPy float64, nothing else.
 
 It imports no Warp and no warp_zerostore code, so a test comparing it with a Tape compares two
-implementations. Each op of a program needs a :class:`Rule`: its NumPy forward and vector-Jacobian
+implementations. Each op of a program needs a `Rule`: its NumPy forward and vector-Jacobian
 product, elementwise over the launch window. The reverse pass saves what each launch read, so it gives
 the true gradient even where Warp's replay would not (see ``Program.hazards``).
 
@@ -25,15 +25,20 @@ import numpy as np
 class Rule:
     """NumPy semantics of one elementwise kernel.
 
-    ``reads``: the parameters it loads, in the order it loads them; ``write``: the one it stores to;
-    ``forward(*read values) -> stored value``; ``vjp(g, *read values) -> one adjoint per read``. The
-    reverse pass adds the adjoints in reverse order of ``reads``, as the kernel's own backward does.
+    The reverse pass adds the adjoints in reverse order of ``reads``, as the kernel's own backward does.
 
-    Example::
+    Attributes:
+        reads: The parameters it loads, in the order it loads them.
+        write: The one it stores to.
+        forward: ``forward(*read values) -> stored value``.
+        vjp: ``vjp(g, *read values) -> one adjoint per read``.
 
+    Example:
+        ```python
         from warp_zerostore.testing.reference import Rule
 
         axpy = Rule(reads=("y", "x"), write="y", forward=lambda y, x: y + 3.0 * x, vjp=lambda g, y, x: (g, 3.0 * g))
+        ```
     """
 
     reads: tuple
@@ -45,8 +50,16 @@ class Rule:
 def forward(program, rules: Mapping[str, Rule], values: Mapping[str, np.ndarray] | None = None) -> dict:
     """Final values of every array after running ``program`` on ``values`` (default: ``program.data``).
 
-    Example::
+    Args:
+        program: A `warp_zerostore.testing.Program` (or anything with its ``launches`` and ``data``).
+        rules: ``{op name: Rule}``.
+        values: ``{array name: float64 NumPy array}`` to start from; None: ``program.data``.
 
+    Returns:
+        ``{array name: float64 NumPy array}``: the final values.
+
+    Example:
+        ```python
         from types import SimpleNamespace as NS
         import numpy as np
         from warp_zerostore.testing.reference import Rule, forward
@@ -55,6 +68,7 @@ def forward(program, rules: Mapping[str, Rule], values: Mapping[str, np.ndarray]
         program = NS(launches=[NS(op=NS(name="double"), bind={"x": "x", "y": "y"}, start=1, count=1)],
                      data={"x": np.ones(2), "y": np.zeros(2)})
         assert forward(program, {"double": double})["y"].tolist() == [0.0, 2.0]
+        ```
     """
     return _run(program, rules, values)[0]
 
@@ -68,8 +82,18 @@ def backward(
 ) -> dict:
     """Gradient of ``sum(seeds[k] * final[k])`` with respect to every array's initial value.
 
-    Example::
+    Args:
+        program: A `warp_zerostore.testing.Program` (or anything with its ``launches`` and ``data``).
+        rules: ``{op name: Rule}``.
+        seeds: ``{array name: float64 NumPy array}``: the cotangents of the final values.
+        zero: True: zero semantics (a store's adjoint zeroes the gradient it consumes); False: accumulate.
+        values: ``{array name: float64 NumPy array}`` to start from; None: ``program.data``.
 
+    Returns:
+        ``{array name: float64 NumPy array}``: the gradients of the initial values.
+
+    Example:
+        ```python
         from types import SimpleNamespace as NS
         import numpy as np
         from warp_zerostore.testing.reference import Rule, backward
@@ -79,6 +103,7 @@ def backward(
         program = NS(launches=[launch], data={"x": np.ones(2), "y": np.zeros(2)})
         grads = backward(program, {"double": double}, seeds={"y": np.ones(2)}, zero=True)
         assert grads["x"].tolist() == [2.0, 2.0] and grads["y"].tolist() == [0.0, 0.0]
+        ```
     """
     state, saved = _run(program, rules, values)
     adj = {k: np.zeros_like(v) for k, v in state.items()}
@@ -104,8 +129,15 @@ def discarded(program, rules: Mapping[str, Rule]) -> dict:
     zero semantics) is left in it or flows into it through the reads of earlier launches. Elsewhere the
     two semantics compute the same numbers in the same order.
 
-    Example::
+    Args:
+        program: A `warp_zerostore.testing.Program` (or anything with its ``launches`` and ``data``).
+        rules: ``{op name: Rule}``.
 
+    Returns:
+        ``{array name: bool NumPy array}`` over the first axis.
+
+    Example:
+        ```python
         from types import SimpleNamespace as NS
         import numpy as np
         from warp_zerostore.testing.reference import Rule, discarded
@@ -116,6 +148,7 @@ def discarded(program, rules: Mapping[str, Rule]) -> dict:
         program = NS(launches=[first, again], data={"x": np.ones(2), "y": np.zeros(2), "z": np.ones(2)})
         mask = discarded(program, {"double": double})
         assert mask["x"].tolist() == [True, False] and not mask["z"].any()
+        ```
     """
     marks = {k: np.zeros(np.shape(v)[0], dtype=bool) for k, v in program.data.items()}
     for launch in reversed(program.launches):

@@ -33,12 +33,24 @@ def dtypes(
 ) -> st.SearchStrategy:
     """Warp float dtypes: scalars, vectors (2-4), matrices (2x2-4x4), quaternions, transforms.
 
-    Example::
+    Args:
+        scalar_types: The scalars to draw over: a non-empty subset of ``wp.float16``, ``wp.float32``,
+            ``wp.float64``.
+        kinds: A non-empty subset of ``"scalar"``, ``"vector"``, ``"matrix"``, ``"quaternion"``, ``"transform"``.
 
+    Returns:
+        A hypothesis strategy of Warp dtypes.
+
+    Raises:
+        ValueError: An unknown kind or scalar type, or an empty choice.
+
+    Example:
+        ```python
         import warp_zerostore as wp
         from warp_zerostore.testing import dtypes
 
         vec_or_mat32 = dtypes(scalar_types=[wp.float32], kinds=["vector", "matrix"])
+        ```
     """
     unknown = [k for k in kinds if k not in KINDS]
     if unknown or not kinds:
@@ -60,11 +72,24 @@ def dtypes(
 def shapes(*, min_dims: int = 1, max_dims: int = 4, min_side: int = 1, max_side: int = 4) -> st.SearchStrategy:
     """Array shapes of ``min_dims`` to ``max_dims`` (Warp allows 1-4) dimensions, each ``min_side`` to ``max_side``.
 
-    Example::
+    Args:
+        min_dims: The fewest dimensions (at least 1).
+        max_dims: The most dimensions (at most 4).
+        min_side: The smallest side (at least 1).
+        max_side: The largest side.
 
+    Returns:
+        A hypothesis strategy of shape tuples.
+
+    Raises:
+        ValueError: The bounds are out of order or outside Warp's 1-4 dimensions.
+
+    Example:
+        ```python
         from warp_zerostore.testing import shapes
 
         matrices_of_rows = shapes(min_dims=2, max_dims=2, max_side=3)
+        ```
     """
     if not 1 <= min_dims <= max_dims <= 4:
         raise ValueError(
@@ -87,15 +112,23 @@ def _element_strategy(dtype, elements) -> st.SearchStrategy:
 def array_data(dtype, shape, elements=None) -> st.SearchStrategy:
     """NumPy float64 data for a Warp array of ``dtype`` and ``shape``, rounded to ``dtype`` (values as stored).
 
-    The NumPy shape is ``shape`` followed by the element's shape (``(3,)`` for vec3). ``elements``: a
-    ``(low, high)`` pair (default ``(-2, 2)``) or a strategy of floats.
+    The NumPy shape is ``shape`` followed by the element's shape (``(3,)`` for vec3).
 
-    Example::
+    Args:
+        dtype: The Warp dtype.
+        shape: The Warp array's shape.
+        elements: A ``(low, high)`` pair (None: ``(-2, 2)``) or a hypothesis strategy of floats.
 
+    Returns:
+        A hypothesis strategy of float64 NumPy arrays.
+
+    Example:
+        ```python
         import warp_zerostore as wp
         from warp_zerostore.testing import array_data
 
         data = array_data(wp.vec3, (4,), elements=(-1.0, 1.0))  # arrays of shape (4, 3)
+        ```
     """
     full = tuple(shape) + _compat.element_shape(dtype)
     np_scalar = _compat.numpy_scalar(dtype)
@@ -108,8 +141,18 @@ def array_data(dtype, shape, elements=None) -> st.SearchStrategy:
 def arrays(draw, dtype, shape, *, elements=None, requires_grad: bool = True, device="cpu"):
     """Warp arrays, made for each example on ``device``; ``dtype`` and ``shape`` may be strategies.
 
-    Example::
+    Args:
+        dtype: A Warp dtype, or a strategy of them (`dtypes`).
+        shape: A shape, or a strategy of them (`shapes`).
+        elements: As in `array_data`.
+        requires_grad: Whether the arrays carry gradients.
+        device: The Warp device to allocate them on.
 
+    Returns:
+        A hypothesis strategy of ``wp.array``.
+
+    Example:
+        ```python
         import warp_zerostore as wp
         from hypothesis import given
         from warp_zerostore.testing import arrays, dtypes, shapes
@@ -117,6 +160,7 @@ def arrays(draw, dtype, shape, *, elements=None, requires_grad: bool = True, dev
         @given(arrays(dtypes(kinds=["vector"]), shapes(max_dims=2)))
         def test_drawn(a):
             assert a.requires_grad and a.ndim <= 2
+        ```
     """
     dtype = draw(dtype) if isinstance(dtype, st.SearchStrategy) else dtype
     shape = draw(shape) if isinstance(shape, st.SearchStrategy) else tuple(shape)
@@ -140,12 +184,27 @@ def programs(
     Each launch draws an op, binds its array parameters to arrays of a matching dtype (a generic
     kernel's ``Any`` parameters all get one dtype), a window (ops with an ``offset``) and values for
     strategies in ``args``. Windows overlap and arrays get overwritten. With ``replay_safe`` (default),
-    no launch stores to a value an earlier launch's backward pass needs (see :meth:`Program.hazards`):
+    no launch stores to a value an earlier launch's backward pass needs (see `Program.hazards`):
     Warp replays kernels against arrays as they are at backward time, so such programs have wrong
-    gradients in any store mode. ``shape``: a tuple or strategy (default: ``ndim`` of the ops, sides 1-5).
+    gradients in any store mode.
 
-    Example::
+    Args:
+        ops: The `Op` s to launch.
+        arrays: ``{array name: Warp dtype}``: the pool of arrays.
+        shape: A tuple or a strategy of them; None: ``ndim`` of the ops, sides 1-5.
+        elements: The initial data's values, as in `array_data`.
+        min_launches: The fewest launches in a program.
+        max_launches: The most launches in a program.
+        replay_safe: Leave out launches that store to a value an earlier launch's backward pass needs.
 
+    Returns:
+        A hypothesis strategy of `Program` s.
+
+    Raises:
+        ValueError: No ops, or ops and arrays that cannot make a program (the message says why).
+
+    Example:
+        ```python
         import warp_zerostore as wp
         from hypothesis import given
         from warp_zerostore.testing import Op, check_gradients, programs
@@ -160,6 +219,7 @@ def programs(
         @given(programs(ops, {"x": wp.float32, "y": wp.float32, "z": wp.float32}))
         def test_scale_programs(program):
             check_gradients(program, program.arrays())
+        ```
     """
     ops = list(ops)
     if not ops:

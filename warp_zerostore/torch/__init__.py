@@ -3,8 +3,8 @@
 Install with the ``torch`` extra (``pip install "warp_zerostore[torch]"``); the rest of ``warp_zerostore``
 never imports torch.
 
-* :func:`op` turns a function that launches Warp kernels on Warp arrays into a PyTorch op; its ``outputs``
-  declare what to allocate. :func:`kernel_op` does it for one kernel.
+* `op` turns a function that launches Warp kernels on Warp arrays into a PyTorch op; its ``outputs``
+  declare what to allocate. `kernel_op` does it for one kernel.
 
 What a bridged op guarantees, each tested (``tests/test_torch_bridge.py``):
 
@@ -18,7 +18,7 @@ What a bridged op guarantees, each tested (``tests/test_torch_bridge.py``):
   same gradients; the caller's ``grad_output`` tensors are unchanged (Warp works on a copy). Views of one array
   share one gradient buffer in every call, however they overlap (``t[0:n]`` and ``t[1:n+1]`` of a temporary,
   negative strides): ``tests/test_torch_views.py``.
-* Double backward raises :class:`DoubleBackwardError`, naming the op, when a gradient it computed is itself
+* Double backward raises `DoubleBackwardError`, naming the op, when a gradient it computed is itself
   differentiated; first-order ``create_graph=True`` still works.
 * Zero copy in: a contiguous tensor of the parameter's dtype is wrapped in place (one with an odd stride on a
   size-1 dimension, ``col.t()`` or ``s.expand(1)``, viewed with row-major strides). A non-contiguous one is
@@ -34,8 +34,10 @@ What a bridged op guarantees, each tested (``tests/test_torch_bridge.py``):
 The function must write only its outputs (inputs are read-only views of the caller's tensors). Temporaries it
 allocates need ``requires_grad=True`` to carry gradients, as on any ``wp.Tape``.
 
-Example (the seed report's op, ``y = x0^2 * x1^2 * x2^2``)::
+Example:
+    The seed report's op, ``y = x0^2 * x1^2 * x2^2``:
 
+    ```python
     from typing import Any
     import torch
     import warp_zerostore as wp
@@ -52,6 +54,7 @@ Example (the seed report's op, ``y = x0^2 * x1^2 * x2^2``)::
 
     xs = [torch.rand(8, dtype=torch.float64, requires_grad=True) for _ in range(3)]
     assert torch.autograd.gradcheck(seed, xs, nondet_tol=0.0)
+    ```
 """
 
 from __future__ import annotations
@@ -68,6 +71,9 @@ import warp as _warp
 from .. import _submodules
 from .autograd import DoubleBackwardError
 from .ops import WarpOp, kernel_op, op
+
+# Printed as warp_zerostore.torch.DoubleBackwardError, its public path.
+DoubleBackwardError.__module__ = __name__
 
 __all__ = ["op", "kernel_op", "WarpOp", "DoubleBackwardError"]
 

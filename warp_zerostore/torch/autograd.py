@@ -76,7 +76,7 @@ class Recording:
 
     def acquire(self) -> None:
         """Give every array a gradient buffer: zeroed for inputs and temporaries; the outputs' ones are
-        overwritten by :meth:`replay` (forward's buffers on the first backward, fresh ones after)."""
+        overwritten by `replay` (forward's buffers on the first backward, fresh ones after)."""
         for pair in self.inputs:
             if pair is not None and pair[0].grad is None:
                 self.grads[id(pair[0])] = arrays.attach_grad(*pair)
@@ -153,7 +153,7 @@ class Recording:
 
 
 class WarpFunction(torch.autograd.Function):
-    """``WarpFunction.apply(op, record, *arguments)``; ``op`` is a :class:`warp_zerostore.torch.ops.WarpOp`,
+    """``WarpFunction.apply(op, record, *arguments)``; ``op`` is a `warp_zerostore.torch.ops.WarpOp`,
     ``record`` whether grad mode was on at the call and some argument requires grad (inside ``forward`` grad
     mode is always off, and ``ctx.needs_input_grad`` ignores it)."""
 

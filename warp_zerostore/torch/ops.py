@@ -1,7 +1,7 @@
 """A bridged op: a Python function that launches Warp kernels, called with tensors (``op``, ``kernel_op``).
 
-A :class:`WarpOp` knows the function's parameters (inputs, and the outputs it allocates), checks and wraps
-the arguments of a call, and runs the function; :mod:`.autograd` makes that differentiable.
+A `WarpOp` knows the function's parameters (inputs, and the outputs it allocates), checks and wraps
+the arguments of a call, and runs the function; `autograd` makes that differentiable.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from .autograd import WarpFunction
 
 @dataclass
 class Output:
-    """An output parameter: its annotation says the dtype, ``spec`` the shape (see :func:`op`)."""
+    """An output parameter: its annotation says the dtype, ``spec`` the shape (see `op`)."""
 
     name: str
     annotation: Any
@@ -52,7 +52,22 @@ def _as_shape(value) -> tuple:
 
 
 class WarpOp:
-    """A differentiable PyTorch op made from a function that launches Warp kernels; see :func:`op`."""
+    """A differentiable PyTorch op made from a function that launches Warp kernels; see `op`, which makes it.
+
+    Call it with the function's input parameters (tensors or Python values); it returns the outputs as tensors.
+
+    Args:
+        fn: The function that launches Warp kernels on Warp arrays.
+        outputs: ``{output parameter: shape}``, as in `op`.
+        signature: The op's parameters; None: ``fn``'s signature.
+        globals_: Where the annotations are resolved; None: ``fn``'s globals.
+        name: The op's name in messages; None: the function's qualified name.
+        location: ``file:line`` for messages; None: where the function is defined.
+
+    Raises:
+        TypeError: ``*args``/``**kwargs`` parameters, or ``outputs`` not a non-empty dict.
+        ValueError: ``outputs`` names something that is not a parameter.
+    """
 
     def __init__(self, fn, outputs: dict, *, signature=None, globals_=None, name=None, location=None):
         code = getattr(fn, "__code__", None)
@@ -123,6 +138,11 @@ class WarpOp:
         return Output(name, annotation, spec)
 
     def describe(self) -> str:
+        """How messages name the op.
+
+        Returns:
+            ``warp_zerostore.torch op 'name' (file:line)``.
+        """
         return f"warp_zerostore.torch op '{self.name}' ({self.location})"
 
     def __repr__(self) -> str:
@@ -142,6 +162,17 @@ class WarpOp:
         return outputs[0] if len(outputs) == 1 else outputs
 
     def device_of(self, values) -> torch.device:
+        """The device the op runs on: the first tensor argument's.
+
+        Args:
+            values: The input values, in the order of the op's inputs.
+
+        Returns:
+            That tensor's ``torch.device``.
+
+        Raises:
+            ValueError: No argument is a tensor.
+        """
         for param, value in zip(self.inputs, values):
             if isinstance(value, torch.Tensor):
                 arrays.check_device(param, value, value.device, param.name)
@@ -149,7 +180,15 @@ class WarpOp:
         raise ValueError(f"{self.describe()} got no tensor argument, so it has no device to run on; pass a tensor.")
 
     def prepare(self, values, device: torch.device) -> Call:
-        """Check and wrap the arguments, allocate the outputs (zero-filled, on ``device``)."""
+        """Check and wrap the arguments, allocate the outputs (zero-filled, on ``device``).
+
+        Args:
+            values: The input values, in the order of the op's inputs.
+            device: The device the op runs on (`device_of`).
+
+        Returns:
+            The call's Warp arrays over the inputs and the new outputs.
+        """
         first = next(p.name for p, v in zip(self.inputs, values) if isinstance(v, torch.Tensor))
         inputs = [arrays.input_array(p, v, device, first) for p, v in zip(self.inputs, values)]
         by_name = {p.name: value for p, (value, _) in zip(self.inputs, inputs)}
@@ -176,6 +215,11 @@ class WarpOp:
         return arrays.output_array(dtype, shape, device)
 
     def run(self, call: Call) -> None:
+        """Call the function with Warp arrays over the call's tensors.
+
+        Args:
+            call: What `prepare` made.
+        """
         by_name = {p.name: value for p, (value, _) in zip(self.inputs, call.inputs)}
         by_name.update({out.name: array for out, (array, _) in zip(self.outputs, call.outputs)})
         self.fn(*(by_name[name] for name in self.order))
@@ -191,16 +235,23 @@ def op(outputs: dict, *, name: str | None = None):
     arrays over the tensors' memory, and returns the outputs as tensors: one tensor, or a tuple in the order
     of ``outputs``.
 
-    Guarantees (details in :mod:`warp_zerostore.torch`): gradients are PyTorch autograd's for the same math;
+    Guarantees (details in `warp_zerostore.torch`): gradients are PyTorch autograd's for the same math;
     Warp never touches a tensor's ``.grad`` (no leaf double counting); every backward call is independent
     (``retain_graph``, gradcheck's reentrancy) and leaves ``grad_output`` unchanged; double backward raises
-    :class:`DoubleBackwardError`; contiguous inputs of the right dtype are not copied, others are copied once
+    `DoubleBackwardError`; contiguous inputs of the right dtype are not copied, others are copied once
     (non-contiguous) or refused with an error naming the argument; kernels keep their ``zero_store`` flag;
     on CUDA the work runs on PyTorch's current stream without synchronising the device. The function must
     write only its outputs.
 
-    Example::
+    Args:
+        outputs: ``{output parameter: shape}``: an input's name, an int or tuple, or a function of inputs.
+        name: The op's name in messages; None: the function's qualified name.
 
+    Returns:
+        A decorator that turns the function into a `WarpOp`.
+
+    Example:
+        ```python
         import torch
         import warp_zerostore as wp
         import warp_zerostore.torch as wpt
@@ -217,6 +268,7 @@ def op(outputs: dict, *, name: str | None = None):
         x = torch.ones(4, requires_grad=True)
         scaled(x, 3.0).sum().backward()
         assert torch.equal(x.grad, torch.full((4,), 3.0))
+        ```
     """
 
     def decorate(fn):
@@ -226,14 +278,28 @@ def op(outputs: dict, *, name: str | None = None):
 
 
 def kernel_op(kernel, outputs: dict, *, dim=None, name: str | None = None) -> WarpOp:
-    """One kernel as a differentiable PyTorch op: the shortcut for an :func:`op` that makes one launch.
+    """One kernel as a differentiable PyTorch op: the shortcut for an `op` that makes one launch.
 
-    The op's parameters are the kernel's, less the ``outputs`` (as in :func:`op`). ``dim`` is the launch
+    The op's parameters are the kernel's, less the ``outputs`` (as in `op`). ``dim`` is the launch
     grid: an argument's name (its array shape), an int or tuple, or a function of the inputs; by default the
     shape of the first output.
 
-    Example::
+    Args:
+        kernel: The ``wp.Kernel``.
+        outputs: ``{output parameter: shape}``, as in `op`.
+        dim: The launch grid: an argument's name, an int or tuple, or a function of the inputs; None: the shape
+            of the first output.
+        name: The op's name in messages; None: the kernel's key.
 
+    Returns:
+        The `WarpOp`.
+
+    Raises:
+        TypeError: ``kernel`` is not a Warp kernel.
+        ValueError: ``dim`` names something that is not a kernel parameter.
+
+    Example:
+        ```python
         from typing import Any
         import torch
         import warp_zerostore as wp
@@ -248,6 +314,7 @@ def kernel_op(kernel, outputs: dict, *, dim=None, name: str | None = None) -> Wa
         x = torch.arange(3.0, requires_grad=True)
         squared(x).sum().backward()
         assert torch.equal(x.grad, 2 * x.detach())
+        ```
     """
     if not isinstance(kernel, _compat.Kernel):
         raise TypeError(f"kernel_op takes a @wp.kernel, got {kernel!r}; for a Python function use @wpt.op.")

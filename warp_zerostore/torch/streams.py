@@ -29,13 +29,20 @@ import warp
 def torch_stream(device: torch.device):
     """Yield ``device`` as a Warp device; on CUDA, PyTorch's current stream there is Warp's meanwhile.
 
-    Example::
+    Args:
+        device: A ``torch.device``.
 
+    Yields:
+        The matching Warp device.
+
+    Example:
+        ```python
         import torch
         from warp_zerostore.torch.streams import torch_stream
 
         with torch_stream(torch.device("cpu")) as wp_device:
             assert wp_device.is_cpu
+        ```
     """
     warp.init()  # no-op once initialised; device_from_torch needs the runtime
     wp_device = warp.device_from_torch(device)
@@ -52,16 +59,23 @@ def torch_stream(device: torch.device):
 
 @contextlib.contextmanager
 def on_torch_device(device: torch.device):
-    """:func:`torch_stream`, with ``device`` also Warp's default device (for launches that name none).
+    """`torch_stream`, with ``device`` also Warp's default device (for launches that name none).
 
-    Example::
+    Args:
+        device: A ``torch.device``.
 
+    Yields:
+        The matching Warp device.
+
+    Example:
+        ```python
         import torch
         import warp
         from warp_zerostore.torch.streams import on_torch_device
 
         with on_torch_device(torch.device("cpu")):
             assert warp.get_device().is_cpu
+        ```
     """
     with torch_stream(device) as wp_device, warp.ScopedDevice(wp_device):
         yield wp_device

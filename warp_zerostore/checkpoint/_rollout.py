@@ -15,12 +15,19 @@ from .summary import Progress, Summary
 
 
 class Rollout:
-    """The result of :func:`rollout`: the final state, the cost summary, and the reverse sweep.
+    """The result of `rollout`: the final state, the cost summary, and the reverse sweep.
 
-    ``state``: the object holding the final state (``state`` in place; ``state`` or ``out`` double-buffered,
-    by the parity of the number of steps). ``summary``: a :class:`Summary`. ``backward()`` runs the reverse
-    sweep with the adjoint of the final state taken from the ``.grad`` of its arrays; the Tape the rollout
-    was recorded on calls it for you. ``close()`` frees the snapshots without a backward pass.
+    `rollout` makes it; the Tape the rollout was recorded on calls `backward` for you.
+
+    Attributes:
+        state: The object holding the final state (``state`` in place; ``state`` or ``out`` double-buffered, by
+            the parity of the number of steps).
+        summary: The `Summary` of what the rollout cost, updated as its sweeps run.
+        steps: The number of steps run.
+
+    Args:
+        executor: The schedule's executor (internal).
+        summary: Its `Summary`.
     """
 
     def __init__(self, executor: Executor, summary: Summary):
@@ -31,9 +38,17 @@ class Rollout:
         self.steps = steps
 
     def backward(self) -> None:
+        """Run the reverse sweep: the adjoint of the final state is taken from the ``.grad`` of its arrays; the
+        gradients of the initial state and of ``params`` accumulate into theirs. Frees the snapshots.
+
+        Raises:
+            CheckpointError: The rollout was reversed already (its snapshots are gone).
+        """
         self._executor.reverse_sweep()
 
     def close(self) -> None:
+        """Free the snapshots (RAM, and the disk folder) without a backward pass; the rollout cannot be reversed
+        after."""
         self._executor.close()
 
     def __repr__(self) -> str:
@@ -75,36 +90,61 @@ def rollout(
     copies of the state; ``tape.backward()`` recomputes what it did not keep (Revolve's minimum) and gives the
     gradients of the initial state and of ``params``, equal to those of a Tape that kept every step.
 
-    ``step(state, n)`` advances ``state`` in place by step ``n`` (it may launch any number of kernels, read
-    per-step inputs indexed by ``n`` and read ``params``); with ``out=`` the rollout is double-buffered:
-    ``step(state_in, state_out, n)`` reads one buffer and writes the other, and they swap each step.
-    ``state`` (and ``out``) is a list of ``wp.array`` or an object whose ``wp.array`` attributes are the state
-    (a Newton ``State``; ``fields=`` picks some attributes). Every state array needs ``requires_grad=True``.
-
     Each step is reversed on a local Tape of that one step: a ``warp_zerostore.Tape(snapshot=True)`` where the
-    step needs one (``snapshot_step=None``, the default: always in place; double-buffered, a step in which a launch
-    overwrites what it or an earlier launch read, found from the recorded launches, the forward sweep's first
-    step's included; a step that needs one only after earlier steps did not, and that overwrites its own input
-    state, raises :class:`CheckpointError`);
-    ``True``: every step; ``False``: none (a plain Tape). Kernels that overwrite what they read need
-    ``zero_store=True`` on warp-lang < 1.13, as on any Tape. ``check="warn"``/``"error"`` reports what the
-    step's Tape does not make right (a stale read its snapshot restores is not reported). Gradients of arrays the step reads are accumulated only for ``params``
-    (and per-step inputs listed there); other arrays it touches (temporaries, scratch) get zeroed gradients.
+    step needs one (see ``snapshot_step``). Kernels that overwrite what they read need ``zero_store=True`` on
+    warp-lang < 1.13, as on any Tape. Gradients of arrays the step reads are accumulated only for ``params``;
+    other arrays it touches (temporaries, scratch) get zeroed gradients.
 
-    ``writes_input=False`` (double-buffered only) promises that the step never writes the state arrays of
-    ``state_in``: snapshots are then read in place and written by the step itself rather than copied (faster).
-    The promise is checked: step 0's input is compared before and after it runs, and each reversed step's kernel
-    launches are read for writes into its input; a broken promise raises :class:`CheckpointError`.
+    Args:
+        step: ``step(state, n)`` advances ``state`` in place by step ``n``: it may launch any number of kernels,
+            read per-step inputs indexed by ``n`` and read ``params``. With ``out=``: ``step(state_in, state_out,
+            n)`` reads one buffer and writes the other.
+        state: The state: a list of ``wp.array``, or an object whose ``wp.array`` attributes are the state (a
+            Newton ``State``; ``fields`` picks some). Every state array needs ``requires_grad=True``.
+        steps: How many steps; None for an online rollout that ``until`` ends (``schedule="two_level"`` or
+            ``"store_all"``).
+        snapshots: The most copies of the state held in RAM at once (at least 1); ``snapshots >= steps``
+            stores every state.
+        params: Arrays the steps read whose gradients accumulate over all steps (each with
+            ``requires_grad=True``; per-step inputs belong here too).
+        out: A second state object of the same layout: the rollout is then double-buffered, the two swapping
+            each step (the final state is in ``state`` or ``out`` by the parity of ``steps``).
+        schedule: ``"binomial"`` (Revolve, snapshots in RAM, the default); ``"multistage"`` (``snapshots`` in
+            RAM plus ``disk_snapshots`` on disk); ``"two_level"`` (online: a snapshot on disk every ``period``
+            steps, binomial with ``snapshots`` in RAM within a period); ``"store_all"`` (keeps every step: the
+            reference). See `SCHEDULES`.
+        disk_snapshots: Snapshots kept as ``.npy`` files in ``directory`` (``schedule="multistage"`` only).
+        directory: The folder for snapshots on disk (a private subfolder is made in it and removed after).
+        period: Steps between disk snapshots of ``schedule="two_level"``.
+        until: ``until(state, n) -> bool`` ends an online rollout (``steps=None``) after the step that makes
+            it true.
+        fields: The attribute names of a state object that are the state; None: all its ``wp.array``
+            attributes.
+        snapshot_step: Whether each reversed step is recorded on a snapshotting Tape. None (the default):
+            always in place; double-buffered, a step in which a launch overwrites what it or an earlier launch
+            read, found from the recorded launches, the forward sweep's first step's included (a step that needs
+            one only after earlier steps did not, and that overwrites its own input state, raises
+            `CheckpointError`). True: every step; False: none (a plain Tape).
+        writes_input: False (double-buffered only) promises that the step never writes the state arrays of
+            ``state_in``: snapshots are then read in place and written by the step itself rather than copied
+            (faster). The promise is checked: step 0's input is compared before and after it runs, and each
+            reversed step's launches are read for writes into its input.
+        check: ``"off"``, ``"warn"`` or ``"error"``: report what each step's local Tape does not make right
+            (a stale read its snapshot restores is not reported).
+        progress: Show tqdm bars for the forward and reverse sweeps.
 
-    Schedules (from checkpoint_schedules): ``"binomial"`` (Revolve, snapshots in RAM, the default);
-    ``"multistage"`` (``snapshots`` in RAM plus ``disk_snapshots`` as ``.npy`` files in ``directory``);
-    ``"two_level"`` (online: a snapshot on disk every ``period`` steps, binomial with ``snapshots`` in RAM
-    within a period); ``"store_all"`` (keeps every step: the reference). ``until(state, n) -> bool`` ends an
-    online rollout (``steps=None``) after the step that makes it true. ``snapshots >= steps`` stores all.
-    ``progress=True`` shows tqdm bars. Returns a :class:`Rollout` (``.state``, ``.summary``).
+    Returns:
+        A `Rollout`: the final state (``.state``), the counts (``.summary``, a `Summary`) and the reverse
+        sweep the Tape calls.
 
-    Example::
+    Raises:
+        CheckpointError: Arguments that do not fit together (each message names the argument and says what to
+            do), a Tape with checks or snapshots around the rollout, or a broken ``writes_input=False``
+            promise.
+        ImportError: checkpoint-schedules is not installed (``pip install "warp_zerostore[checkpoint]"``).
 
+    Example:
+        ```python
         import numpy as np
         import warp_zerostore as wp
         from warp_zerostore.checkpoint import rollout
@@ -121,6 +161,7 @@ def rollout(
             run = rollout(lambda s, n: wp.launch(decay, dim=2, inputs=[s[0], k]), [x], 100, snapshots=5, params=[k])
         tape.backward(grads={x: wp.ones(2, dtype=float)})  # loss = sum of the final x
         assert run.summary.steps_run == 416 and np.all(x.grad.numpy() > 0) and k.grad.numpy()[0] < 0
+        ```
     """
     if steps is None and until is None:
         raise CheckpointError("rollout(): give steps=N, or until=callable(state, n) for an online rollout")
