@@ -140,14 +140,25 @@ class WarpOp:
     # -- one call -------------------------------------------------------------------------------------------
 
     def __call__(self, *args, **kwargs):
-        if self.registered is None:
-            return self._call_function(*args, **kwargs)
-        if torch.compiler.is_compiling():  # the schema binds the arguments: Dynamo traces nothing of ours
-            return self.registered.forward(*args, **kwargs)
+        if torch.compiler.is_compiling():
+            if self.registered is None:
+                return self._call_uncompiled(args, kwargs)
+            return self.registered.forward(*args, **kwargs)  # the schema binds them: Dynamo traces nothing of ours
+        return self._call(args, kwargs)
+
+    def _call(self, args, kwargs):
         values = self._bind(args, kwargs)
-        if torch._C._are_functorch_transforms_active():
+        if self.registered is not None and torch._C._are_functorch_transforms_active():
             return custom_ops.FunctorchCall.apply(self.registered, *values)
+        recorded = torch.is_grad_enabled() and any(isinstance(v, torch.Tensor) and v.requires_grad for v in values)
+        if self.registered is None or (recorded and self.adjoint is None):
+            # eager autograd of an op: its Tape recorded in forward, replayed in backward (no second run)
+            outputs = WarpFunction.apply(self, recorded, *values)
+            return outputs[0] if len(outputs) == 1 else outputs
         return self.registered.forward(*values)
+
+    #: ops the schema cannot carry, under torch.compile: a graph break, then eager
+    _call_uncompiled = torch.compiler.disable(_call)
 
     def _bind(self, args, kwargs) -> list:
         try:
@@ -159,15 +170,6 @@ class WarpOp:
         for param, value in zip(self.inputs, values):
             arrays.check_kind(param, value)  # before the dispatcher, whose own errors name no argument
         return values
-
-    @torch.compiler.disable
-    def _call_function(self, *args, **kwargs):
-        """The ``torch.autograd.Function`` path: ops with parameters no schema carries (:attr:`unregistered`),
-        and the benchmark's baseline. ``torch.compile`` graph-breaks here."""
-        values = self._bind(args, kwargs)
-        recorded = torch.is_grad_enabled() and any(isinstance(v, torch.Tensor) and v.requires_grad for v in values)
-        outputs = WarpFunction.apply(self, recorded, *values)
-        return outputs[0] if len(outputs) == 1 else outputs
 
     # -- the registered operators' implementations ------------------------------------------------------------
 
