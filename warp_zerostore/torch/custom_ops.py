@@ -1,7 +1,8 @@
 """One registered PyTorch custom operator per bridged op, so ``torch.compile``, ``torch.func`` and ``opcheck`` see it.
 
 Each :class:`~warp_zerostore.torch.ops.WarpOp` registers, once when it is made, two operators in the
-``warp_zerostore`` namespace (``torch.library.custom_op`` with an explicit schema, ``mutates_args=()``: an op
+``warp_zerostore`` namespace, which ``torch.compile`` and ``torch.func`` calls reach (in eager mode a call
+takes the ``torch.autograd.Function`` path, :class:`.autograd.WarpFunction`, cheaper at small sizes) (``torch.library.custom_op`` with an explicit schema, ``mutates_args=()``: an op
 writes only the outputs it allocates):
 
 * ``<name>(inputs...) -> outputs``: runs the function. Its fake implementation allocates the outputs' shapes and

@@ -150,12 +150,12 @@ class WarpOp:
         values = self._bind(args, kwargs)
         if self.registered is not None and torch._C._are_functorch_transforms_active():
             return custom_ops.FunctorchCall.apply(self.registered, *values)
+        # eager: the autograd.Function path, which records the op's Tape in forward when a gradient is wanted
+        # and replays it in backward; at small sizes it costs less than the registered operators, whose
+        # backward must wrap the saved tensors again (benchmarks/bench_torch_bridge.py --part overhead)
         recorded = torch.is_grad_enabled() and any(isinstance(v, torch.Tensor) and v.requires_grad for v in values)
-        if self.registered is None or (recorded and self.adjoint is None):
-            # eager autograd of an op: its Tape recorded in forward, replayed in backward (no second run)
-            outputs = WarpFunction.apply(self, recorded, *values)
-            return outputs[0] if len(outputs) == 1 else outputs
-        return self.registered.forward(*values)
+        outputs = WarpFunction.apply(self, recorded, *values)
+        return outputs[0] if len(outputs) == 1 else outputs
 
     #: ops the schema cannot carry, under torch.compile: a graph break, then eager
     _call_uncompiled = torch.compiler.disable(_call)
