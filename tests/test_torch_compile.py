@@ -232,6 +232,15 @@ def test_each_op_registers_once_under_its_name():
     again = wpt.kernel_op(K.seed, outputs={"y": "x0"})
     assert again.registered.name != seed.registered.name  # a second op of one kernel: its own name
 
+    @wpt.op(outputs={"y": "x"})
+    def scaled_square(x: wp.array(dtype=Any), y: wp.array(dtype=Any), s: float = 2.0):
+        wp.launch(KC.scaled_product, dim=x.shape, inputs=[x, x, s, y])
+
+    assert "float s=2." in str(scaled_square.registered.forward._schema)  # defaults carried by the schema
+    x = torch.rand(3, dtype=F64)
+    torch.testing.assert_close(scaled_square.registered.forward(x), 2 * x**2)
+    torch.testing.assert_close(scaled_square(x, s=3.0), 3 * x**2)
+
 
 def test_parameters_no_schema_carries_keep_the_function_path():
     @wpt.op(outputs={"y": "x"})
@@ -242,3 +251,7 @@ def test_parameters_no_schema_carries_keep_the_function_path():
     x = torch.rand(3, 3, dtype=F64, requires_grad=True)
     shifted(x, wp.vec3d()).sum().backward()  # eager autograd still works
     torch.testing.assert_close(x.grad, 2 * x.detach())
+    x.grad = None
+    compiled = torch.compile(lambda x: shifted(x, wp.vec3d()).sum() * 2, backend="eager")  # a graph break, then eager
+    compiled(x).backward()
+    torch.testing.assert_close(x.grad, 4 * x.detach())

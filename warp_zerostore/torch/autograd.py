@@ -239,11 +239,14 @@ def _refuse_double_backward(op, grads: list, depends_on: list) -> list:
     depends_on = [t for t in depends_on if t is not None and t.requires_grad]
     if not present or not depends_on:
         return grads
-    message = (
+    wrapped = iter(_DifferentiableOnce.apply(double_backward_message(op), len(present), *present, *depends_on))
+    return [None if g is None else next(wrapped) for g in grads]
+
+
+def double_backward_message(op) -> str:
+    return (
         f"{op.describe()} is differentiable once: its gradient was differentiated again (double backward, "
         f"e.g. create_graph=True then backward, gradgradcheck, Hessian-vector products), which the bridge does "
         f"not support. Keep this op out of the double-differentiated path, or write the gradient as a "
         f"bridged op of its own."
     )
-    wrapped = iter(_DifferentiableOnce.apply(message, len(present), *present, *depends_on))
-    return [None if g is None else next(wrapped) for g in grads]

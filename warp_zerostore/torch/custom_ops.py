@@ -1,9 +1,10 @@
 """One registered PyTorch custom operator per bridged op, so ``torch.compile``, ``torch.func`` and ``opcheck`` see it.
 
 Each :class:`~warp_zerostore.torch.ops.WarpOp` registers, once when it is made, two operators in the
-``warp_zerostore`` namespace, which ``torch.compile`` and ``torch.func`` calls reach (in eager mode a call
-takes the ``torch.autograd.Function`` path, :class:`.autograd.WarpFunction`, cheaper at small sizes) (``torch.library.custom_op`` with an explicit schema, ``mutates_args=()``: an op
-writes only the outputs it allocates):
+``warp_zerostore`` namespace (``torch.library.custom_op`` with an explicit schema, ``mutates_args=()``: an op
+writes only the outputs it allocates). Calls under ``torch.compile`` and ``torch.func`` reach them; in eager
+mode a call takes the ``torch.autograd.Function`` path (:class:`.autograd.WarpFunction`, cheaper at small
+sizes).
 
 * ``<name>(inputs...) -> outputs``: runs the function. Its fake implementation allocates the outputs' shapes and
   dtypes only (Dynamo treats the op as opaque; AOTAutograd and Inductor trace through the fake), and checks
@@ -31,7 +32,7 @@ from dataclasses import dataclass
 import torch
 import warp
 
-from .autograd import DoubleBackwardError
+from .autograd import DoubleBackwardError, double_backward_message
 
 NAMESPACE = "warp_zerostore"
 
@@ -72,9 +73,9 @@ def schema_type(param) -> str | None:
         return None
 
 
-def unregistrable(op) -> list:
-    """Names of ``op``'s parameters no schema type fits (empty: it can be registered)."""
-    return [p.name for p in op.inputs if schema_type(p) is None]
+def unregistrable(op, signature) -> list:
+    """Names of ``op``'s parameters no schema type (or default) fits (empty: it can be registered)."""
+    return [p.name for p in op.inputs if schema_type(p) is None or _default(signature.parameters[p.name]) is None]
 
 
 def _unique_name(label: str) -> str:
@@ -88,13 +89,14 @@ def _unique_name(label: str) -> str:
     return name
 
 
-def _default(param) -> str:
+def _default(param) -> str | None:
+    """A parameter's default in schema syntax ("" for none); None when the schema cannot carry it."""
     default = param.default
     if default is param.empty:
         return ""
-    if isinstance(default, (bool, int, float)):
+    if isinstance(default, (bool, int, float)) and repr(default) not in ("inf", "-inf", "nan"):
         return f"={default!r}"
-    raise TypeError(f"the schema cannot carry the default {default!r}")
+    return None
 
 
 def register(op, signature) -> Registered:
@@ -119,12 +121,7 @@ def register(op, signature) -> Registered:
     )
     forward.register_fake(lambda *values: op.fake_outputs(values))
     backward.register_fake(lambda *args: _fake_gradients(args[:-3], args[-1]))
-    refusal = (
-        f"{op.describe()} is differentiable once: its gradient was differentiated again (double backward, "
-        f"e.g. create_graph=True then backward, gradgradcheck, Hessian-vector products), which the bridge does "
-        f"not support. Keep this op out of the double-differentiated path, or write the gradient as a "
-        f"bridged op of its own."
-    )
+    refusal = double_backward_message(op)
     registered = Registered(name, forward._opoverload, backward._opoverload, (forward, backward), refusal)
     forward.register_autograd(_backward_formula(registered), setup_context=_setup_context)
     backward.register_autograd(_refuse(refusal), setup_context=lambda ctx, inputs, output: None)

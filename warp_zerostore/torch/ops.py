@@ -96,7 +96,7 @@ class WarpOp:
         self.__signature__ = self.signature
         #: the registered custom operators, or None (then :attr:`unregistered` says which parameters kept it out)
         self.registered = None
-        self.unregistered = custom_ops.unregistrable(self)
+        self.unregistered = custom_ops.unregistrable(self, self.signature)
         if not self.unregistered:
             self.registered = custom_ops.register(self, self.signature)
 
