@@ -109,7 +109,7 @@ def register(op, signature) -> Registered:
 
     forward = torch.library.custom_op(
         f"{NAMESPACE}::{name}",
-        lambda *values: op.forward(values),
+        lambda *values: op.forward(_with_defaults(values, op, signature)),
         mutates_args=(),
         schema=f"({', '.join(arguments)}) -> {returns}",
     )
@@ -119,7 +119,7 @@ def register(op, signature) -> Registered:
         mutates_args=(),
         schema=f"({', '.join([*positional, 'Tensor[] outputs', 'Tensor?[] grad_outputs', 'bool[] needs'])}) -> Tensor[]",
     )
-    forward.register_fake(lambda *values: op.fake_outputs(values))
+    forward.register_fake(lambda *values: op.fake_outputs(_with_defaults(values, op, signature)))
     backward.register_fake(lambda *args: _fake_gradients(args[:-3], args[-1]))
     refusal = double_backward_message(op)
     registered = Registered(name, forward._opoverload, backward._opoverload, (forward, backward), refusal)
@@ -128,6 +128,12 @@ def register(op, signature) -> Registered:
     forward.register_vmap(_loop_over_batch(registered.forward))
     backward.register_vmap(_loop_over_batch(registered.backward))
     return registered
+
+
+def _with_defaults(values: tuple, op, signature) -> tuple:
+    """The dispatcher drops trailing arguments equal to their schema defaults; put them back."""
+    missing = op.inputs[len(values) :]
+    return (*values, *(signature.parameters[p.name].default for p in missing))
 
 
 # -- autograd ------------------------------------------------------------------------------------------------
