@@ -7,6 +7,8 @@ HYPOTHESIS_PROFILE ?= ci
 # .venv gets the PyTorch and JAX bridges' and Newton's dependencies too; the matrix venvs stay small (those
 # tests skip). The `test` extra carries checkpoint-schedules and tqdm, so checkpointing is tested on every version.
 EXTRAS ?= test,torch,jax,newton
+# The torch extra is a range (pyproject.toml); the venv the suite runs in pins one version of it.
+TORCH_PIN ?= $(if $(findstring torch,$(EXTRAS)),torch==2.13.0)
 export HYPOTHESIS_PROFILE
 
 BIN := $(VENV)/bin
@@ -22,7 +24,7 @@ RUN_LINT ?= $(if $(filter 1.9.%,$(WARP)),0,1)
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q "warp-lang==$(WARP)" -e ".[$(EXTRAS)]"
+	$(BIN)/python -m pip install -q "warp-lang==$(WARP)" -e ".[$(EXTRAS)]" $(TORCH_PIN)
 	touch $@
 
 install: $(STAMP)

@@ -15,7 +15,16 @@ counter (``/proc/self/clear_refs``), runs forward + backward once more keeping t
 and reports the peak resident set (VmHWM) minus the resident set just before. Children alternate between the
 two sides; the medians are compared.
 
-Usage: python benchmarks/bench_torch_bridge.py [--n 1000000] [--repeats 15] [--memory-repeats 3] [--torch-threads N]
+Part two (``--part overhead``), the registered custom operators (issue 21) at ``--overhead-n`` (1000) elements,
+where the per-call cost is the bridge's own: forward + backward of the seed op (a kernel_op, and an @op making
+the same launch) in eager mode (the ``torch.autograd.Function`` path, which eager calls keep), through its
+registered operator called directly in eager mode (what a compiled graph runs; target <= 1.05 of eager), and
+under ``torch.compile(fullgraph=True)`` per backend (target <= 1.0 of eager). Also the time to make an op
+(which registers its two operators, once) and the registration alone.
+
+Usage: python benchmarks/bench_torch_bridge.py [--part all|seed|overhead] [--n 1000000] [--repeats 15]
+       [--memory-repeats 3] [--torch-threads N] [--overhead-n 1000] [--overhead-repeats 200]
+       [--backends aot_eager,inductor]
 """
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ import os
 import statistics
 import subprocess
 import sys
+import time
 
 import torch
 from common import interleaved_medians, peak_rss_growth, report
@@ -33,8 +43,19 @@ from seed_op import op_kernel
 
 import warp_zerostore as wp
 import warp_zerostore.torch as wpt
+from warp_zerostore.torch import custom_ops
 
 bridged = wpt.kernel_op(op_kernel, outputs={"y": "x0"})
+
+
+@wpt.op(outputs={"y": "x0"})
+def bridged_function(
+    x0: wp.array(dtype=wp.float32),
+    x1: wp.array(dtype=wp.float32),
+    x2: wp.array(dtype=wp.float32),
+    y: wp.array(dtype=wp.float32),
+):
+    wp.launch(op_kernel, dim=x0.shape, inputs=[x0, x1, x2, y])
 
 
 class WPGradTape(torch.autograd.Function):
@@ -125,6 +146,67 @@ def memory_medians(n: int, repeats: int) -> dict:
     return {side: {"median_bytes": statistics.median(s), "samples_bytes": s} for side, s in samples.items()}
 
 
+def registration_costs(repeats: int = 20) -> dict:
+    """Median seconds to make a kernel_op (registration included), and to register one op's two operators."""
+    make, register = [], []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        made = wpt.kernel_op(op_kernel, outputs={"y": "x0"})
+        make.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        custom_ops.register(made, made.signature)
+        register.append(time.perf_counter() - start)
+    return {"make_op_median_s": statistics.median(make), "register_median_s": statistics.median(register)}
+
+
+def overhead(n: int, repeats: int, backends: list) -> dict:
+    """Forward + backward per call at ``n`` elements, for a kernel_op and an @op: eager (the autograd.Function
+    path), the registered operator called directly (what a compiled graph runs), and compiled per backend."""
+    losses = {
+        "kernel_op eager": lambda *xs: bridged(*xs).sum(),
+        "kernel_op registered operator eager": lambda *xs: bridged.registered.forward(*xs).sum(),
+        "@op eager": lambda *xs: bridged_function(*xs).sum(),
+        "@op registered operator eager": lambda *xs: bridged_function.registered.forward(*xs).sum(),
+    }
+    for backend in backends:
+        for kind in ("kernel_op", "@op"):
+            losses[f"{kind} compiled {backend}"] = torch.compile(
+                losses[f"{kind} eager"], fullgraph=True, backend=backend
+            )
+    xs = {name: inputs(n, "cpu") for name in losses}
+    reference = None
+    for name, loss in losses.items():
+        for _ in range(3):  # compile, then warm up
+            for x in xs[name]:
+                x.grad = None
+            loss(*xs[name]).backward()
+        grads = [x.grad for x in xs[name]]
+        reference = reference or grads
+        for g, r in zip(grads, reference):
+            torch.testing.assert_close(g, r)
+
+    def run(name):
+        return lambda: losses[name](*xs[name]).backward()
+
+    def reset(name):
+        def clear():
+            for x in xs[name]:
+                x.grad = None
+
+        return clear
+
+    timings = interleaved_medians({k: run(k) for k in losses}, repeats, {k: reset(k) for k in losses})
+    us = {k: v["median_s"] * 1e6 for k, v in timings.items()}
+    ratios = {}
+    for kind in ("kernel_op", "@op"):
+        ratios[f"{kind} registered operator eager / eager"] = (
+            us[f"{kind} registered operator eager"] / us[f"{kind} eager"]
+        )
+        for backend in backends:
+            ratios[f"{kind} compiled {backend} / eager"] = us[f"{kind} compiled {backend}"] / us[f"{kind} eager"]
+    return {"elements": n, "repeats": repeats, "median_us": us, "ratios": ratios, "timings": timings}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--n", type=int, default=1_000_000)
@@ -133,6 +215,10 @@ def main() -> None:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--torch-threads", type=int, default=None, help="torch.set_num_threads (default: PyTorch's)")
     parser.add_argument("--memory-child", choices=list(SIDES), help=argparse.SUPPRESS)
+    parser.add_argument("--part", choices=["all", "seed", "overhead"], default="all")
+    parser.add_argument("--overhead-n", type=int, default=1000)
+    parser.add_argument("--overhead-repeats", type=int, default=200)
+    parser.add_argument("--backends", default="aot_eager,inductor", help="torch.compile backends for --part overhead")
     args = parser.parse_args()
     wp.config.quiet = True
     wp.init()
@@ -141,7 +227,38 @@ def main() -> None:
     if args.memory_child:
         print(json.dumps(measure_memory(args.memory_child, args.n)))
         return
+    if args.part in ("all", "overhead"):
+        main_overhead(args)
+    if args.part in ("all", "seed"):
+        main_seed(args)
 
+
+def main_overhead(args) -> None:
+    costs = registration_costs()
+    result = overhead(args.overhead_n, args.overhead_repeats, [b for b in args.backends.split(",") if b])
+    print(
+        f"making a kernel_op: {costs['make_op_median_s'] * 1e3:.2f} ms median, of which registering its two "
+        f"operators {costs['register_median_s'] * 1e3:.2f} ms (once per op, never per call)"
+    )
+    for name, us in result["median_us"].items():
+        print(f"{name:>36}: forward+backward median {us:.1f} us at {args.overhead_n} elements")
+    for name, ratio in result["ratios"].items():
+        target = 1.05 if "registered" in name else 1.0
+        print(f"ratio {name}: {ratio:.3f} (target <= {target})")
+    report(
+        f"torch_bridge_overhead-threads{torch.get_num_threads()}",
+        {
+            "device": "cpu",
+            "torch": torch.__version__,
+            "torch_threads": torch.get_num_threads(),
+            **costs,
+            **result,
+            "targets": {"registered operator eager / eager": 1.05, "compiled / eager": 1.0},
+        },
+    )
+
+
+def main_seed(args) -> None:
     xs = {side: inputs(args.n, args.device) for side in SIDES}
     for side, fn in SIDES.items():
         step(fn, xs[side])  # build and warm up

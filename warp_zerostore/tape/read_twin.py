@@ -19,7 +19,7 @@ of the launch (one copy per distinct array, so arguments that alias stay aliased
 twin never touches the user's arrays, whatever the source analysis says.
 
 Arguments read any other way (a row ``x[i]`` of a 2-D array, passed to a builtin or to a helper whose source
-cannot be read, tiles, read in a ``while`` test) keep the whole-argument read of :mod:`.access`, as do
+cannot be read, tiles, read in a ``while`` test) keep the whole-argument read of `access`, as do
 kernels with ``@wp.struct``, indexed or fabric array arguments (those arrays would be written for real) and
 kernels whose twin cannot be built; stores the twin cannot index (through a row view ``row = x[w]``, a
 slice, a builtin) are not marked, and the Tape's content comparison finds them. The twin is forward-only and

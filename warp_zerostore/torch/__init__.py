@@ -31,6 +31,13 @@ What a bridged op guarantees, each tested (``tests/test_torch_bridge.py``):
 * With no input requiring grad (or under ``torch.no_grad()``) nothing is recorded and no gradient buffer is
   allocated.
 
+* Each op is a registered PyTorch custom operator (``torch.ops.warp_zerostore.<name>``, made once with the op;
+  `custom_ops`): ``torch.compile(fullgraph=True)`` (eager, aot_eager, inductor backends) runs it with no
+  graph break and the gradients of eager mode; ``torch.func.grad``/``vjp``/``vmap`` (a loop over the batch)
+  work; ``torch.library.opcheck`` passes; under compile a wrong dtype, shape or device still raises the bridge's
+  error, when the op runs (``tests/test_torch_compile.py``). Where a graph carries only tensors (compile,
+  torch.func), an ``op``'s backward runs its function again on a ``wp.Tape``; eager autograd records it once.
+
 The function must write only its outputs (inputs are read-only views of the caller's tensors). Temporaries it
 allocates need ``requires_grad=True`` to carry gradients, as on any ``wp.Tape``.
 
@@ -62,9 +69,7 @@ from __future__ import annotations
 try:
     import torch as _torch  # noqa: F401
 except ImportError as e:  # pragma: no cover - exercised where torch is absent
-    raise ImportError(
-        "warp_zerostore.torch needs PyTorch: pip install 'warp_zerostore[torch]' (or torch==2.13.0)."
-    ) from e
+    raise ImportError("warp_zerostore.torch needs PyTorch 2.5 to 2.13: pip install 'warp_zerostore[torch]'.") from e
 
 import warp as _warp
 

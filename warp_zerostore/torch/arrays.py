@@ -101,6 +101,21 @@ def check_device(param: Param, tensor: torch.Tensor, device: torch.device, first
         )
 
 
+def check_kind(param: Param, value) -> None:
+    """A tensor for an array parameter, a Python value for an annotated scalar one; TypeError naming it if not."""
+    if not isinstance(value, torch.Tensor):
+        if param.is_array:
+            raise TypeError(
+                f"{param.where()} must be a torch.Tensor for {describe(param.annotation)}, got "
+                f"{type(value).__name__}. Pass a tensor (e.g. torch.as_tensor({param.name}))."
+            )
+    elif param.annotation is not EMPTY and not param.is_array:
+        raise TypeError(
+            f"{param.where()} is annotated {param.annotation!r}, which takes a Python value, got a tensor. "
+            f"Pass {param.name}.item() for a scalar, or annotate it as wp.array(...)."
+        )
+
+
 def input_array(param: Param, value, device: torch.device, first: str):
     """``(warp value, wrapped tensor)`` for one argument: a tensor becomes a Warp array over its memory.
 
@@ -108,18 +123,9 @@ def input_array(param: Param, value, device: torch.device, first: str):
     leaf's ``.grad`` except what PyTorch adds from the gradient the op returns. Non-contiguous tensors are
     copied once (``.contiguous()``); everything else is zero copy. Non-tensor arguments pass through.
     """
+    check_kind(param, value)
     if not isinstance(value, torch.Tensor):
-        if param.is_array:
-            raise TypeError(
-                f"{param.where()} must be a torch.Tensor for {describe(param.annotation)}, got "
-                f"{type(value).__name__}. Pass a tensor (e.g. torch.as_tensor({param.name}))."
-            )
         return value, None
-    if param.annotation is not EMPTY and not param.is_array:
-        raise TypeError(
-            f"{param.where()} is annotated {param.annotation!r}, which takes a Python value, got a tensor. "
-            f"Pass {param.name}.item() for a scalar, or annotate it as wp.array(...)."
-        )
     check_device(param, value, device, first)
     dtype = warp_dtype_for(param, value)
     check_shape(param, value, dtype)
@@ -149,13 +155,44 @@ def is_differentiable(dtype) -> bool:
     return warp.dtype_to_torch(_compat.scalar_type(dtype)).is_floating_point
 
 
-def output_array(dtype, shape: tuple, device: torch.device):
-    """``(array, tensor)``: a zero-filled output, allocated by PyTorch and seen by Warp without a copy."""
-    tensor = torch.empty(
+@dataclass(frozen=True)
+class Layout:
+    """What an output's shape function sees of an input under ``torch.compile`` (fake tensors, no memory): the
+    Warp array's ``shape`` (sizes may be symbolic), ``dtype`` and ``ndim``."""
+
+    shape: tuple
+    dtype: Any
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+
+def layout_of(param: Param, tensor: torch.Tensor) -> Layout:
+    """The Warp array ``tensor`` would become for ``param``, without checking it (the call that runs checks)."""
+    dtype = param.annotation.dtype if param.is_array and param.annotation.dtype is not Any else None
+    if dtype is None:
+        try:
+            dtype = warp.dtype_from_torch(tensor.dtype)
+        except Exception:
+            dtype = warp.float32  # refused when the op runs
+    ndim = param.annotation.ndim if param.is_array else max(tensor.dim() - len(_compat.element_shape(dtype)), 1)
+    shape = tuple(tensor.shape[:ndim])
+    return Layout(shape + (1,) * (ndim - len(shape)), dtype)  # a wrong shape: any layout, refused when run
+
+
+def empty_output(shape: tuple, dtype, device: torch.device) -> torch.Tensor:
+    """An output's tensor (uninitialised): the array's shape, then the dtype's component shape."""
+    return torch.empty(
         (*shape, *_compat.element_shape(dtype)),
         dtype=warp.dtype_to_torch(_compat.scalar_type(dtype)),
         device=device,
     )
+
+
+def output_array(shape: tuple, dtype, device: torch.device):
+    """``(array, tensor)``: a zero-filled output, allocated by PyTorch and seen by Warp without a copy."""
+    tensor = empty_output(shape, dtype, device)
     array = warp.from_torch(tensor, dtype=dtype, requires_grad=False)
     array.zero_()
     return array, tensor

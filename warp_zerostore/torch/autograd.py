@@ -1,4 +1,9 @@
-"""The ``torch.autograd.Function`` behind every bridged op: record in forward, replay fresh in backward.
+"""A bridged op's ``wp.Tape``: record the op's launches, replay them fresh in each backward call.
+
+`record` runs the op on a Tape; `Recording.replay` gives the input gradients of one backward call.
+The registered ``<name>_backward`` operator of an ``op`` (`custom_ops`) records and replays in one go;
+`WarpFunction`, the ``torch.autograd.Function`` of ops the dispatcher cannot carry, records in forward
+and replays in backward.
 
 Forward wraps the inputs (zero copy), allocates the outputs and, when some input needs a gradient, records the
 op's launches on its own ``wp.Tape``. Every array that carries a gradient (inputs that need one, float
@@ -152,37 +157,41 @@ class Recording:
             self.release()
 
 
+def record(op, call, device: torch.device, needs: list) -> Recording:
+    """Run ``op`` on ``call`` with its launches recorded on a ``wp.Tape``: gradient buffers for the inputs that
+    ``needs`` marks, the differentiable outputs, and whatever temporaries the function made with gradients."""
+    recording = Recording(
+        op,
+        device,
+        inputs=[pair if need and _differentiable(pair) else None for pair, need in zip(call.inputs, needs)],
+        outputs=[pair if _differentiable(pair) else None for pair in call.outputs],
+    )
+    recording.acquire()  # before recording: Warp records wp.copy only between arrays with gradients
+    with warp.Tape() as recording.tape:
+        op.run(call)
+    recording.find_aliases(_compat.tape_arrays(recording.tape))
+    return recording
+
+
 class WarpFunction(torch.autograd.Function):
-    """``WarpFunction.apply(op, record, *arguments)``; ``op`` is a `warp_zerostore.torch.ops.WarpOp`,
-    ``record`` whether grad mode was on at the call and some argument requires grad (inside ``forward`` grad
+    """``WarpFunction.apply(op, recorded, *arguments)``; ``op`` is a `warp_zerostore.torch.ops.WarpOp`,
+    ``recorded`` whether grad mode was on at the call and some argument requires grad (inside ``forward`` grad
     mode is always off, and ``ctx.needs_input_grad`` ignores it)."""
 
     @staticmethod
-    def forward(ctx, op, record, *values):
+    def forward(ctx, op, recorded, *values):
         ctx.set_materialize_grads(False)
         device = op.device_of(values)
         with streams.on_torch_device(device), _compat.no_active_tape():
             call = op.prepare(values, device)
-            if not record:
+            if not recorded:
                 op.run(call)
             else:
-                recording = Recording(
-                    op,
-                    device,
-                    inputs=[
-                        pair if isinstance(v, torch.Tensor) and v.requires_grad and _differentiable(pair) else None
-                        for pair, v in zip(call.inputs, values)
-                    ],
-                    outputs=[pair if _differentiable(pair) else None for pair in call.outputs],
-                )
-                recording.acquire()  # before recording: Warp records wp.copy only between arrays with gradients
-                with warp.Tape() as recording.tape:
-                    op.run(call)
-                recording.find_aliases(_compat.tape_arrays(recording.tape))
-                ctx.recording = recording
+                needs = [isinstance(v, torch.Tensor) and v.requires_grad for v in values]
+                ctx.recording = record(op, call, device, needs)
         out_tensors = tuple(tensor for _, tensor in call.outputs)
         ctx.mark_non_differentiable(*(tensor for array, tensor in call.outputs if not _differentiable((array, tensor))))
-        if record:
+        if recorded:
             # PyTorch's version counters then catch an input or output modified in place before backward
             ctx.save_for_backward(*(v for v in values if isinstance(v, torch.Tensor)), *out_tensors)
         return out_tensors
@@ -230,11 +239,14 @@ def _refuse_double_backward(op, grads: list, depends_on: list) -> list:
     depends_on = [t for t in depends_on if t is not None and t.requires_grad]
     if not present or not depends_on:
         return grads
-    message = (
+    wrapped = iter(_DifferentiableOnce.apply(double_backward_message(op), len(present), *present, *depends_on))
+    return [None if g is None else next(wrapped) for g in grads]
+
+
+def double_backward_message(op) -> str:
+    return (
         f"{op.describe()} is differentiable once: its gradient was differentiated again (double backward, "
         f"e.g. create_graph=True then backward, gradgradcheck, Hessian-vector products), which the bridge does "
         f"not support. Keep this op out of the double-differentiated path, or write the gradient as a "
         f"bridged op of its own."
     )
-    wrapped = iter(_DifferentiableOnce.apply(message, len(present), *present, *depends_on))
-    return [None if g is None else next(wrapped) for g in grads]

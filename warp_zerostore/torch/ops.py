@@ -1,7 +1,8 @@
 """A bridged op: a Python function that launches Warp kernels, called with tensors (``op``, ``kernel_op``).
 
 A `WarpOp` knows the function's parameters (inputs, and the outputs it allocates), checks and wraps
-the arguments of a call, and runs the function; `autograd` makes that differentiable.
+the arguments of a call, and runs the function forward and backward; `custom_ops` registers that as a
+PyTorch custom operator (once, when the op is made), `autograd` holds the Tape that backward replays.
 """
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ import torch
 import warp
 
 from .. import _compat
-from . import arrays
-from .autograd import WarpFunction
+from . import arrays, custom_ops, streams
+from .autograd import WarpFunction, record
 
 
 @dataclass
@@ -69,9 +70,12 @@ class WarpOp:
         ValueError: ``outputs`` names something that is not a parameter.
     """
 
-    def __init__(self, fn, outputs: dict, *, signature=None, globals_=None, name=None, location=None):
+    def __init__(self, fn, outputs: dict, *, signature=None, globals_=None, name=None, location=None, adjoint=None):
         code = getattr(fn, "__code__", None)
         self.fn = fn
+        #: ``adjoint(args, adj_args)`` runs the function's adjoint directly (a kernel_op's one launch); without
+        #: it, backward runs ``fn`` again on a ``wp.Tape`` and replays that
+        self.adjoint = adjoint
         self.name = name or getattr(fn, "__qualname__", repr(fn))
         self.location = location or (f"{code.co_filename}:{code.co_firstlineno}" if code else "unknown location")
         signature = signature or inspect.signature(fn)
@@ -105,6 +109,11 @@ class WarpOp:
         self.signature = signature.replace(parameters=[p for p in params.values() if p.name not in outputs])
         functools.update_wrapper(self, fn, updated=())
         self.__signature__ = self.signature
+        #: the registered custom operators, or None (then :attr:`unregistered` says which parameters kept it out)
+        self.registered = None
+        self.unregistered = custom_ops.unregistrable(self, self.signature)
+        if not self.unregistered:
+            self.registered = custom_ops.register(self, self.signature)
 
     def _output(self, name: str, annotation, spec, input_names: list) -> Output:
         where = f"{self.describe()}: output '{name}'"
@@ -151,15 +160,100 @@ class WarpOp:
     # -- one call -------------------------------------------------------------------------------------------
 
     def __call__(self, *args, **kwargs):
+        if torch.compiler.is_compiling():
+            if self.registered is None:
+                return self._call_uncompiled(args, kwargs)
+            return self.registered.forward(*args, **kwargs)  # the schema binds them: Dynamo traces nothing of ours
+        return self._call(args, kwargs)
+
+    def _call(self, args, kwargs):
+        values = self._bind(args, kwargs)
+        if self.registered is not None and torch._C._are_functorch_transforms_active():
+            return custom_ops.FunctorchCall.apply(self.registered, *values)
+        # eager: the autograd.Function path, which records the op's Tape in forward when a gradient is wanted
+        # and replays it in backward; at small sizes it costs less than the registered operators, whose
+        # backward must wrap the saved tensors again (benchmarks/bench_torch_bridge.py --part overhead)
+        recorded = torch.is_grad_enabled() and any(isinstance(v, torch.Tensor) and v.requires_grad for v in values)
+        outputs = WarpFunction.apply(self, recorded, *values)
+        return outputs[0] if len(outputs) == 1 else outputs
+
+    #: ops the schema cannot carry, under torch.compile: a graph break, then eager
+    _call_uncompiled = torch.compiler.disable(_call)
+
+    def _bind(self, args, kwargs) -> list:
         try:
             bound = self.signature.bind(*args, **kwargs)
         except TypeError as e:
             raise TypeError(f"{self.describe()}: {e}; call it as {self.name}{self.signature}.") from None
         bound.apply_defaults()
         values = [bound.arguments[p.name] for p in self.inputs]
-        record = torch.is_grad_enabled() and any(isinstance(v, torch.Tensor) and v.requires_grad for v in values)
-        outputs = WarpFunction.apply(self, record, *values)
+        for param, value in zip(self.inputs, values):
+            arrays.check_kind(param, value)  # before the dispatcher, whose own errors name no argument
+        return values
+
+    # -- the registered operators' implementations ------------------------------------------------------------
+
+    def forward(self, values) -> torch.Tensor | tuple:
+        """Run the function on the tensors ``values``; the outputs, one tensor or a tuple."""
+        device = self.device_of(values)
+        with streams.on_torch_device(device), _compat.no_active_tape():
+            call = self.prepare(values, device)
+            self.run(call)
+        outputs = tuple(tensor for _, tensor in call.outputs)
         return outputs[0] if len(outputs) == 1 else outputs
+
+    def fake_outputs(self, values) -> torch.Tensor | tuple:
+        """What `forward` returns, as empty tensors of the right shapes and dtypes (``torch.compile``'s fake
+        tensors, possibly of symbolic shapes), also the op's Meta kernel. Checks nothing but a real meta tensor's
+        device: under compile, a wrong dtype, shape or device fails when the op runs, with the bridge's error."""
+        tensors = [(p, v) for p, v in zip(self.inputs, values) if isinstance(v, torch.Tensor)]
+        if not tensors:
+            self.device_of(values)  # raises: no tensor, no device
+        for param, tensor in tensors:
+            # a real meta tensor (not compile's fake of one) reaches this as the op's Meta kernel: refuse it here
+            if tensor.device.type == "meta" and not torch._subclasses.fake_tensor.is_fake(tensor):
+                arrays.check_device(param, tensor, tensor.device, param.name)  # raises
+        by_name = {
+            p.name: arrays.layout_of(p, v) if isinstance(v, torch.Tensor) else v for p, v in zip(self.inputs, values)
+        }
+        outputs = tuple(arrays.empty_output(*self._layout(out, by_name), tensors[0][1].device) for out in self.outputs)
+        return outputs[0] if len(outputs) == 1 else outputs
+
+    def backward(self, values, outputs, grad_outputs, needs) -> list:
+        """The gradients of the inputs ``needs`` marks (a list, in input order), given the forward's ``outputs`` and
+        the gradients PyTorch passes for them (None: no gradient)."""
+        device = self.device_of(values)
+        if self.adjoint is not None:
+            with streams.torch_stream(device) as wp_device, _compat.no_active_tape():
+                grads = self._adjoint_gradients(values, outputs, grad_outputs, needs, device, wp_device)
+        else:
+            # the function runs again, on fresh outputs, so launches that name no device need the default one
+            with torch.no_grad(), streams.on_torch_device(device), _compat.no_active_tape():
+                grads = record(self, self.prepare(values, device), device, needs).replay(grad_outputs)
+        return [g if g is not None else torch.zeros_like(v) for g, v, n in zip(grads, values, needs) if n]
+
+    def _adjoint_gradients(self, values, outputs, grad_outputs, needs, device, wp_device) -> list:
+        first = next(p.name for p, v in zip(self.inputs, values) if isinstance(v, torch.Tensor))
+        inputs = [arrays.input_array(p, v, device, first) for p, v in zip(self.inputs, values)]
+        by_name = {p.name: value for p, (value, _) in zip(self.inputs, inputs)}
+        grads = [
+            arrays.attach_grad(array, tensor)
+            if need and tensor is not None and arrays.is_differentiable(array.dtype)
+            else None
+            for (array, tensor), need in zip(inputs, needs)
+        ]
+        for out, tensor, grad_output in zip(self.outputs, outputs, grad_outputs):
+            _, dtype = self._layout(out, by_name)
+            array = warp.from_torch(tensor, dtype=dtype, requires_grad=False)
+            if arrays.is_differentiable(dtype):
+                # a copy: store adjoints that zero what they read must not zero the caller's grad_output
+                grad = arrays.attach_grad(array, tensor, zero=grad_output is None)
+                if grad_output is not None:
+                    grad.copy_(grad_output)
+            by_name[out.name] = array
+        args = [by_name[name] for name in self.order]
+        self.adjoint(args, [a.grad if isinstance(a, warp.array) else None for a in args], wp_device)
+        return grads
 
     def device_of(self, values) -> torch.device:
         """The device the op runs on: the first tensor argument's.
@@ -195,11 +289,15 @@ class WarpOp:
         return Call(inputs, [self._allocate(out, by_name, device) for out in self.outputs])
 
     def _allocate(self, out: Output, by_name: dict, device: torch.device):
+        return arrays.output_array(*self._layout(out, by_name), device)
+
+    def _layout(self, out: Output, by_name: dict) -> tuple:
+        """``(shape, Warp dtype)`` of an output, given the inputs by name (Warp arrays, or their layouts)."""
         where = f"{self.describe()}: output '{out.name}'"
         dtype = out.annotation.dtype
         if isinstance(out.spec, str):
             like = by_name[out.spec]
-            if not isinstance(like, warp.array):
+            if not isinstance(like, (warp.array, arrays.Layout)):
                 raise TypeError(f"{where} is shaped like '{out.spec}', which must then be a tensor, got {like!r}.")
             shape = like.shape
             dtype = like.dtype if dtype is Any else dtype
@@ -212,7 +310,7 @@ class WarpOp:
                 f"{where} is {arrays.describe(out.annotation)} but its shape {shape} has {len(shape)} "
                 f"dimensions; make the shape and the annotation's ndim agree."
             )
-        return arrays.output_array(dtype, shape, device)
+        return shape, dtype
 
     def run(self, call: Call) -> None:
         """Call the function with Warp arrays over the call's tensors.
@@ -326,15 +424,20 @@ def kernel_op(kernel, outputs: dict, *, dim=None, name: str | None = None) -> Wa
     if isinstance(dim, str) and dim not in names:
         raise ValueError(f"kernel_op '{label}': dim names '{dim}', which is not a kernel parameter ({names}).")
 
-    def launch(*args):
+    def grid(args):
         by_name = dict(zip(names, args))
         if dim is None or isinstance(dim, str):
-            grid = by_name[dim or first_output].shape
-        elif callable(dim):
-            grid = _as_shape(_call_by_name(dim, by_name))
-        else:
-            grid = dim
-        warp.launch(kernel, dim=grid, inputs=list(args))
+            return by_name[dim or first_output].shape
+        if callable(dim):
+            return _as_shape(_call_by_name(dim, by_name))
+        return dim
+
+    def launch(*args):
+        warp.launch(kernel, dim=grid(args), inputs=list(args))
+
+    def launch_adjoint(args, adj_args, device):
+        # what wp.Tape.backward does for one recorded launch: gradients of arrays, none for Python values
+        warp.launch(kernel, dim=grid(args), inputs=list(args), adj_inputs=list(adj_args), adjoint=True, device=device)
 
     bridged = WarpOp(
         launch,
@@ -343,6 +446,7 @@ def kernel_op(kernel, outputs: dict, *, dim=None, name: str | None = None) -> Wa
         globals_=getattr(fn, "__globals__", {}),
         name=label,
         location=_compat.kernel_source_location(kernel),
+        adjoint=launch_adjoint,
     )
     functools.update_wrapper(bridged, fn, updated=())
     return bridged
