@@ -64,6 +64,8 @@ class WarpOp:
         globals_: Where the annotations are resolved; None: ``fn``'s globals.
         name: The op's name in messages; None: the function's qualified name.
         location: ``file:line`` for messages; None: where the function is defined.
+        adjoint: ``adjoint(args, adj_args, device)`` runs the function's adjoint directly (a `kernel_op`'s one
+            launch); None: backward runs ``fn`` again on a ``wp.Tape`` and replays that.
 
     Raises:
         TypeError: ``*args``/``**kwargs`` parameters, or ``outputs`` not a non-empty dict.
@@ -194,7 +196,14 @@ class WarpOp:
     # -- the registered operators' implementations ------------------------------------------------------------
 
     def forward(self, values) -> torch.Tensor | tuple:
-        """Run the function on the tensors ``values``; the outputs, one tensor or a tuple."""
+        """Run the function on the tensors ``values`` (the registered operator's implementation).
+
+        Args:
+            values: The input values, in the order of the op's inputs.
+
+        Returns:
+            The outputs: one tensor, or a tuple of them.
+        """
         device = self.device_of(values)
         with streams.on_torch_device(device), _compat.no_active_tape():
             call = self.prepare(values, device)
@@ -205,7 +214,14 @@ class WarpOp:
     def fake_outputs(self, values) -> torch.Tensor | tuple:
         """What `forward` returns, as empty tensors of the right shapes and dtypes (``torch.compile``'s fake
         tensors, possibly of symbolic shapes), also the op's Meta kernel. Checks nothing but a real meta tensor's
-        device: under compile, a wrong dtype, shape or device fails when the op runs, with the bridge's error."""
+        device: under compile, a wrong dtype, shape or device fails when the op runs, with the bridge's error.
+
+        Args:
+            values: The input values (fake tensors under compile), in the order of the op's inputs.
+
+        Returns:
+            Empty output tensors: one, or a tuple of them.
+        """
         tensors = [(p, v) for p, v in zip(self.inputs, values) if isinstance(v, torch.Tensor)]
         if not tensors:
             self.device_of(values)  # raises: no tensor, no device
@@ -221,7 +237,17 @@ class WarpOp:
 
     def backward(self, values, outputs, grad_outputs, needs) -> list:
         """The gradients of the inputs ``needs`` marks (a list, in input order), given the forward's ``outputs`` and
-        the gradients PyTorch passes for them (None: no gradient)."""
+        the gradients PyTorch passes for them (None: no gradient).
+
+        Args:
+            values: The input values, in the order of the op's inputs.
+            outputs: The forward's output tensors.
+            grad_outputs: The gradients PyTorch passes for the outputs (None: none for that output).
+            needs: Per input, whether its gradient is wanted.
+
+        Returns:
+            The wanted inputs' gradients, in input order (zeros where the function gave none).
+        """
         device = self.device_of(values)
         if self.adjoint is not None:
             with streams.torch_stream(device) as wp_device, _compat.no_active_tape():
