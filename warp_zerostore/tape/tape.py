@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 import os
 import sys
 import warnings
@@ -61,6 +62,8 @@ from ..config import CheckLevel, validate_check
 from ..options import store_adjoints_zero
 from . import read_twin
 from .memory import AddressBook, span
+
+_log = logging.getLogger(__name__)
 
 OVERWRITE = "overwrite"
 STALE_READ = "stale read"
@@ -485,6 +488,7 @@ class Tape(_compat.WarpTape):
     def _captured(self, launch: _Launch, original, args, kwargs):
         """Under graph capture the launch does not run now: record it, and say it was not checked."""
         result = original(*args, **kwargs)
+        _log.info("kernel %r launched under graph capture: not checked", _compat.kernel_key(launch.kernel))
         self._report([Hazard(CAPTURED, writer=launch.site(""))], force_error=self.snapshot)
         return result
 

@@ -9,6 +9,7 @@ in the inputs' own dtype otherwise, with a rounding allowance derived from that 
 from __future__ import annotations
 
 import inspect
+import logging
 import math
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
@@ -17,6 +18,8 @@ import numpy as np
 import warp
 
 from .. import _compat
+
+_log = logging.getLogger(__name__)
 
 MODES = ("vjp", "jvp")
 
@@ -414,6 +417,7 @@ class _Problem:
                 "float64=None to fall back to finite differences in the inputs' dtype."
             )
         reason = reason.splitlines()[0]
+        _log.info("%s: finite differences in the inputs' dtype, not float64 (%s)", self.fn_name, reason)
         return False, f"{self.fn_name} cannot run on float64 arrays: {reason[:100]}{'...' if len(reason) > 100 else ''}"
 
     # -- Tape side ---------------------------------------------------------------------------------------------
