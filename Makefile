@@ -5,8 +5,11 @@ VENV ?= .venv
 MATRIX ?= 1.9.1 1.10.1 1.12.1 1.19.0
 HYPOTHESIS_PROFILE ?= ci
 # .venv gets the PyTorch and JAX bridges' and Newton's dependencies too; the matrix venvs stay small (those
-# tests skip). The `test` extra carries checkpoint-schedules and tqdm, so checkpointing is tested on every version.
-EXTRAS ?= test,torch,jax,newton
+# tests skip). The `test` extra carries checkpoint-schedules and tqdm, so checkpointing is tested on every version;
+# `lint` carries mypy and pyright. pyproject.toml's extras declare ranges; constraints/ci.txt pins this project's
+# own environments to exact versions (`pip install -c`), so CI is reproducible and users are not pinned.
+EXTRAS ?= test,lint,torch,jax,newton
+CONSTRAINTS ?= constraints/ci.txt
 export HYPOTHESIS_PROFILE
 
 BIN := $(VENV)/bin
@@ -17,12 +20,12 @@ STAMP := $(VENV)/.installed-$(WARP)-$(subst $(comma),-,$(EXTRAS))
 # matrix venvs skip the lint (RUN_LINT=0): it does not depend on the Warp version.
 RUN_LINT ?= $(if $(filter 1.9.%,$(WARP)),0,1)
 
-.PHONY: install demo lint test test-matrix bench gpu-check test-warp-suite clean
+.PHONY: install demo lint typecheck test test-matrix bench gpu-check test-warp-suite wheel-check clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml $(CONSTRAINTS)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q "warp-lang==$(WARP)" -e ".[$(EXTRAS)]"
+	$(BIN)/python -m pip install -q -c $(CONSTRAINTS) "warp-lang==$(WARP)" -e ".[$(EXTRAS)]"
 	touch $@
 
 install: $(STAMP)
@@ -34,6 +37,13 @@ lint: install
 	$(BIN)/ruff check warp_zerostore tests benchmarks examples
 	$(BIN)/ruff format --check warp_zerostore tests benchmarks examples
 	$(BIN)/lint-imports
+	$(MAKE) --no-print-directory typecheck VENV=$(VENV) WARP=$(WARP) EXTRAS=$(EXTRAS)
+
+# mypy and pyright over tests/typing/ (a user's script through the facade, a plain Warp script through both, and
+# a negative twin whose errors must appear), and the facade's stub up to date with this Warp's (~2 min).
+typecheck: install
+	$(BIN)/python tests/typing/generate_stub.py --check
+	$(BIN)/python tests/typing/check_types.py
 
 test: install
 ifeq ($(RUN_LINT),1)
@@ -68,5 +78,10 @@ gpu-check: install
 test-warp-suite: install
 	$(BIN)/python -m warp_zerostore warp-suite
 
+# The package as a user gets it: an sdist and a wheel built from a clean checkout of HEAD, the wheel installed
+# non-editable in a fresh venv, checked from another folder (scripts/wheel_check.sh; a few minutes, not in CI).
+wheel-check:
+	PYTHON=$(PYTHON) WARP=$(WARP) CONSTRAINTS=$(CONSTRAINTS) sh scripts/wheel_check.sh
+
 clean:
-	rm -rf $(VENV) .venv-warp-* *.egg-info .pytest_cache .hypothesis
+	rm -rf $(VENV) .venv-warp-* *.egg-info .pytest_cache .hypothesis .mypy_cache build dist

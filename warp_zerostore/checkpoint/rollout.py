@@ -9,7 +9,7 @@ import warp
 from .. import _compat, config
 from ..tape import Tape as _CheckingTape
 from .executor import Executor
-from .schedules import make_schedule
+from .schedules import ScheduleName, make_schedule
 from .state import CheckpointError, StateLayout
 from .summary import Progress, Summary
 
@@ -60,7 +60,7 @@ def rollout(
     snapshots: int = 10,
     params: Sequence[warp.array] = (),
     out: Any = None,
-    schedule: str = "binomial",
+    schedule: ScheduleName = "binomial",
     disk_snapshots: int = 0,
     directory: str | None = None,
     period: int | None = None,
@@ -68,7 +68,7 @@ def rollout(
     fields: Sequence[str] | None = None,
     snapshot_step: bool | None = None,
     writes_input: bool = True,
-    check: str = "off",
+    check: config.CheckLevel = "off",
     progress: bool = False,
 ) -> Rollout:
     """Run ``steps`` steps and record them on the active ``wp.Tape`` as one entry, holding at most ``snapshots``

@@ -405,7 +405,7 @@ class Tape(_compat.WarpTape):
         super().__init__()
         self.check = validate_check(config.check if check is None else check, "Tape(check=...)")
         self.snapshot = bool(snapshot)
-        self.hazards: list = []
+        self.hazards: list[Hazard] = []
         self._hazard_keys: set = set()
         self._hooked = False
         self._clear_tracking()
@@ -416,7 +416,7 @@ class Tape(_compat.WarpTape):
         self._located: dict = {}  # id -> (array, Region, slots)
         self._sites: list = []  # writer Sites, indexed from Region.writer
         self._snapshotted: dict = {}  # id -> array with at least one snapshot
-        self.snapshot_bytes = 0
+        self.snapshot_bytes: int = 0
 
     def _intercepts(self) -> bool:
         return self.check != "off" or self.snapshot
@@ -735,7 +735,7 @@ class Tape(_compat.WarpTape):
                 found.extend(self._mutations(tracked.array, tracked.values, _host_copy(tracked.array), None))
         self._report(found)
 
-    def backward(self, loss=None, grads=None):
+    def backward(self, loss: warp.array | None = None, grads: dict[warp.array, warp.array] | None = None) -> None:
         if self.check != "off":
             self._check_mutations()
         final = [(arr, _device_copy(arr)) for arr in self._snapshotted.values()]
