@@ -22,11 +22,13 @@ echo "== sdist, then the wheel from the sdist"
 ls "$WORK/dist"
 SDIST=$(ls "$WORK"/dist/*.tar.gz)
 WHEEL=$(ls "$WORK"/dist/*.whl)
+tar -tzf "$SDIST" > "$WORK/sdist-files.txt"
 for f in tests/conftest.py tests/helpers/__init__.py docs/architecture.md CHANGELOG.md LICENSE native/warp_zerostore.h; do
-    tar -tzf "$SDIST" | grep -q "/$f\$" || { echo "sdist lacks $f"; exit 1; }
+    grep -q "/$f\$" "$WORK/sdist-files.txt" || { echo "sdist lacks $f"; exit 1; }
 done
+"$WORK/build-venv/bin/python" -m zipfile -l "$WHEEL" > "$WORK/wheel-files.txt"
 for f in warp_zerostore/py.typed warp_zerostore/__init__.pyi warp_zerostore/config.pyi warp_zerostore/native/warp_zerostore.h licenses/LICENSE; do
-    "$WORK/build-venv/bin/python" -m zipfile -l "$WHEEL" | grep -q "$f" || { echo "wheel lacks $f"; exit 1; }
+    grep -q "$f" "$WORK/wheel-files.txt" || { echo "wheel lacks $f"; exit 1; }
 done
 
 echo "== fresh venv, the wheel installed non-editable"

@@ -13,6 +13,9 @@ CHECK_LEVELS: tuple[CheckLevel, ...]
 zero_store: bool | None
 #: The default ``check`` of warp_zerostore.Tape.
 check: CheckLevel
+#: Progress bars on long work: None (when stderr is a terminal), True, False.
+progress: bool | None
 
 def validate_zero_store(value: object, where: str) -> ZeroStore: ...
 def validate_check(value: object, where: str) -> CheckLevel: ...
+def validate_progress(value: object, where: str) -> bool | None: ...

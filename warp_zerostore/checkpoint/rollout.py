@@ -69,7 +69,7 @@ def rollout(
     snapshot_step: bool | None = None,
     writes_input: bool = True,
     check: config.CheckLevel = "off",
-    progress: bool = False,
+    progress: bool | None = None,
 ) -> Rollout:
     """Run ``steps`` steps and record them on the active ``wp.Tape`` as one entry, holding at most ``snapshots``
     copies of the state; ``tape.backward()`` recomputes what it did not keep (Revolve's minimum) and gives the
@@ -101,7 +101,8 @@ def rollout(
     ``"two_level"`` (online: a snapshot on disk every ``period`` steps, binomial with ``snapshots`` in RAM
     within a period); ``"store_all"`` (keeps every step: the reference). ``until(state, n) -> bool`` ends an
     online rollout (``steps=None``) after the step that makes it true. ``snapshots >= steps`` stores all.
-    ``progress=True`` shows tqdm bars. Returns a :class:`Rollout` (``.state``, ``.summary``).
+    ``progress=True`` shows tqdm bars (default None: when stderr is a terminal, or as
+    ``warp_zerostore.config.progress`` says; ``False`` hides them). Returns a :class:`Rollout` (``.state``, ``.summary``).
 
     Example::
 
