@@ -59,10 +59,19 @@ def _warp_version() -> str:
 def main(argv=None, prog: str | None = None) -> int:
     parser = build_parser(prog)
     args = parser.parse_args(argv)
+    _quiet_warp()
+    return int(args.handler(args, parser))
+
+
+def _quiet_warp() -> None:
+    """No init banner or module-load lines: ``quiet`` up to warp-lang 1.18, ``log_level`` from 1.19."""
+    import warp  # noqa: PLC0415
+
     from .. import config  # noqa: PLC0415
 
     config.quiet = True
-    return int(args.handler(args, parser))
+    if hasattr(warp.config, "log_level") and hasattr(warp, "LOG_WARNING"):
+        config.log_level = warp.LOG_WARNING
 
 
 __all__ = ["COMMANDS", "ExitStatus", "build_parser", "main"]

@@ -111,6 +111,8 @@ def _devices() -> str:
 
 
 def _device_available(name: str) -> bool:
+    if name.startswith("cuda") and not warp.is_cuda_available():
+        return False  # asking Warp for the device would print CUDA driver errors first
     try:
         warp.get_device(name)
     except (RuntimeError, ValueError):
