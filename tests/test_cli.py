@@ -110,3 +110,19 @@ def test_a_missing_script_through_python_m_is_one_line_without_traceback(tmp_pat
     assert done.returncode == ExitStatus.NOT_FOUND, done.stdout + done.stderr
     assert "Traceback" not in done.stderr and "warp_zerostore check: error: script not found: missing.py" in done.stderr
     assert "hazard" not in done.stdout
+
+
+def test_hazards_win_over_the_programs_own_exit_status(tmp_path, capsys):
+    script = tmp_path / "hazard_then_exit.py"
+    script.write_text(
+        "import sys\n"
+        "import warp as wp\n"
+        "from helpers import kernels_tape_reads as k\n"
+        "x = wp.array([2.0], dtype=float, requires_grad=True)\n"
+        "with wp.Tape():\n"
+        "    wp.launch(k.square_in_place, dim=1, inputs=[x])\n"
+        "sys.exit(7)\n"
+    )
+    status, out, _ = exit_status(["check", str(script)], capsys)
+    assert status == ExitStatus.HAZARDS
+    assert "warp_zerostore check: 1 hazard(s)" in out and "the program exited with status 7" in out
