@@ -20,7 +20,7 @@ STAMP := $(VENV)/.installed-$(WARP)-$(subst $(comma),-,$(EXTRAS))
 # matrix venvs skip the lint (RUN_LINT=0): it does not depend on the Warp version.
 RUN_LINT ?= $(if $(filter 1.9.%,$(WARP)),0,1)
 
-.PHONY: install demo lint typecheck test test-matrix bench gpu-check test-warp-suite wheel-check clean
+.PHONY: install demo lint typecheck test test-matrix test-low-ends bench gpu-check test-warp-suite wheel-check clean
 
 $(STAMP): pyproject.toml $(CONSTRAINTS)
 	$(PYTHON) -m venv $(VENV)
@@ -77,6 +77,11 @@ gpu-check: install
 # Warp's own unittest modules, with this package imported and with zero_store forced on.
 test-warp-suite: install
 	$(BIN)/python -m warp_zerostore warp-suite
+
+# The low ends of the extras' ranges (constraints/low.txt) on the checkpointing tests, in .venv-low (~1-2 min).
+test-low-ends:
+	$(MAKE) --no-print-directory install VENV=.venv-low WARP=$(WARP) EXTRAS=test CONSTRAINTS=constraints/low.txt
+	.venv-low/bin/python -m pytest -q tests/test_checkpoint.py tests/test_testing_strategies.py tests/test_progress.py
 
 # The package as a user gets it: an sdist and a wheel built from a clean checkout of HEAD, the wheel installed
 # non-editable in a fresh venv, checked from another folder (scripts/wheel_check.sh; a few minutes, not in CI).
