@@ -363,6 +363,12 @@ def twin(kernel):
         return cached[1]
     try:
         built = _build(kernel)
+        if built is None:
+            _log.debug(
+                "kernel %r: no read twin (@wp.struct, indexed or fabric array arguments, or no array argument "
+                "it reads or writes); arrays count as read in whole",
+                _compat.kernel_key(kernel),
+            )
     except Exception as error:  # noqa: BLE001 - a twin is an optimisation: whole-argument reads stay correct
         _log.info(
             "kernel %r: no read twin (%s: %s); its arrays count as read in whole",
