@@ -5,10 +5,11 @@ VENV ?= .venv
 MATRIX ?= 1.9.1 1.10.1 1.12.1 1.19.0
 HYPOTHESIS_PROFILE ?= ci
 # .venv gets the PyTorch and JAX bridges' and Newton's dependencies too; the matrix venvs stay small (those
-# tests skip). The `test` extra carries checkpoint-schedules and tqdm, so checkpointing is tested on every version.
-EXTRAS ?= test,torch,jax,newton
-# The torch extra is a range (pyproject.toml); the venv the suite runs in pins one version of it.
-TORCH_PIN ?= $(if $(findstring torch,$(EXTRAS)),torch==2.13.0)
+# tests skip). The `test` extra carries checkpoint-schedules and tqdm, so checkpointing is tested on every version;
+# `lint` carries mypy and pyright. pyproject.toml's extras declare ranges; constraints/ci.txt pins this project's
+# own environments to exact versions (`pip install -c`), so CI is reproducible and users are not pinned.
+EXTRAS ?= test,lint,torch,jax,newton
+CONSTRAINTS ?= constraints/ci.txt
 export HYPOTHESIS_PROFILE
 
 BIN := $(VENV)/bin
@@ -19,12 +20,12 @@ STAMP := $(VENV)/.installed-$(WARP)-$(subst $(comma),-,$(EXTRAS))
 # matrix venvs skip the lint (RUN_LINT=0): it does not depend on the Warp version.
 RUN_LINT ?= $(if $(filter 1.9.%,$(WARP)),0,1)
 
-.PHONY: install demo lint test test-matrix bench gpu-check test-warp-suite docs clean
+.PHONY: install demo lint typecheck test test-matrix test-low-ends bench gpu-check test-warp-suite docs wheel-check clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml $(CONSTRAINTS)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q "warp-lang==$(WARP)" -e ".[$(EXTRAS)]" $(TORCH_PIN)
+	$(BIN)/python -m pip install -q -c $(CONSTRAINTS) "warp-lang==$(WARP)" -e ".[$(EXTRAS)]"
 	touch $@
 
 install: $(STAMP)
@@ -36,6 +37,13 @@ lint: install
 	$(BIN)/ruff check warp_zerostore tests benchmarks examples
 	$(BIN)/ruff format --check warp_zerostore tests benchmarks examples
 	$(BIN)/lint-imports
+	$(MAKE) --no-print-directory typecheck VENV=$(VENV) WARP=$(WARP) EXTRAS=$(EXTRAS)
+
+# mypy and pyright over tests/typing/ (a user's script through the facade, a plain Warp script through both, and
+# a negative twin whose errors must appear), and the facade's stub up to date with this Warp's (~2 min).
+typecheck: install
+	$(BIN)/python tests/typing/generate_stub.py --check
+	$(BIN)/python tests/typing/check_types.py
 
 test: install
 ifeq ($(RUN_LINT),1)
@@ -70,19 +78,15 @@ gpu-check: install
 test-warp-suite: install
 	$(BIN)/python -m warp_zerostore warp-suite
 
-# The documentation site (build/site): the pictures first (docs/pictures.py runs docs/pictures.md's examples
-# into docs/generated/), then mkdocs with --strict (a warning fails it). GraphViz's `dot` renders the Tape
-# picture: installed with apt-get when missing and run as root, else the build stops and says how to get it.
-DOCS_STAMP := $(VENV)/.installed-docs
-$(DOCS_STAMP): $(STAMP)
-	$(BIN)/python -m pip install -q -e ".[docs]"
-	touch $@
+# The low ends of the extras' ranges (constraints/low.txt) on the checkpointing tests, in .venv-low (~1-2 min).
+test-low-ends:
+	$(MAKE) --no-print-directory install VENV=.venv-low WARP=$(WARP) EXTRAS=test CONSTRAINTS=constraints/low.txt
+	.venv-low/bin/python -m pytest -q tests/test_checkpoint.py tests/test_testing_strategies.py tests/test_progress.py
 
-docs: $(DOCS_STAMP)
-	@command -v dot >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
-		{ apt-get install -y -q graphviz || { apt-get update -q && apt-get install -y -q graphviz; }; } >/dev/null; } || true
-	$(BIN)/python docs/pictures.py
-	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict  # not --quiet: it hides the warnings --strict counts
+# The package as a user gets it: an sdist and a wheel built from a clean checkout of HEAD, the wheel installed
+# non-editable in a fresh venv, checked from another folder (scripts/wheel_check.sh; a few minutes, not in CI).
+wheel-check:
+	PYTHON=$(PYTHON) WARP=$(WARP) CONSTRAINTS=$(CONSTRAINTS) sh scripts/wheel_check.sh
 
 clean:
-	rm -rf $(VENV) .venv-warp-* *.egg-info .pytest_cache .hypothesis
+	rm -rf $(VENV) .venv-warp-* *.egg-info .pytest_cache .hypothesis .mypy_cache build dist

@@ -10,6 +10,8 @@ importing it changes nothing for any kernel.
 
 from __future__ import annotations
 
+import logging as _logging
+
 import warp as _warp
 
 from . import (
@@ -24,7 +26,10 @@ from .codegen import HeaderNotFoundError, ReplayWarning
 from .options import copy_zero_store, effective_zero_store, get_module_options, kernel, set_module_options
 from .tape import OverwriteError, OverwriteWarning, Tape
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
+
+# Fallbacks are logged under "warp_zerostore.<module>"; silent unless the application configures logging.
+_logging.getLogger(__name__).addHandler(_logging.NullHandler())
 
 _options.install()
 _codegen.install()

@@ -18,8 +18,11 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import logging
 
 from . import _compat
+
+_log = logging.getLogger(__name__)
 
 # Builtins that take an array and only accumulate into it (their adjoint reads no array value).
 _ACCUMULATING = {"atomic_add", "atomic_sub", "tile_atomic_add"}
@@ -85,7 +88,12 @@ def _helper_access(helper, parameter: str, depth: int, ndim: int | None = None) 
         return cached[1]
     try:
         tree = ast.parse(_compat.function_source(helper))
-    except (OSError, TypeError, SyntaxError):
+    except (OSError, TypeError, SyntaxError) as error:
+        _log.info(
+            "helper %r: source not readable (%s); the arrays passed to it count as read and written in whole",
+            getattr(helper, "__name__", helper),
+            error,
+        )
         return None
     visitor = _Visitor([parameter], helper.__globals__, depth + 1, {parameter: ndim})
     visitor.visit(tree.body[0])

@@ -2,7 +2,8 @@
 
 ``warp_zerostore.config.zero_store`` is the process default for every kernel the process builds (also
 kernels defined with plain ``import warp``). ``warp_zerostore.config.check`` (``"off"``, ``"warn"``,
-``"error"``) is the default ``check`` of `warp_zerostore.Tape`. Any other attribute reads and writes
+``"error"``) is the default ``check`` of `warp_zerostore.Tape`. ``warp_zerostore.config.progress``
+(None: when stderr is a terminal; True; False) shows or hides progress bars on long work. Any other attribute reads and writes
 ``warp.config``, so ``import warp_zerostore as wp; wp.config.verify_fp = True`` works as it does with Warp.
 
 This module sits at the bottom of the package: it imports only the Warp boundary (`_compat`).
@@ -62,6 +63,13 @@ def validate_check(value, where: str) -> CheckLevel:
     return value
 
 
+def validate_progress(value, where: str) -> Optional[bool]:
+    """Return ``value`` if it is a ``progress`` setting (None: bars when stderr is a terminal), else raise."""
+    if value is None or type(value) is bool:
+        return value
+    raise TypeError(f"{where} must be True, False or None (bars when stderr is a terminal), got {value!r}")
+
+
 def _rehash_all_modules() -> None:
     # The process default is part of every affected kernel's hash: force re-hashing.
     for module in _compat.all_modules():
@@ -72,8 +80,9 @@ def _rehash_all_modules() -> None:
 _SETTINGS = {
     "zero_store": (validate_zero_store, _rehash_all_modules),
     "check": (validate_check, None),
+    "progress": (validate_progress, None),
 }
-_values: dict = {"zero_store": None, "check": "off"}
+_values: dict = {"zero_store": None, "check": "off", "progress": None}
 
 
 class _ConfigModule(types.ModuleType):

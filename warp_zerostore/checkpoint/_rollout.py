@@ -9,7 +9,7 @@ import warp
 from .. import _compat, config
 from ..tape import Tape as _CheckingTape
 from .executor import Executor
-from .schedules import make_schedule
+from .schedules import ScheduleName, make_schedule
 from .state import CheckpointError, StateLayout
 from .summary import Progress, Summary
 
@@ -75,7 +75,7 @@ def rollout(
     snapshots: int = 10,
     params: Sequence[warp.array] = (),
     out: Any = None,
-    schedule: str = "binomial",
+    schedule: ScheduleName = "binomial",
     disk_snapshots: int = 0,
     directory: str | None = None,
     period: int | None = None,
@@ -83,8 +83,8 @@ def rollout(
     fields: Sequence[str] | None = None,
     snapshot_step: bool | None = None,
     writes_input: bool = True,
-    check: str = "off",
-    progress: bool = False,
+    check: config.CheckLevel = "off",
+    progress: bool | None = None,
 ) -> Rollout:
     """Run ``steps`` steps and record them on the active ``wp.Tape`` as one entry, holding at most ``snapshots``
     copies of the state; ``tape.backward()`` recomputes what it did not keep (Revolve's minimum) and gives the
@@ -131,7 +131,8 @@ def rollout(
             reversed step's launches are read for writes into its input.
         check: ``"off"``, ``"warn"`` or ``"error"``: report what each step's local Tape does not make right
             (a stale read its snapshot restores is not reported).
-        progress: Show tqdm bars for the forward and reverse sweeps.
+        progress: Show tqdm bars for the forward and reverse sweeps: None (the default) when stderr is a
+            terminal, or as ``warp_zerostore.config.progress`` says; True always; False never.
 
     Returns:
         A `Rollout`: the final state (``.state``), the counts (``.summary``, a `Summary`) and the reverse

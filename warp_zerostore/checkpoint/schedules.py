@@ -6,9 +6,12 @@ store and what to recompute; `executor` only carries out its actions on Warp arr
 
 from __future__ import annotations
 
+from typing import Literal
+
 from .state import CheckpointError
 
-SCHEDULES = ("binomial", "multistage", "two_level", "store_all")
+ScheduleName = Literal["binomial", "multistage", "two_level", "store_all"]
+SCHEDULES: tuple[ScheduleName, ...] = ("binomial", "multistage", "two_level", "store_all")
 
 
 def _schedules_module():

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from .. import _progress
+
 
 @dataclasses.dataclass
 class Summary:
@@ -74,21 +76,17 @@ class Event:
 
 
 class Progress:
-    """A tqdm bar per sweep when asked for (``progress=True``); otherwise nothing, and tqdm is not imported."""
+    """A tqdm bar per sweep (``progress=True``, or by default when stderr is a terminal: see
+    :mod:`warp_zerostore._progress`); the bars stay on screen when a sweep ends."""
 
-    def __init__(self, enabled: bool, total: int | None):
-        self.enabled = bool(enabled)
+    def __init__(self, enabled: bool | None, total: int | None):
+        self.requested = enabled
         self.total = total
         self.bar = None
 
     def start(self, description: str) -> None:
         self.close()
-        if self.enabled:
-            try:
-                from tqdm.auto import tqdm
-            except ImportError as e:  # pragma: no cover - tqdm comes with the checkpoint extra
-                raise ImportError("rollout(progress=True) needs tqdm: pip install 'warp_zerostore[checkpoint]'") from e
-            self.bar = tqdm(total=self.total, desc=description, unit="step", leave=False)
+        self.bar = _progress.bar(self.total, description, "step", requested=self.requested)
 
     def update(self, n: int = 1) -> None:
         if self.bar is not None:

@@ -1,41 +1,77 @@
-"""The command line: ``python -m warp_zerostore demo | warp-suite | check SCRIPT.py [args] | check -m MODULE [args]``."""
+"""The command line: ``warp-zerostore`` / ``python -m warp_zerostore`` with the subcommands ``demo``, ``check``,
+``warp-suite``. Each subcommand lives in its own module, which defines ``add_parser(subparsers)``: it adds its
+parser and sets ``handler`` (``handler(args, parser) -> int``); ``COMMANDS`` lists those modules in ``--help``
+order. Exit statuses: :class:`~warp_zerostore.cli.status.ExitStatus`."""
 
 from __future__ import annotations
 
 import argparse
+import importlib
+import os
+import sys
+
+from .status import EPILOG, ExitStatus
+
+#: The subcommand modules, in the order ``--help`` lists them.
+COMMANDS = ("demo", "check", "warp_suite")
+
+DESCRIPTION = """\
+NVIDIA Warp with a per-kernel zero_store flag.
+
+  demo        print the seed program's gradients: stock Warp next to each flag
+  check       run a program with every Tape checking for overwrite hazards
+  warp-suite  run Warp's own unittest modules with this package imported
+
+'COMMAND --help' describes each command."""
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m warp_zerostore", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="print the seed program's gradients: stock Warp vs zero_store=True/False")
-    demo.add_argument("--device", default="cpu")
-    suite = sub.add_parser("warp-suite", help="run Warp's own unittest modules with this package imported")
-    suite.add_argument("modules", nargs="*", help="warp.tests modules (default: a store- and tape-heavy set)")
-    suite.add_argument(
-        "--zero-store", choices=["none", "true", "false"], default="none", help="process default to force"
+def _prog() -> str:
+    """How the command was invoked: ``warp-zerostore`` (the console script) or ``python -m warp_zerostore``."""
+    name = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    return "python -m warp_zerostore" if name in ("", "__main__.py", "-c") else name
+
+
+def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
+    from .. import __version__  # noqa: PLC0415 - the package is imported by now
+
+    parser = argparse.ArgumentParser(
+        prog=prog or _prog(),
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    check = sub.add_parser(
-        "check", help="run a script with every Tape checking for overwrite hazards; exit 1 if any was found"
-    )
-    check.add_argument("-m", dest="module", action="store_true", help="run the target as a module (python -m)")
-    check.add_argument("script", help="the script (or, with -m, the module) to run")
-    check.add_argument("script_args", nargs=argparse.REMAINDER, help="arguments passed to the program")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__} ({_warp_version()})")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name in COMMANDS:
+        importlib.import_module(f".{name}", __name__).add_parser(sub)
+    return parser
+
+
+def _warp_version() -> str:
+    from importlib import metadata  # noqa: PLC0415
+
+    try:
+        return f"warp-lang {metadata.version('warp-lang')}"
+    except metadata.PackageNotFoundError:
+        return "warp-lang not installed"
+
+
+def main(argv=None, prog: str | None = None) -> int:
+    parser = build_parser(prog)
     args = parser.parse_args(argv)
+    _quiet_warp()
+    return int(args.handler(args, parser))
 
-    import warp_zerostore as wp  # noqa: PLC0415  (import late: argparse errors need no Warp)
 
-    wp.config.quiet = True
-    if args.command == "demo":
-        from . import demo as demo_module
+def _quiet_warp() -> None:
+    """No init banner or module-load lines: ``quiet`` up to warp-lang 1.18, ``log_level`` from 1.19."""
+    import warp  # noqa: PLC0415
 
-        demo_module.run(args.device)
-        return 0
-    if args.command == "check":
-        from . import check as check_command
+    from .. import config  # noqa: PLC0415
 
-        return check_command.run(args.script, args.script_args, as_module=args.module)
-    from . import warp_suite
+    config.quiet = True
+    if hasattr(warp.config, "log_level") and hasattr(warp, "LOG_WARNING"):
+        config.log_level = warp.LOG_WARNING
 
-    value = {"none": None, "true": True, "false": False}[args.zero_store]
-    return warp_suite.run(args.modules, value)
+
+__all__ = ["COMMANDS", "ExitStatus", "build_parser", "main"]

@@ -5,13 +5,16 @@ Every Tape the program creates, through ``import warp_zerostore`` or plain ``imp
 `warp_zerostore.Tape` with ``check="warn"`` (unless the program passes ``check=`` itself); the report
 groups the distinct hazards of the whole run (a hazard found by many Tapes is listed once, with the count of
 Tapes) by kind, kernel and array, with source lines. The program runs as ``python SCRIPT.py`` / ``python -m
-MODULE`` would run it (the script's folder, or the current folder, first on ``sys.path``). Exit status: 1 if a
-real hazard was found, else 3 if launches could not be checked (recorded under graph capture), else the
-program's own status (0 when it ran to the end).
+MODULE`` would run it (the script's folder, or the current folder, first on ``sys.path``). Exit status
+(:class:`~warp_zerostore.cli.status.ExitStatus`): 1 if a real hazard was found (whatever the program did); else
+4 if the script or module does not exist, 5 if the program raised, 6 if it exited with a non-zero status of its
+own (printed in the report); else 3 if launches could not be checked (recorded under graph capture); else 0.
 """
 
 from __future__ import annotations
 
+import argparse
+import importlib.util
 import os
 import runpy
 import sys
@@ -20,9 +23,7 @@ import warnings
 
 from .. import _compat, config
 from ..tape import tape as tape_safety
-
-#: Exit status when nothing real was found but some launches could not be checked.
-UNCHECKED_STATUS = 3
+from .status import EPILOG, ExitStatus
 
 
 class HazardCollector:
@@ -79,8 +80,54 @@ def format_report(hazards: list, tapes: dict | None = None) -> str:
     return "\n".join(lines)
 
 
-def _run_program(target: str, args: list, as_module: bool) -> int:
-    """Run the program as ``python`` would; returns its status (2 if it raised)."""
+def add_parser(subparsers) -> None:
+    check = subparsers.add_parser(
+        "check",
+        help="run a program with every Tape checking for overwrite hazards; exit 1 if any was found",
+        description="Run SCRIPT.py (or, with -m, a module) as python would, with every Tape it creates checking "
+        "for overwrite hazards, and report each distinct hazard once.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    check.add_argument("-m", dest="module", action="store_true", help="run the target as a module (python -m)")
+    check.add_argument("script", help="the script (or, with -m, the module) to run")
+    check.add_argument("script_args", nargs=argparse.REMAINDER, help="arguments passed to the program")
+    check.set_defaults(handler=_command)
+
+
+def _command(args, parser) -> int:
+    return run(args.script, args.script_args, as_module=args.module)
+
+
+def _missing(target: str, as_module: bool) -> str | None:
+    """Why the program cannot be run (one line), or None."""
+    if not as_module:
+        return None if os.path.isfile(target) else f"script not found: {target}"
+    sys.path.insert(0, os.getcwd())
+    try:
+        found = importlib.util.find_spec(target) is not None
+    except (ImportError, ValueError) as error:
+        return f"module not found: {target} ({error})"
+    finally:
+        del sys.path[0]
+    return None if found else f"module not found: {target}"
+
+
+def _print_program_traceback(error: BaseException) -> None:
+    """The program's traceback, without the frames of runpy and of this command."""
+    tb = error.__traceback__
+    ours = {os.path.abspath(__file__), os.path.abspath(runpy.__file__)}
+
+    def is_ours(filename: str) -> bool:
+        return filename == "<frozen runpy>" or os.path.abspath(filename) in ours
+
+    while tb is not None and is_ours(tb.tb_frame.f_code.co_filename):
+        tb = tb.tb_next
+    traceback.print_exception(type(error), error, tb)
+
+
+def _run_program(target: str, args: list, as_module: bool) -> tuple:
+    """Run the program as ``python`` would: ``(ExitStatus, the program's own status)``."""
     saved_path = list(sys.path)
     sys.argv = [target, *args]
     sys.path.insert(0, os.getcwd() if as_module else os.path.dirname(os.path.abspath(target)))
@@ -90,17 +137,28 @@ def _run_program(target: str, args: list, as_module: bool) -> int:
         else:
             runpy.run_path(target, run_name="__main__")
     except SystemExit as exit_:
-        return exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
-    except Exception:  # noqa: BLE001 - report what was found before the program failed
-        traceback.print_exc()
-        return 2
+        code = exit_.code
+        if code is None or code == 0:
+            return ExitStatus.OK, 0
+        if not isinstance(code, int):
+            print(code, file=sys.stderr)  # as python does with sys.exit("message")
+            code = 1
+        return ExitStatus.PROGRAM_FAILED, code
+    except Exception as error:  # noqa: BLE001 - report what was found before the program failed
+        _print_program_traceback(error)
+        return ExitStatus.PROGRAM_RAISED, None
     finally:
         sys.path[:] = saved_path
-    return 0
+    return ExitStatus.OK, 0
 
 
 def run(target: str, args: list, as_module: bool = False) -> int:
-    """Run a script (or, with ``as_module``, ``python -m target``) with checking Tapes; print the report."""
+    """Run a script (or, with ``as_module``, ``python -m target``) with checking Tapes; print the report and
+    return the exit status (:class:`~warp_zerostore.cli.status.ExitStatus`)."""
+    why = _missing(target, as_module)
+    if why is not None:
+        print(f"warp_zerostore check: error: {why}", file=sys.stderr)
+        return ExitStatus.NOT_FOUND
     saved_argv, saved_check = sys.argv, config.check
     collector = HazardCollector()
     if config.check == "off":
@@ -109,13 +167,19 @@ def run(target: str, args: list, as_module: bool = False) -> int:
         with _compat.tape_class_replaced(tape_safety.Tape), tape_safety.hazard_listener(collector):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", tape_safety.OverwriteWarning)  # the report lists them once
-                status = _run_program(target, args, as_module)
+                outcome, own_status = _run_program(target, args, as_module)
     finally:
         sys.argv = saved_argv
         config.check = saved_check
     print(format_report(collector.hazards, collector.tapes))
+    if outcome is ExitStatus.PROGRAM_RAISED:
+        print("warp_zerostore check: the program raised an exception (traceback above); hazards found up to there")
+    elif outcome is ExitStatus.PROGRAM_FAILED:
+        print(f"warp_zerostore check: the program exited with status {own_status}")
     if any(h.real and h.kind != tape_safety.CAPTURED for h in collector.hazards):
-        return 1
-    if any(h.kind == tape_safety.CAPTURED for h in collector.hazards) and status == 0:
-        return UNCHECKED_STATUS
-    return status
+        return ExitStatus.HAZARDS
+    if outcome is not ExitStatus.OK:
+        return outcome
+    if any(h.kind == tape_safety.CAPTURED for h in collector.hazards):
+        return ExitStatus.UNCHECKED
+    return ExitStatus.OK

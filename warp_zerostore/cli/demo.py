@@ -93,6 +93,33 @@ EXACT = {
 }
 
 
+def add_parser(subparsers) -> None:
+    demo = subparsers.add_parser("demo", help="print the seed program's gradients: stock Warp vs zero_store=True/False")
+    demo.add_argument("--device", default="cpu", help="the Warp device to run on (default: cpu)")
+    demo.set_defaults(handler=_command)
+
+
+def _command(args, parser) -> int:
+    if not _device_available(args.device):
+        parser.error(f"demo: device {args.device!r} is not available here ({_devices()}); try --device cpu")
+    run(args.device)
+    return 0
+
+
+def _devices() -> str:
+    return "devices: " + ", ".join(str(d) for d in warp.get_devices())
+
+
+def _device_available(name: str) -> bool:
+    if name.startswith("cuda") and not warp.is_cuda_available():
+        return False  # asking Warp for the device would print CUDA driver errors first
+    try:
+        warp.get_device(name)
+    except (RuntimeError, ValueError):
+        return False
+    return True
+
+
 def run(device: str = "cpu") -> dict:
     """Print the table and return it as ``{column: {row: value}}``."""
     results = {name: _seed(flag, device) for name, flag in COLUMNS}

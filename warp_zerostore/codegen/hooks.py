@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import pathlib
 import sys
@@ -29,6 +30,8 @@ import weakref
 from .. import _compat
 from ..options import effective_mode
 from . import native, replay, store_rewrite
+
+_log = logging.getLogger(__name__)
 
 _UNSET = object()
 _HELPER = object()  # build-state marker: building a @wp.func helper
@@ -310,7 +313,8 @@ def _remember_build(kernel, build: str) -> None:
             if not warnings_dir():
                 return
             records = json.loads(_issues_file(build).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+        except (OSError, ValueError) as error:
+            _log.debug("no cached replay issues for build %s (%s): code generation records and warns", build, error)
             return  # not built yet: code generation records and warns
         _ISSUES[build] = records
     _WARNED.add(build)
@@ -328,8 +332,8 @@ def _write_records(build: str, records: list) -> None:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             json.dump(records, f)
         os.replace(tmp, folder / f"{build}.json")
-    except OSError:
-        pass
+    except OSError as error:
+        _log.info("replay issues of build %s not cached (%s): a cached build will not warn again", build, error)
 
 
 def _warn_replay_issues(plan: _CodegenPlan) -> None:

@@ -32,10 +32,10 @@ import ast
 import copy
 import dataclasses
 import hashlib
+import linecache
+import logging
 import math
-import os
 import sys
-import tempfile
 import types
 
 import numpy as np
@@ -51,6 +51,7 @@ from ..access import (
     resolve_helper,
 )
 
+_log = logging.getLogger(__name__)
 _PREFIX = "_wzs_"
 _FLAGS = ("before", "after", "written")
 _CACHE: dict = {}
@@ -256,21 +257,19 @@ class _ReadMarker:
 
 
 def _load_module(source: str, namespace: dict, extra: dict):
-    """Exec ``source`` from a file (Warp reads functions' source through ``inspect``) in a copy of ``namespace``."""
+    """Exec ``source`` in a copy of ``namespace``. Warp reads functions' source through ``inspect``, which finds
+    it in ``linecache`` under a ``<...>`` name: no file is written, so none can be planted or go stale."""
     digest = hashlib.sha256(source.encode()).hexdigest()[:16]
     name = f"_wzs_twin_{digest}"
-    directory = os.path.join(tempfile.gettempdir(), "warp_zerostore_read_twins")
-    os.makedirs(directory, exist_ok=True)
-    path = os.path.join(directory, f"{name}.py")
-    if not os.path.exists(path):
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(source + "\n")
+    filename = f"<warp_zerostore read twin {digest}>"
+    lines = (source + "\n").splitlines(keepends=True)
+    linecache.cache[filename] = (len(source) + 1, None, lines, filename)  # mtime None: checkcache keeps it
     module = types.ModuleType(name)
     module.__dict__.update(namespace)
     module.__dict__.update(extra)
-    module.__dict__.update({"__name__": name, "__file__": path, "_wzs_warp": warp})
+    module.__dict__.update({"__name__": name, "__file__": filename, "_wzs_warp": warp})
     sys.modules[name] = module
-    exec(compile(source, path, "exec"), module.__dict__)  # noqa: S102 - the user's own source, rewritten
+    exec(compile(source, filename, "exec"), module.__dict__)  # noqa: S102 - the user's own source, rewritten
     return module
 
 
@@ -312,7 +311,13 @@ def _helper_twin(helper, parameters: tuple, depth: int):
         source = ast.unparse(ast.fix_missing_locations(tree))
         module = _load_module(source, _namespace(helper), names)
         made = (function.name, warp.func(getattr(module, function.name)), whole)
-    except Exception:  # noqa: BLE001 - the caller then counts the arrays as read in whole
+    except Exception as error:  # noqa: BLE001 - the caller then counts the arrays as read in whole
+        _log.info(
+            "helper %r: no read twin (%s: %s); its array parameters count as read in whole",
+            getattr(helper, "__name__", helper),
+            type(error).__name__,
+            error,
+        )
         made = None
     _HELPER_TWINS[key] = (helper, made)
     return made
@@ -358,7 +363,19 @@ def twin(kernel):
         return cached[1]
     try:
         built = _build(kernel)
-    except Exception:  # noqa: BLE001 - a twin is an optimisation: whole-argument reads stay correct
+        if built is None:
+            _log.debug(
+                "kernel %r: no read twin (@wp.struct, indexed or fabric array arguments, or no array argument "
+                "it reads or writes); arrays count as read in whole",
+                _compat.kernel_key(kernel),
+            )
+    except Exception as error:  # noqa: BLE001 - a twin is an optimisation: whole-argument reads stay correct
+        _log.info(
+            "kernel %r: no read twin (%s: %s); its arrays count as read in whole",
+            _compat.kernel_key(kernel),
+            type(error).__name__,
+            error,
+        )
         built = None
     _CACHE[id(kernel)] = (kernel, built)
     return built
@@ -532,7 +549,13 @@ def element_reads(kernel, launch: dict) -> dict:
     try:
         runner = _runner(kernel, variant, kinds, values, launch)
         runner.run(values)
-    except Exception:  # noqa: BLE001 - the twin does not build or launch here: whole-argument reads
+    except Exception as error:  # noqa: BLE001 - the twin does not build or launch here: whole-argument reads
+        _log.info(
+            "kernel %r: its read twin did not run (%s: %s); its arrays count as read in whole from now on",
+            _compat.kernel_key(kernel),
+            type(error).__name__,
+            error,
+        )
         _CACHE[id(kernel)] = (kernel, None)
         return {}
     out = {}

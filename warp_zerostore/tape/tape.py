@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 import os
 import sys
 import warnings
@@ -62,6 +63,8 @@ from ..options import store_adjoints_zero
 from . import read_twin
 from .memory import AddressBook, span
 from .visualize import mark_hazards
+
+_log = logging.getLogger(__name__)
 
 OVERWRITE = "overwrite"
 STALE_READ = "stale read"
@@ -476,7 +479,7 @@ class Tape(_compat.WarpTape):
         super().__init__()
         self.check = validate_check(config.check if check is None else check, "Tape(check=...)")
         self.snapshot = bool(snapshot)
-        self.hazards: list = []
+        self.hazards: list[Hazard] = []
         self._hazard_keys: set = set()
         self._hooked = False
         self._clear_tracking()
@@ -487,7 +490,7 @@ class Tape(_compat.WarpTape):
         self._located: dict = {}  # id -> (array, Region, slots)
         self._sites: list = []  # writer Sites, indexed from Region.writer
         self._snapshotted: dict = {}  # id -> array with at least one snapshot
-        self.snapshot_bytes = 0
+        self.snapshot_bytes: int = 0
 
     def _intercepts(self) -> bool:
         return self.check != "off" or self.snapshot
@@ -559,6 +562,7 @@ class Tape(_compat.WarpTape):
     def _captured(self, launch: _Launch, original, args, kwargs):
         """Under graph capture the launch does not run now: record it, and say it was not checked."""
         result = original(*args, **kwargs)
+        _log.info("kernel %r launched under graph capture: not checked", _compat.kernel_key(launch.kernel))
         self._report([Hazard(CAPTURED, writer=launch.site(""))], force_error=self.snapshot)
         return result
 
@@ -814,7 +818,7 @@ class Tape(_compat.WarpTape):
                 found.extend(self._mutations(tracked.array, tracked.values, _host_copy(tracked.array), None))
         self._report(found)
 
-    def backward(self, loss=None, grads=None):
+    def backward(self, loss: warp.array | None = None, grads: dict[warp.array, warp.array] | None = None) -> None:
         """Warp's backward pass, after the mutation checks and with the snapshots restored around each launch.
 
         When it returns, arrays hold their values from the end of the forward pass again.

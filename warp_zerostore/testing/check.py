@@ -9,6 +9,7 @@ in the inputs' own dtype otherwise, with a rounding allowance derived from that 
 from __future__ import annotations
 
 import inspect
+import logging
 import math
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
@@ -16,7 +17,9 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 import warp
 
-from .. import _compat
+from .. import _compat, _progress
+
+_log = logging.getLogger(__name__)
 
 MODES = ("vjp", "jvp")
 
@@ -459,6 +462,7 @@ class _Problem:
                 "float64=None to fall back to finite differences in the inputs' dtype."
             )
         reason = reason.splitlines()[0]
+        _log.info("%s: finite differences in the inputs' dtype, not float64 (%s)", self.fn_name, reason)
         return False, f"{self.fn_name} cannot run on float64 arrays: {reason[:100]}{'...' if len(reason) > 100 else ''}"
 
     # -- Tape side ---------------------------------------------------------------------------------------------
@@ -524,6 +528,7 @@ class _Problem:
         element, with its rounding allowance, against the Tape's pull-back ``tape[output][input]``."""
         eps = float(np.finfo(fd_dtype).eps)
         comparisons = []
+        bar = _progress.bar(sum(self.base[n].size for n in self.wrt), f"{self.fn_name}: finite differences", "element")
         for name in self.wrt:
             g = {out: np.zeros_like(self.base[name]) for out in self.output_names}
             r = {out: np.zeros_like(self.base[name]) for out in self.output_names}
@@ -541,6 +546,7 @@ class _Problem:
                     (lp, sp), (lm, sm) = terms_plus[out], terms_minus[out]
                     g[out][idx] = (lp - lm) / (plus - minus)
                     r[out][idx] = ROUNDING_ULPS * eps * max(sp, sm) / (plus - minus)
+                bar.update()
 
             def step_at(idx, steps=steps):
                 return f"step {float(steps[idx]):g} ({step:g} * max(1, |x|) at this element)"
@@ -548,6 +554,7 @@ class _Problem:
             for out in self.output_names:
                 label = f"vjp of input '{name}' through output '{out}'"
                 comparisons.append(_Comparison(name, out, label, tape[out][name], g[out], r[out], step_at))
+        bar.close()
         return comparisons
 
     def jvp(self, rng, promote, fd_dtype, step) -> list:

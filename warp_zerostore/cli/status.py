@@ -1,0 +1,25 @@
+"""The command line's exit statuses: one meaning each, listed in ``--help``."""
+
+from __future__ import annotations
+
+import enum
+
+
+class ExitStatus(enum.IntEnum):
+    OK = 0
+    HAZARDS = 1  #: check: a real hazard was found (whatever the program's own status)
+    USAGE = 2  #: a bad command line (argparse's status), or a device that is not available
+    UNCHECKED = 3  #: check: nothing real found, but launches under graph capture could not be checked
+    NOT_FOUND = 4  #: check: the script or module does not exist
+    PROGRAM_RAISED = 5  #: check: the program raised an exception (its traceback is printed)
+    PROGRAM_FAILED = 6  #: check: the program exited with a non-zero status of its own (printed in the report)
+
+
+EPILOG = """exit status:
+  0  success
+  1  check: hazards found (whatever the program's own status)
+  2  usage error (bad arguments, a device that is not available)
+  3  check: nothing found, but some launches (under graph capture) could not be checked
+  4  check: the script or module was not found
+  5  check: the program raised an exception (its traceback is printed)
+  6  check: the program called sys.exit(n) with n != 0 (n is printed in the report)"""
