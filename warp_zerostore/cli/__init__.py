@@ -21,6 +21,9 @@ def main(argv=None) -> int:
     check.add_argument("-m", dest="module", action="store_true", help="run the target as a module (python -m)")
     check.add_argument("script", help="the script (or, with -m, the module) to run")
     check.add_argument("script_args", nargs=argparse.REMAINDER, help="arguments passed to the program")
+    from . import fuzz  # noqa: PLC0415  (the fuzz command: parser and logic in cli/fuzz.py)
+
+    fuzz.add_parser(sub)
     args = parser.parse_args(argv)
 
     import warp_zerostore as wp  # noqa: PLC0415  (import late: argparse errors need no Warp)
@@ -31,6 +34,8 @@ def main(argv=None) -> int:
 
         demo_module.run(args.device)
         return 0
+    if args.command == "fuzz":
+        return fuzz.run(args)
     if args.command == "check":
         from . import check as check_command
 
