@@ -15,6 +15,7 @@ import shutil
 import sys
 import tempfile
 import traceback
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -50,6 +51,7 @@ class Failure:
     worst: float = float("inf")  # |warp - reference| / tolerance at the worst element
     array: str = ""  # the input (gradient) or output (forward) holding the worst element
     detail: str = ""
+    warned: str = ""  # a warning the package gave for this kernel at build time (the failure is not silent)
     warp_value: dict = field(default_factory=dict)  # what Warp computed, by array
     reference: dict = field(default_factory=dict)  # what the reference computed, by array
 
@@ -91,7 +93,9 @@ def _check(cases, workdir, device) -> list:
     if not cases:
         return []
     try:
-        module = build(cases, workdir)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            module = build(cases, workdir)
     except Exception as error:  # a kernel Warp cannot build: find it
         if len(cases) == 1:
             return [Failure(cases[0], variant, "build", detail=_short(error)) for variant in VARIANTS]
@@ -103,6 +107,7 @@ def _check(cases, workdir, device) -> list:
         for variant in VARIANTS:
             failure = check_case(case, getattr(module, f"c{j}_{variant}"), ref, variant, device)
             if failure is not None:
+                failure.warned = next((str(w.message) for w in caught if f"'c{j}_{variant}'" in str(w.message)), "")
                 failures.append(failure)
     return failures
 

@@ -28,6 +28,7 @@ class Finding:
     count: int = 1
     repro_path: str = ""
     known: str = ""  # the known-issue id it matches, or ""
+    warned: bool = False  # the package warned about this kernel at build time: not a silent failure
 
 
 @dataclass
@@ -39,7 +40,7 @@ class Summary:
 
     @property
     def new(self) -> list:
-        return [f for f in self.findings if not f.known]
+        return [f for f in self.findings if not f.known and not f.warned]
 
 
 def draw(count: int, seed: int, features=None, **options) -> list:
@@ -123,7 +124,9 @@ def _file(summary: Summary, failure, out) -> None:
         if (finding.variant, finding.kind, finding.constructs) == (failure.variant, failure.kind, labels):
             finding.count += 1
             return
-    finding = Finding(failure.variant, failure.kind, labels, failure, known=known.match(failure))
+    finding = Finding(
+        failure.variant, failure.kind, labels, failure, known=known.match(failure), warned=bool(failure.warned)
+    )
     if out is not None:
         os.makedirs(out, exist_ok=True)
         name = f"{len(summary.findings):03d}_{failure.variant}_{failure.kind}.py"
@@ -135,15 +138,16 @@ def _file(summary: Summary, failure, out) -> None:
 
 def table(summary: Summary) -> str:
     """The findings as a text table."""
-    rows = [("variant", "kind", "count", "known", "constructs", "repro")]
+    rows = [("variant", "kind", "count", "status", "constructs", "repro")]
     for f in summary.findings:
-        rows.append((f.variant, f.kind, str(f.count), f.known or "NEW", ", ".join(f.constructs), f.repro_path or "-"))
+        status = f.known or ("warned" if f.warned else "NEW")
+        rows.append((f.variant, f.kind, str(f.count), status, ", ".join(f.constructs), f.repro_path or "-"))
     widths = [max(len(r[k]) for r in rows) for k in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
     lines.insert(1, "-" * len(lines[0]))
     rate = 60.0 * summary.kernels / summary.seconds if summary.seconds else 0.0
     lines.append(
         f"{summary.kernels} kernels in {summary.builds} builds, {summary.seconds:.0f} s ({rate:.0f} kernels/min); "
-        f"{len(summary.findings)} distinct failures, {len(summary.new)} not known"
+        f"{len(summary.findings)} distinct failures, {len(summary.new)} neither known nor warned"
     )
     return "\n".join(lines)
