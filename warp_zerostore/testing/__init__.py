@@ -8,6 +8,8 @@
   windows and overwrites.
 * :mod:`warp_zerostore.testing.reference`: an independent NumPy float64 reverse-mode interpreter of
   programs, for zero and accumulate store semantics.
+* :func:`kernels`: whole drawn Warp kernels with their inputs, for fuzzing Warp's autodiff
+  (:mod:`warp_zerostore.testing.fuzz`; ``python -m warp_zerostore fuzz``).
 * :func:`register_profiles`: hypothesis profiles for CI.
 
 The strategies and profiles need hypothesis (``pip install warp_zerostore[testing]``); the check and the
@@ -20,9 +22,10 @@ from . import reference
 from .check import GradientCheck, GradientMismatch, check_gradients, vjp
 from .program import Launch, Op, Program
 
-_NEED_HYPOTHESIS = ("dtypes", "shapes", "array_data", "arrays", "programs", "register_profiles")
+_NEED_HYPOTHESIS = ("dtypes", "shapes", "array_data", "arrays", "programs", "register_profiles", "kernels")
 
 try:
+    from .fuzz import kernels
     from .profiles import register_profiles
     from .strategies import array_data, arrays, dtypes, programs, shapes
 except ModuleNotFoundError as _error:  # hypothesis is an optional dependency
@@ -50,6 +53,7 @@ __all__ = [
     "arrays",
     "check_gradients",
     "dtypes",
+    "kernels",
     "programs",
     "reference",
     "register_profiles",

@@ -56,8 +56,10 @@ class Failure:
     reference: dict = field(default_factory=dict)  # what the reference computed, by array
 
 
-def module_source(cases) -> str:
-    lines = [HEADER.format(options=build_options())]
+def module_source(cases, prelude: str = "") -> str:
+    """The batch's module: ``prelude`` (extra source, e.g. a mutant's helpers), then each case's helpers and
+    kernels ``c{j}_stock``, ``c{j}_zero_store``."""
+    lines = [HEADER.format(options=build_options()), prelude]
     for j, case in enumerate(cases):
         printer = Printer(case.program, case.thresholds, f"c{j}_h")
         lines += printer.helpers()
@@ -66,12 +68,12 @@ def module_source(cases) -> str:
     return "\n".join(lines)
 
 
-def build(cases, workdir: str):
+def build(cases, workdir: str, prelude: str = ""):
     """Write and import the batch's module and build it for the CPU; the Python module."""
     name = f"warp_zerostore_fuzz_{os.getpid()}_{next(_counter)}"
     path = os.path.join(workdir, name + ".py")
     with open(path, "w") as f:
-        f.write(module_source(cases))
+        f.write(module_source(cases, prelude))
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
@@ -80,27 +82,27 @@ def build(cases, workdir: str):
     return module
 
 
-def check_batch(cases, device: str = "cpu") -> list:
+def check_batch(cases, device: str = "cpu", prelude: str = "") -> list:
     """Build ``cases`` in one module (bisecting on a build error) and check each; the failures found."""
     workdir = tempfile.mkdtemp(prefix="warp_zerostore_fuzz_")
     try:
-        return _check(list(cases), workdir, device)
+        return _check(list(cases), workdir, device, prelude)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def _check(cases, workdir, device) -> list:
+def _check(cases, workdir, device, prelude) -> list:
     if not cases:
         return []
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            module = build(cases, workdir)
+            module = build(cases, workdir, prelude)
     except Exception as error:  # a kernel Warp cannot build: find it
         if len(cases) == 1:
             return [Failure(cases[0], variant, "build", detail=_short(error)) for variant in VARIANTS]
         half = len(cases) // 2
-        return _check(cases[:half], workdir, device) + _check(cases[half:], workdir, device)
+        return _check(cases[:half], workdir, device, prelude) + _check(cases[half:], workdir, device, prelude)
     failures = []
     for j, case in enumerate(cases):
         ref = oracle.reference(case.program, case.thresholds, case.inputs, case.cotangents)
