@@ -126,6 +126,10 @@ def test_known_issues_match_by_constructs():
     def failure(body, variant, kind="gradient"):
         return batch.Failure(Case(Program("float32", (), (), (), body), {}, INPUTS, COT), variant, kind)
 
-    key, (versions, variant, kind, needed) = next(iter(known.KNOWN.items()))
-    assert known.match(failure((Store("y", "=", Load("y")),), "stock", "build"), versions[0]) == ""
-    assert known.match(failure((Store("y", "=", Load("y")),), "stock", "build"), "0.0.0") == ""
+    read_then_store = (Store("y", "=", Binary("mul", Load("x"), Load("y"))),)
+    assert known.match(failure(read_then_store, "zero_store"), "1.19.0") == "read-then-overwrite"
+    assert known.match(failure(read_then_store, "zero_store", "forward"), "1.19.0") == ""  # another kind
+    assert known.match(failure(read_then_store, "zero_store"), "0.0.0") == ""  # another version
+    two_stores = (Store("y", "=", Load("x")), Store("y", "=", Const(1.0)))
+    assert known.match(failure(two_stores, "stock"), "1.12.1") == "overwrite-accumulates"
+    assert known.match(failure(two_stores, "zero_store"), "1.12.1") == ""  # flagged kernels are right
