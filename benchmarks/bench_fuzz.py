@@ -5,7 +5,8 @@ one module (bisecting if Warp rejects a kernel) (each kernel stock and zero_stor
 kernels per minute (N / median seconds per batch), the phases' medians (draw, build, check), and JSON. The
 figure counts builds from scratch; shrinking failures is not included. The machine is shared: the load average
 at the start is reported with the figure.
-Usage: python benchmarks/bench_fuzz.py [--kernels 128] [--repeats 3]
+With ``--features`` restricted to constructs without a known wrong gradient, its failure count is the no-false-alarm
+figure. Usage: python benchmarks/bench_fuzz.py [--kernels 128] [--repeats 3] [--features ...]
 """
 
 import argparse
@@ -19,9 +20,9 @@ from common import report
 from warp_zerostore.testing.fuzz import batch, campaign
 
 
-def one_batch(count: int, seed: int) -> dict:
+def one_batch(count: int, seed: int, features) -> dict:
     t0 = time.perf_counter()
-    cases = campaign.draw(count, seed)
+    cases = campaign.draw(count, seed, features)
     t1 = time.perf_counter()
     failures = batch.check_batch(cases)  # one build (bisected if Warp rejects a kernel), every kernel checked
     t2 = time.perf_counter()
@@ -39,12 +40,13 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kernels", type=int, default=128)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--features", nargs="+", default=None, help="the constructs to draw (default: all)")
     args = parser.parse_args()
     warp.config.quiet = True
     warp.init()
     load = os.getloadavg()[0]
     seed = int(time.time())  # fresh kernels: nothing comes from Warp's kernel cache
-    runs = [one_batch(args.kernels, seed + r) for r in range(args.repeats)]
+    runs = [one_batch(args.kernels, seed + r, args.features) for r in range(args.repeats)]
     medians = {k: statistics.median(r[k] for r in runs) for k in ("draw_s", "build_and_check_s", "total_s")}
     rate = 60.0 * args.kernels / medians["total_s"]
     print(
@@ -57,6 +59,8 @@ def main():
         {
             "kernels_per_min": round(rate, 1),
             "kernels_per_build": args.kernels,
+            "features": args.features or "all",
+            "failures": sum(r["failures"] for r in runs),
             "repeats": args.repeats,
             "median_s": {k: round(v, 2) for k, v in medians.items()},
             "load_average_1min": round(load, 2),

@@ -76,6 +76,12 @@ class Case:
     inputs: dict  # "x", "xv", "y", "acc" -> float64 arrays (exact in float32)
     cotangents: dict  # "y", "acc" -> float64 arrays
 
+    def source(self, name: str = "fuzzed") -> str:
+        """The kernel (and its helpers) as Warp source text."""
+        from .printer import source  # noqa: PLC0415  (the printer needs nothing of the grammar)
+
+        return source(self.program, self.thresholds, name)
+
     def __hash__(self):
         return hash(self.program)
 
@@ -259,12 +265,15 @@ def kernels(features=None, *, max_statements: int = 5, max_depth: int = 2, expr_
 
     Example::
 
-        from hypothesis import given
+        from hypothesis import given, settings
         from warp_zerostore.testing import kernels
 
+        @settings(max_examples=5)
         @given(kernels(features={"float32", "stores", "readback", "smooth"}))
         def test_source(case):
             assert "y[i]" in case.source()
+
+        test_source()
     """
     features = frozenset(DEFAULT_FEATURES if features is None else features)
     unknown = sorted(features - set(FEATURES))
