@@ -133,3 +133,16 @@ def test_known_issues_match_by_constructs():
     two_stores = (Store("y", "=", Load("x")), Store("y", "=", Const(1.0)))
     assert known.match(failure(two_stores, "stock"), "1.12.1") == "overwrite-accumulates"
     assert known.match(failure(two_stores, "zero_store"), "1.12.1") == ""  # flagged kernels are right
+
+
+def test_the_shrinker_drops_unused_helpers_and_locals():
+    from warp_zerostore.testing.fuzz.nodes import Call, Helper
+
+    helpers = (Helper(1, Local("p0", "f")), Helper(1, Unary("sin", Local("p0", "f"))))
+    body = (Store("y", "=", Call(1, (Load("x"),))),)
+    program = Program("float32", (("a0", Const(1.0)), ("a1", Const(1.0))), (), helpers, body)
+    smaller = list(shrink.statement_candidates(program))
+    assert any(p.helpers == helpers[1:] and p.body == (Store("y", "=", Call(0, (Load("x"),))),) for p in smaller)
+    assert any(p.scalars == () for p in smaller)
+    run = oracle.run(next(p for p in smaller if len(p.helpers) == 1), {}, INPUTS)
+    assert run.outputs["y"].tolist() == np.sin(INPUTS["x"]).tolist()

@@ -108,11 +108,39 @@ def statement_candidates(program):
                 elif s.count > 1:
                     new = stmts[:k] + (dataclasses.replace(s, count=s.count - 1),) + stmts[k + 1 :]
                     yield dataclasses.replace(program, body=_replace_block(program.body, path, new))
+    yield from _unused_dropped(program)
     if program.loop_count > 1:
         yield dataclasses.replace(program, loop_count=program.loop_count - 1)
     if program.vectors:
         yield dataclasses.replace(program, vectors=tuple((n, Load("xv")) for n, _ in program.vectors))
     yield dataclasses.replace(program, scalars=tuple((n, Const(1.0)) for n, _ in program.scalars))
+
+
+def _unused_dropped(program):
+    """``program`` without its unused helpers and locals, if it has any."""
+    nodes = list(iter_nodes(program.body)) + [
+        n for _, init in program.scalars + program.vectors for n in iter_nodes(init)
+    ]
+    nodes += [n for h in program.helpers for n in iter_nodes(h.body)]
+    called = {n.helper for n in nodes if isinstance(n, (Call, CallStore))}
+    named = {n.name for n in nodes if isinstance(n, Local)}
+    named |= {n.name for n in iter_nodes(program.body) if type(n).__name__ in ("Assign", "SetComponent")}
+    if len(called) < len(program.helpers):
+        keep = sorted(called)
+        renumber = {old: new for new, old in enumerate(keep)}
+        helpers = tuple(program.helpers[k] for k in keep)
+        body = rebuild(
+            program.body,
+            lambda n: dataclasses.replace(n, helper=renumber[n.helper]) if isinstance(n, (Call, CallStore)) else n,
+        )
+        helpers = rebuild(
+            helpers, lambda n: dataclasses.replace(n, helper=renumber[n.helper]) if isinstance(n, Call) else n
+        )
+        yield dataclasses.replace(program, helpers=helpers, body=body)
+    scalars = tuple((n, e) for n, e in program.scalars if n in named)
+    vectors = tuple((n, e) for n, e in program.vectors if n in named)
+    if scalars != program.scalars or vectors != program.vectors:
+        yield dataclasses.replace(program, scalars=scalars, vectors=vectors)
 
 
 def _is_scalar(node) -> bool:
