@@ -13,6 +13,7 @@ from .shrink import constructs
 
 ALL = ("1.9.1", "1.10.1", "1.12.1", "1.19.0")
 BOTH = ("stock", "zero_store")
+OLD = ("1.9.1", "1.10.1", "1.12.1")  # store adjoints accumulate (Warp <= 1.12)
 
 #: id -> (Warp versions, variants, kind, constructs that trigger it).
 KNOWN = {
@@ -27,7 +28,8 @@ KNOWN = {
     # a local reassigned inside a runtime-bound loop, used nonlinearly after it: Warp's loop adjoint is wrong.
     "runtime-loop-carried-local": (ALL, BOTH, "gradient", ("assign(=)", "for(runtime)")),
     # two stores to one element: Warp <= 1.12 keeps the overwritten store's gradient (what zero_store fixes).
-    "overwrite-accumulates": (("1.9.1", "1.10.1", "1.12.1"), ("stock",), "gradient", ("store",)),
+    "overwrite-accumulates": (OLD, ("stock",), "gradient", ("store",)),
+    "overwrite-accumulates-in-helper": (OLD, ("stock",), "gradient", ("callstore",)),
 }
 
 
