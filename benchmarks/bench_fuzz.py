@@ -17,7 +17,7 @@ import time
 import warp
 from common import report
 
-from warp_zerostore.testing.fuzz import batch, campaign
+from warp_zerostore.testing.fuzz import batch, campaign, shrink
 
 
 def one_batch(count: int, seed: int, features) -> dict:
