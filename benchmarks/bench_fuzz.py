@@ -33,6 +33,7 @@ def one_batch(count: int, seed: int, features) -> dict:
         "total_s": t2 - t0,
         "failures": len(failures),
         "build_errors": builds,
+        "found": [f"{f.variant} {f.kind} {f.array}: {', '.join(shrink.constructs(f.case.program))}" for f in failures],
     }
 
 
