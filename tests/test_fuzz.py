@@ -146,3 +146,10 @@ def test_the_shrinker_drops_unused_helpers_and_locals():
     assert any(p.scalars == () for p in smaller)
     run = oracle.run(next(p for p in smaller if len(p.helpers) == 1), {}, INPUTS)
     assert run.outputs["y"].tolist() == np.sin(INPUTS["x"]).tolist()
+
+
+def test_the_fuzz_command_names_an_unknown_feature(capsys):
+    from warp_zerostore.cli import main
+
+    assert main(["fuzz", "--features", "stores", "matrices", "--minutes", "0"]) == 2
+    assert "unknown features ['matrices']" in capsys.readouterr().out
