@@ -41,12 +41,13 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kernels", type=int, default=128)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=None, help="first batch's seed (default: the time)")
     parser.add_argument("--features", nargs="+", default=None, help="the constructs to draw (default: all)")
     args = parser.parse_args()
     warp.config.quiet = True
     warp.init()
     load = os.getloadavg()[0]
-    seed = int(time.time())  # fresh kernels: nothing comes from Warp's kernel cache
+    seed = int(time.time()) if args.seed is None else args.seed  # by default, fresh kernels: none cached
     runs = [one_batch(args.kernels, seed + r, args.features) for r in range(args.repeats)]
     medians = {k: statistics.median(r[k] for r in runs) for k in ("draw_s", "build_and_check_s", "total_s")}
     rate = 60.0 * args.kernels / medians["total_s"]
@@ -63,6 +64,7 @@ def main():
             "features": args.features or "all",
             "failures": sum(r["failures"] for r in runs),
             "repeats": args.repeats,
+            "seed": seed,
             "median_s": {k: round(v, 2) for k, v in medians.items()},
             "load_average_1min": round(load, 2),
             "cpus": os.cpu_count(),
