@@ -124,6 +124,7 @@ PUBLIC = {
     "testing.array_data": wpt.array_data,
     "testing.arrays": wpt.arrays,
     "testing.programs": wpt.programs,
+    "testing.kernels": wpt.kernels,
     "testing.register_profiles": wpt.register_profiles,
     "testing.reference.Rule": reference.Rule,
     "testing.reference.forward": reference.forward,

@@ -8,6 +8,8 @@
   windows and overwrites.
 * `warp_zerostore.testing.reference`: an independent NumPy float64 reverse-mode interpreter of
   programs, for zero and accumulate store semantics.
+* `kernels`: whole drawn Warp kernels with their inputs, for fuzzing Warp's autodiff
+  (`warp_zerostore.testing.fuzz`; ``python -m warp_zerostore fuzz``).
 * `register_profiles`: hypothesis profiles for CI.
 
 The strategies and profiles need hypothesis (``pip install warp_zerostore[testing]``); the check and the
@@ -23,9 +25,10 @@ from .program import Launch, Op, Program
 # Printed as warp_zerostore.testing.GradientMismatch, its public path.
 GradientMismatch.__module__ = __name__
 
-_NEED_HYPOTHESIS = ("dtypes", "shapes", "array_data", "arrays", "programs", "register_profiles")
+_NEED_HYPOTHESIS = ("dtypes", "shapes", "array_data", "arrays", "programs", "register_profiles", "kernels")
 
 try:
+    from .fuzz import kernels
     from .profiles import register_profiles
     from .strategies import array_data, arrays, dtypes, programs, shapes
 except ModuleNotFoundError as _error:  # hypothesis is an optional dependency
@@ -53,6 +56,7 @@ __all__ = [
     "arrays",
     "check_gradients",
     "dtypes",
+    "kernels",
     "programs",
     "reference",
     "register_profiles",

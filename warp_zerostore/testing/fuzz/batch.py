@@ -1,0 +1,156 @@
+"""Check many drawn kernels per Warp build: one generated module file, each kernel stock and ``zero_store=True``.
+
+Warp compiles a module at a time and reads kernel source through ``inspect``, so a batch is written as one
+``.py`` file into a private temporary directory and imported. Each case then runs on a Tape, and its forward
+values and gradients are compared with :mod:`.oracle`'s reference (forward first, so a forward bug is not
+reported as a gradient bug). A batch whose build fails is split in halves until the failing kernel is alone.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import os
+import shutil
+import sys
+import tempfile
+import traceback
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+import warp
+
+from . import oracle
+from .nodes import THREADS
+from .printer import VEC_TYPE, Printer
+
+#: The kernel variants each case is checked in: name suffix -> decorator line in the generated module.
+VARIANTS = {"stock": "@wp.kernel", "zero_store": "@wpz.kernel(zero_store=True)"}
+HEADER = "import warp as wp\n\nimport warp_zerostore as wpz\n\nwp.set_module_options({options!r})\n"
+
+
+def build_options() -> dict:
+    """Module options that make the C++ compile fast: ``-O0`` where Warp has the option (1.12+), else the
+    debug mode (also ``-O0``, plus bounds checks). Builds, not runs, are what a fuzzer waits for."""
+    if "optimization_level" in warp.get_module_options():
+        return {"optimization_level": 0}
+    return {"mode": "debug"}
+
+
+_counter = itertools.count()
+
+
+@dataclass
+class Failure:
+    """One case that failed in one variant: ``kind`` is build, crash, forward or gradient."""
+
+    case: object
+    variant: str
+    kind: str
+    worst: float = float("inf")  # |warp - reference| / tolerance at the worst element
+    array: str = ""  # the input (gradient) or output (forward) holding the worst element
+    detail: str = ""
+    warned: str = ""  # a warning the package gave for this kernel at build time (the failure is not silent)
+    warp_value: dict = field(default_factory=dict)  # what Warp computed, by array
+    reference: dict = field(default_factory=dict)  # what the reference computed, by array
+
+
+def module_source(cases, prelude: str = "") -> str:
+    """The batch's module: ``prelude`` (extra source, e.g. a mutant's helpers), then each case's helpers and
+    kernels ``c{j}_stock``, ``c{j}_zero_store``."""
+    lines = [HEADER.format(options=build_options()), prelude]
+    for j, case in enumerate(cases):
+        printer = Printer(case.program, case.thresholds, f"c{j}_h")
+        lines += printer.helpers()
+        for variant, decorator in VARIANTS.items():
+            lines += printer.kernel(f"c{j}_{variant}", decorator)
+    return "\n".join(lines)
+
+
+def build(cases, workdir: str, prelude: str = ""):
+    """Write and import the batch's module and build it for the CPU; the Python module."""
+    name = f"warp_zerostore_fuzz_{os.getpid()}_{next(_counter)}"
+    path = os.path.join(workdir, name + ".py")
+    with open(path, "w") as f:
+        f.write(module_source(cases, prelude))
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    warp.load_module(module, device="cpu")
+    return module
+
+
+def check_batch(cases, device: str = "cpu", prelude: str = "") -> list:
+    """Build ``cases`` in one module (bisecting on a build error) and check each; the failures found."""
+    workdir = tempfile.mkdtemp(prefix="warp_zerostore_fuzz_")
+    try:
+        return _check(list(cases), workdir, device, prelude)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _check(cases, workdir, device, prelude) -> list:
+    if not cases:
+        return []
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            module = build(cases, workdir, prelude)
+    except Exception as error:  # a kernel Warp cannot build: find it
+        if len(cases) == 1:
+            return [Failure(cases[0], variant, "build", detail=_short(error)) for variant in VARIANTS]
+        half = len(cases) // 2
+        return _check(cases[:half], workdir, device, prelude) + _check(cases[half:], workdir, device, prelude)
+    failures = []
+    for j, case in enumerate(cases):
+        ref = oracle.reference(case.program, case.thresholds, case.inputs, case.cotangents)
+        for variant in VARIANTS:
+            failure = check_case(case, getattr(module, f"c{j}_{variant}"), ref, variant, device)
+            if failure is not None:
+                failure.warned = next((str(w.message) for w in caught if f"'c{j}_{variant}'" in str(w.message)), "")
+                failures.append(failure)
+    return failures
+
+
+def run_case(case, kernel, device="cpu"):
+    """Run ``kernel`` on ``case`` on a Tape and pull its cotangents back: (outputs, gradients), float64."""
+    dtype = warp.float32 if case.program.dtype == "float32" else warp.float64
+    vec = warp.vec3 if case.program.dtype == "float32" else warp.vec3d
+    types = {"x": dtype, "xv": vec, "y": dtype, "acc": dtype}
+    arrays = {n: warp.array(case.inputs[n], dtype=types[n], device=device, requires_grad=True) for n in types}
+    tape = warp.Tape()
+    with tape:
+        warp.launch(kernel, dim=THREADS, inputs=[*arrays.values(), case.program.loop_count], device=device)
+    outputs = {n: arrays[n].numpy().astype(np.float64) for n in oracle.OUTPUTS}
+    grads = {n: warp.array(case.cotangents[n], dtype=dtype, device=device) for n in oracle.OUTPUTS}
+    tape.backward(grads={arrays[n]: grads[n] for n in oracle.OUTPUTS})
+    gradients = {n: arrays[n].grad.numpy().astype(np.float64).reshape(oracle.INPUTS[n]) for n in types}
+    return outputs, gradients
+
+
+def check_case(case, kernel, ref, variant: str, device="cpu"):
+    """None when ``kernel``'s forward values and gradients match ``ref``; else the :class:`Failure`."""
+    try:
+        outputs, gradients = run_case(case, kernel, device)
+    except Exception as error:
+        return Failure(case, variant, "crash", detail=_short(error))
+    dtype = case.program.dtype
+    for kind, got, want, rounding in (
+        ("forward", outputs, ref.outputs, {}),
+        ("gradient", gradients, ref.grads, ref.rounding),
+    ):
+        scores = {n: oracle.mismatch(got[n], want[n], dtype, rounding.get(n, 0.0)) for n in want}
+        name = max(scores, key=scores.get)
+        if scores[name] > 1.0:
+            return Failure(case, variant, kind, scores[name], name, warp_value=got, reference=want)
+    return None
+
+
+def _short(error: Exception) -> str:
+    lines = traceback.format_exception_only(type(error), error)
+    return "".join(lines).strip().splitlines()[-1][:300]
+
+
+__all__ = ["Failure", "VARIANTS", "build", "check_batch", "check_case", "module_source", "run_case", "VEC_TYPE"]

@@ -1,0 +1,320 @@
+"""hypothesis strategies that draw whole kernels of the fuzzer's language (``nodes``), one feature set each.
+
+Expressions and statements are drawn top-down with a depth budget (composite strategies calling each other
+recursively), so hypothesis shrinks a program by shrinking its choices: fewer statements, shallower
+expressions, constants for subtrees. After drawing, kink sites are numbered and their thresholds placed
+away from the drawn inputs (``oracle.place_thresholds``), so every drawn case is differentiable.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+from hypothesis import assume
+from hypothesis import strategies as st
+
+from . import oracle
+from .nodes import (
+    SCALAR,
+    THREADS,
+    VEC3,
+    Assign,
+    Binary,
+    Call,
+    CallStore,
+    Component,
+    Cond,
+    Const,
+    For,
+    Helper,
+    If,
+    Kink,
+    Load,
+    Local,
+    LoopIndex,
+    MakeVec,
+    Program,
+    SetComponent,
+    Store,
+    Unary,
+)
+from .walk import iter_nodes, rebuild
+
+#: Every switchable feature. ``float32``/``float64`` pick the kernel dtypes drawn; the rest are constructs.
+FEATURES = (
+    "float32",
+    "float64",
+    "vec3",  # vec3 locals, loads, construction, +, -, scale, dot, cross, components
+    "smooth",  # sin cos tanh, exp/log/sqrt/division in safe forms
+    "kinks",  # min/max/abs with the kink kept away from the inputs
+    "locals",  # locals reassigned and augmented (a = ..., a += ...)
+    "components",  # local vector component updates (v[0] = ..., v[0] += ...)
+    "branches",  # if/else on thread parity or on a threshold kept away from the values
+    "static_loops",  # for k in range(3)
+    "runtime_loops",  # for k in range(n), n a kernel argument
+    "stores",  # y[i] = ... (several stores to one element follow from several statements)
+    "augstores",  # y[i] += ...
+    "readback",  # reads of y[i] after (or before) it is stored
+    "atomics",  # wp.atomic_add(acc, i % 2, ...)
+    "helpers",  # @wp.func helpers returning a value
+    "helper_stores",  # @wp.func helpers that store into y[i]
+)
+DEFAULT_FEATURES = frozenset(FEATURES)
+
+UNARY_OPS = ("sin", "cos", "tanh", "neg", "exp", "log", "sqrt")
+CONSTANTS = (1.0, 0.5, -0.5, 2.0, -1.0, 0.25, 1.5, -2.0, 0.75, -0.25, 1.25, -0.75, -1.5, 1.75, -1.25, -1.75)
+
+
+@dataclass(frozen=True)
+class Case:
+    """A drawn kernel and the point it is checked at: inputs, cotangents of the outputs, kink thresholds."""
+
+    program: Program
+    thresholds: dict
+    inputs: dict  # "x", "xv", "y", "acc" -> float64 arrays (exact in float32)
+    cotangents: dict  # "y", "acc" -> float64 arrays
+
+    def source(self, name: str = "fuzzed") -> str:
+        """The kernel (and its helpers) as Warp source text."""
+        from .printer import source  # noqa: PLC0415  (the printer needs nothing of the grammar)
+
+        return source(self.program, self.thresholds, name)
+
+    def __hash__(self):
+        return hash(self.program)
+
+    def __eq__(self, other):
+        return isinstance(other, Case) and self.program == other.program
+
+
+@dataclass(frozen=True)
+class _Scope:
+    features: frozenset
+    scalars: tuple
+    vectors: tuple
+    loops: tuple = ()
+    helpers: tuple = ()  # (index, arity) of value helpers callable here
+    store_helpers: tuple = ()  # arities of storing helpers callable here (index, arity)
+    depth: int = 2
+    loads: bool = True  # helpers see only their parameters
+
+    def has(self, feature):
+        return feature in self.features
+
+
+_INDEX = {n: st.integers(0, n - 1) for n in range(1, 33)}
+_BOOL = st.booleans()
+
+
+def _pick(draw, options):
+    """One of ``options`` (callables of no argument), drawn by index: shrinks toward the first (simplest)."""
+    return options[draw(_INDEX[len(options)]) if len(options) > 1 else 0]()
+
+
+def _item(draw, items):
+    return items[draw(_INDEX[len(items)])] if len(items) > 1 else items[0]
+
+
+def scalar_expr(draw, scope: _Scope, depth: int):
+    """A scalar expression: leaves first (constants, loads, locals, loop counters), then operations."""
+    leaves = [lambda: Const(_item(draw, CONSTANTS))]
+    if scope.loads:
+        leaves.append(lambda: Load("x", draw(_INDEX[THREADS])))
+    if scope.scalars:
+        leaves.append(lambda: Local(_item(draw, scope.scalars), SCALAR))
+    if scope.loops:
+        leaves.append(lambda: LoopIndex(_item(draw, scope.loops)))
+    if scope.has("readback") and scope.loads:
+        leaves.append(lambda: Load("y"))
+    if scope.has("vec3") and scope.loads:
+        leaves.append(lambda: Component(vec_expr(draw, scope, 0), draw(_INDEX[3])))
+    if depth <= 0 or not draw(_BOOL):
+        return _pick(draw, leaves)
+    sub = lambda: scalar_expr(draw, scope, depth - 1)  # noqa: E731
+    nodes = [lambda: Binary(_item(draw, ("add", "sub", "mul")), sub(), sub())]
+    if scope.has("smooth"):
+        nodes.append(lambda: Unary(_item(draw, UNARY_OPS), sub()))
+        nodes.append(lambda: Binary("div", sub(), sub()))
+    if scope.has("kinks"):
+        nodes.append(lambda: Kink(_item(draw, ("min", "max", "abs")), sub(), sub(), -1))
+    if scope.has("vec3") and scope.loads:
+        vsub = lambda: vec_expr(draw, scope, depth - 1)  # noqa: E731
+        nodes.append(lambda: Binary("dot", vsub(), vsub()))
+        nodes.append(lambda: Component(vsub(), draw(_INDEX[3])))
+    if scope.helpers:
+        k, arity = _item(draw, scope.helpers)
+        nodes.append(lambda: Call(k, tuple(sub() for _ in range(arity))))
+    return _pick(draw, nodes)
+
+
+def vec_expr(draw, scope: _Scope, depth: int):
+    leaves = [lambda: Load("xv", draw(_INDEX[THREADS]))]
+    if scope.vectors:
+        leaves.append(lambda: Local(_item(draw, scope.vectors), VEC3))
+    if depth <= 0 or not draw(_BOOL):
+        return _pick(draw, leaves)
+    sub = lambda: vec_expr(draw, scope, depth - 1)  # noqa: E731
+    ssub = lambda: scalar_expr(draw, scope, depth - 1)  # noqa: E731
+    nodes = [
+        lambda: Binary(_item(draw, ("vadd", "vsub", "cross")), sub(), sub()),
+        lambda: Binary("scale", ssub(), sub()),
+        lambda: MakeVec((ssub(), ssub(), ssub())),
+    ]
+    return _pick(draw, nodes)
+
+
+def _block(draw, scope: _Scope, depth: int, max_size: int = 3):
+    return tuple(statement(draw, scope, depth) for _ in range(1 + draw(_INDEX[max_size])))
+
+
+def statement(draw, scope: _Scope, depth: int):
+    """A statement: stores and assignments first, then branches and loops (while ``depth`` allows)."""
+    expr = lambda: scalar_expr(draw, scope, scope.depth)  # noqa: E731
+    op = lambda: _item(draw, ("=", "+="))  # noqa: E731
+    choices = []
+    if scope.has("stores"):
+        choices.append(lambda: Store("y", "=", expr()))
+    if scope.has("augstores"):
+        choices.append(lambda: Store("y", "+=", expr()))
+    if scope.has("atomics"):
+        choices.append(lambda: Store("acc", "atomic", expr()))
+    if scope.has("locals") and scope.scalars:
+        choices.append(lambda: Assign(_item(draw, scope.scalars), SCALAR, op(), expr()))
+    if scope.has("locals") and scope.vectors:
+        choices.append(lambda: Assign(_item(draw, scope.vectors), VEC3, op(), vec_expr(draw, scope, scope.depth)))
+    if scope.has("components") and scope.vectors:
+        choices.append(lambda: SetComponent(_item(draw, scope.vectors), draw(_INDEX[3]), op(), expr()))
+    if scope.store_helpers:
+        k, arity = _item(draw, scope.store_helpers)
+        choices.append(lambda: CallStore(k, tuple(expr() for _ in range(arity))))
+    if not choices:  # a feature set without any statement: at least store something
+        choices.append(lambda: Store("y", "=", expr()))
+    if depth > 0 and scope.has("branches"):
+
+        def branch():
+            if draw(_BOOL):
+                cond = Cond("threshold", scalar_expr(draw, scope, 1), -1)
+            else:
+                cond = Cond("parity")
+            body = _block(draw, scope, depth - 1)
+            return If(cond, body, _block(draw, scope, depth - 1) if draw(_BOOL) else ())
+
+        choices.append(branch)
+    loops = [kind for kind in ("static_loops", "runtime_loops") if scope.has(kind)]
+    if depth > 0 and loops:
+
+        def loop():
+            runtime = _item(draw, loops) == "runtime_loops"
+            var = f"k{len(scope.loops)}"
+            inner = dataclasses.replace(scope, loops=scope.loops + (var,))
+            return For(var, 1 + draw(_INDEX[3]), runtime, _block(draw, inner, depth - 1))
+
+        choices.append(loop)
+    return _pick(draw, choices)
+
+
+def helpers(draw, features: frozenset):
+    found = []
+    if "helpers" in features or "helper_stores" in features:
+        for _ in range(draw(_INDEX[3])):
+            arity = 1 + draw(_INDEX[2])
+            scope = _Scope(features, tuple(f"p{j}" for j in range(arity)), (), loads=False)
+            stores = "helper_stores" in features and ("helpers" not in features or draw(_BOOL))
+            found.append(Helper(arity, scalar_expr(draw, scope, 2), stores))
+    return tuple(found)
+
+
+def number_sites(program: Program) -> Program:
+    """Number the kink sites 0, 1, ... in program order."""
+    counter = iter(range(1 << 30))
+
+    def number(node):
+        if isinstance(node, Kink) or (isinstance(node, Cond) and node.kind == "threshold"):
+            return dataclasses.replace(node, site=next(counter))
+        return node
+
+    return rebuild(program, number)
+
+
+def site_count(program: Program) -> int:
+    return sum(1 for n in iter_nodes(program) if isinstance(n, (Kink, Cond)) and n.site >= 0)
+
+
+_VALUES = st.integers(-64, 64).map(lambda k: k / 64)
+
+
+@st.composite
+def points(draw):
+    """Inputs and cotangents, exact in float32 and float64 (multiples of 1/64 in [-1, 1])."""
+    shapes = dict(oracle.INPUTS)
+    inputs = {
+        n: np.array(draw(st.lists(_VALUES, min_size=int(np.prod(s)), max_size=int(np.prod(s))))).reshape(s)
+        for n, s in shapes.items()
+    }
+    cot = {n: np.array(draw(st.lists(_VALUES, min_size=shapes[n][0], max_size=shapes[n][0]))) for n in oracle.OUTPUTS}
+    return inputs, cot
+
+
+def kernels(features=None, *, max_statements: int = 5, max_depth: int = 2, expr_depth: int = 2) -> st.SearchStrategy:
+    """Whole Warp kernels (:class:`Case`: program, inputs, cotangents, kink thresholds) using ``features``.
+
+    ``features`` is a subset of :data:`FEATURES` (default: all). Every drawn kernel is deterministic and
+    differentiable at its inputs, so a gradient that differs from the reference is a bug.
+
+    Example::
+
+        from hypothesis import given, settings
+        from warp_zerostore.testing import kernels
+
+        @settings(max_examples=5)
+        @given(kernels(features={"float32", "stores", "readback", "smooth"}))
+        def test_source(case):
+            assert "y[i]" in case.source()
+
+        test_source()
+    """
+    features = frozenset(DEFAULT_FEATURES if features is None else features)
+    unknown = sorted(features - set(FEATURES))
+    if unknown:
+        raise ValueError(f"kernels: unknown features {unknown}; choose from {list(FEATURES)}.")
+    dtypes = [d for d in ("float32", "float64") if d in features] or ["float32"]
+    return _cases(features, tuple(dtypes), max_statements, max_depth, expr_depth)
+
+
+@st.composite
+def _cases(draw, features, dtypes, max_statements, max_depth, expr_depth):
+    dtype = _item(draw, dtypes)
+    helper_list = helpers(draw, features)
+    scalars = tuple(f"a{j}" for j in range(1 + draw(_INDEX[2])))
+    vectors = ("v0",) if "vec3" in features and draw(_BOOL) else ()
+    base = _Scope(features, (), (), loads=True)
+    scope = _Scope(
+        features,
+        scalars,
+        vectors,
+        helpers=tuple((k, h.arity) for k, h in enumerate(helper_list) if not h.stores),
+        store_helpers=tuple((k, h.arity) for k, h in enumerate(helper_list) if h.stores),
+        depth=expr_depth,
+    )
+    scalar_init = tuple((n, scalar_expr(draw, base, 1)) for n in scalars)
+    vector_init = tuple((n, vec_expr(draw, base, 1)) for n in vectors)
+    body = _block(draw, scope, max_depth, max_statements)
+    if not any(isinstance(s, (Store, CallStore)) for s in iter_nodes(body)):
+        body += (Store("y", "=", Local(scalars[0], SCALAR)),)  # make the locals reach an output
+    program = number_sites(Program(dtype, scalar_init, vector_init, helper_list, body, 1 + draw(_INDEX[3])))
+    inputs, cot = draw(points())
+    placements = [draw(_INDEX[3]) for _ in range(max(1, site_count(program)))]
+    thresholds = oracle.place_thresholds(program, inputs, placements)
+    assume(thresholds is not None)
+    return Case(program, thresholds, inputs, cot)
+
+
+def with_body(case: Case, program: Program, placements=(0,)) -> Case | None:
+    """``case`` with another program (for shrinking): sites renumbered, thresholds placed again."""
+    program = number_sites(program)
+    thresholds = oracle.place_thresholds(program, case.inputs, list(placements) or [0])
+    if thresholds is None:
+        return None
+    return Case(program, thresholds, case.inputs, case.cotangents)

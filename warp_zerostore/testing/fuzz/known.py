@@ -1,0 +1,45 @@
+"""Failures the fuzzer found and that are known, per Warp version (docs/known-issues.md: each with its repro).
+
+An entry matches a failure of one of its variants and its kind whose kernel uses at least the entry's
+constructs (the constructs of the shrunk repro). Matching unshrunk kernels by a subset is loose on purpose: the
+CI campaign does not shrink, and a kernel that contains a known trigger is not evidence of a new bug.
+"""
+
+from __future__ import annotations
+
+import warp
+
+from .shrink import constructs
+
+ALL = ("1.9.1", "1.10.1", "1.12.1", "1.19.0")
+BOTH = ("stock", "zero_store")
+OLD = ("1.9.1", "1.10.1", "1.12.1")  # store adjoints accumulate (Warp <= 1.12)
+
+#: id -> (Warp versions, variants, kind, constructs that trigger it).
+KNOWN = {
+    # y[i] read, then y[i] stored in the same thread: the backward replay reads the new value. Flagged
+    # kernels are wrong too when the read comes before the kernel's first store to the element.
+    "read-then-overwrite": (ALL, BOTH, "gradient", ("readback y[i]", "store")),
+    "read-then-augstore": (ALL, BOTH, "gradient", ("readback y[i]", "augstore")),
+    "helper-store-readback": (ALL, BOTH, "gradient", ("callstore", "readback y[i]")),
+    # a local vector's component updated after the vector was used: Warp's adjoint of the update is wrong.
+    "component-update-after-use": (ALL, BOTH, "gradient", ("setcomponent(+=)",)),
+    "component-assign-after-use": (ALL, BOTH, "gradient", ("setcomponent(=)",)),
+    # a local reassigned inside a runtime-bound loop, used nonlinearly after it: Warp's loop adjoint is wrong.
+    "runtime-loop-carried-local": (ALL, BOTH, "gradient", ("assign(=)", "for(runtime)")),
+    # a valid kernel Warp cannot build: static loops (each `for k0 in range(1)`) in both branches of an if.
+    "static-loops-in-both-branches": (("1.12.1", "1.19.0"), BOTH, "build", ("for(static)", "if(parity)")),
+    # two stores to one element: Warp <= 1.12 keeps the overwritten store's gradient (what zero_store fixes).
+    "overwrite-accumulates": (OLD, ("stock",), "gradient", ("store",)),
+    "overwrite-accumulates-in-helper": (OLD, ("stock",), "gradient", ("callstore",)),
+}
+
+
+def match(failure, version: str | None = None) -> str:
+    """The id of the known issue ``failure`` matches on ``version`` (default: the installed Warp), or ""."""
+    version = version or warp.config.version
+    labels = set(constructs(failure.case.program))
+    for key, (versions, variants, kind, needed) in KNOWN.items():
+        if version in versions and failure.variant in variants and failure.kind == kind and set(needed) <= labels:
+            return key
+    return ""

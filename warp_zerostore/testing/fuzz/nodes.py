@@ -1,0 +1,177 @@
+"""The fuzzer's kernel language: immutable nodes that the grammar draws, the printer prints and the oracle runs.
+
+A drawn kernel reads ``x`` (scalars), ``xv`` (vec3) and ``y`` (read-back of its own element), writes ``y[i]``
+and atomically adds into ``acc``; every local is declared at the top, so branches and loops only reassign.
+Each operation that could be undefined or kinked has a safe printed form (see ``printer.SAFE_FORMS``), and
+every kink (a branch threshold, a ``min``/``max`` tie, ``abs`` at 0) is a numbered *site* whose threshold
+the oracle places away from every value the program meets there (``oracle.place_thresholds``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Tuple, Union
+
+SCALAR, VEC3 = "f", "v"
+
+#: Threads per launch and the length of ``acc`` (atomics from several threads meet in each element).
+THREADS = 4
+ACC = 2
+
+
+@dataclass(frozen=True)
+class Const:
+    value: float
+
+
+@dataclass(frozen=True)
+class Local:
+    name: str
+    type: str
+
+
+@dataclass(frozen=True)
+class LoopIndex:
+    """A loop counter, read as a float of the kernel's dtype."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class Load:
+    """``x[(i + offset) % THREADS]``, ``xv[...]``, or ``y[i]`` (a read-back of this thread's own element)."""
+
+    array: str
+    offset: int = 0
+
+
+@dataclass(frozen=True)
+class Unary:
+    op: str  # sin cos tanh neg exp log sqrt (the last three in safe forms)
+    arg: Expr
+
+
+@dataclass(frozen=True)
+class Binary:
+    op: str  # add sub mul div (safe), vadd vsub, scale (scalar * vec3), dot, cross
+    lhs: Expr
+    rhs: Expr
+
+
+@dataclass(frozen=True)
+class Kink:
+    """``min(lhs, rhs + t)``, ``max(lhs, rhs + t)`` or ``abs(lhs - t)`` with ``t`` the threshold of ``site``."""
+
+    op: str
+    lhs: Expr
+    rhs: Expr
+    site: int
+
+
+@dataclass(frozen=True)
+class Component:
+    vec: Expr
+    index: int
+
+
+@dataclass(frozen=True)
+class MakeVec:
+    items: Tuple[Expr, ...]
+
+
+@dataclass(frozen=True)
+class Call:
+    """A call of the kernel's ``helper``-th ``@wp.func``."""
+
+    helper: int
+    args: Tuple[Expr, ...]
+
+
+Expr = Union[Const, Local, LoopIndex, Load, Unary, Binary, Kink, Component, MakeVec, Call]
+
+
+@dataclass(frozen=True)
+class Assign:
+    """``name = expr`` or ``name += expr`` on a local declared at the top."""
+
+    name: str
+    type: str
+    op: str
+    expr: Expr
+
+
+@dataclass(frozen=True)
+class SetComponent:
+    """``v[index] = expr`` or ``v[index] += expr`` on a local vec3."""
+
+    name: str
+    index: int
+    op: str
+    expr: Expr
+
+
+@dataclass(frozen=True)
+class Store:
+    """``y[i] = e``, ``y[i] += e`` (op "=" / "+="), or ``wp.atomic_add(acc, i % ACC, e)`` (op "atomic")."""
+
+    array: str
+    op: str
+    expr: Expr
+
+
+@dataclass(frozen=True)
+class Cond:
+    """``i % 2 == 0`` (kind "parity", no kink at all) or ``expr > t`` with ``t`` the threshold of ``site``."""
+
+    kind: str
+    expr: Expr = None
+    site: int = -1
+
+
+@dataclass(frozen=True)
+class If:
+    cond: Cond
+    body: Tuple[Stmt, ...]
+    orelse: Tuple[Stmt, ...]
+
+
+@dataclass(frozen=True)
+class For:
+    """``for var in range(count)``, or ``range(n)`` when ``runtime``: ``n`` is the kernel argument, whose value is
+    the program's ``loop_count`` (``count`` is then unused)."""
+
+    var: str
+    count: int
+    runtime: bool
+    body: Tuple[Stmt, ...]
+
+
+@dataclass(frozen=True)
+class CallStore:
+    """A call of the ``helper``-th ``@wp.func``, which stores its result into ``y[i]`` (helpers that store)."""
+
+    helper: int
+    args: Tuple[Expr, ...]
+
+
+Stmt = Union[Assign, SetComponent, Store, If, For, CallStore]
+
+
+@dataclass(frozen=True)
+class Helper:
+    """``@wp.func`` of scalar parameters ``p0 ... p{arity-1}`` returning ``body``; with ``stores``, it takes
+    ``y`` and ``i`` too and stores ``body`` into ``y[i]`` instead of returning it."""
+
+    arity: int
+    body: Expr
+    stores: bool = False
+
+
+@dataclass(frozen=True)
+class Program:
+    dtype: str  # "float32" or "float64"
+    scalars: Tuple[Tuple[str, Expr], ...]  # locals declared at the top, with their initial values
+    vectors: Tuple[Tuple[str, Expr], ...]
+    helpers: Tuple[Helper, ...]
+    body: Tuple[Stmt, ...]
+    loop_count: int = 2  # the runtime bound n

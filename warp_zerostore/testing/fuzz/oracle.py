@@ -1,0 +1,304 @@
+"""The reference: a drawn program run in NumPy float64, not through Warp, and its central differences.
+
+One run evaluates the program at many input points at once (each value is a NumPy array over *variants*):
+the unperturbed inputs and, for every input element, the two central-difference neighbours. Kinks are placed
+away from every value by :func:`place_thresholds`, so all variants take the same branches; a run where they do
+not is reported as :class:`Kinked` (never as a bug).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .nodes import (
+    ACC,
+    THREADS,
+    Assign,
+    Binary,
+    Call,
+    CallStore,
+    Component,
+    Const,
+    For,
+    If,
+    Kink,
+    Load,
+    Local,
+    LoopIndex,
+    MakeVec,
+    Program,
+    SetComponent,
+    Store,
+)
+
+#: Input arrays of every drawn kernel, with their element shapes, and the outputs compared.
+INPUTS = {"x": (THREADS,), "xv": (THREADS, 3), "y": (THREADS,), "acc": (ACC,)}
+OUTPUTS = ("y", "acc")
+
+#: Smallest distance of every kink quantity from its threshold, relative to ``max(1, |threshold|)``.
+MARGIN = 0.05
+STEP = 1e-6  # central-difference step in float64, relative to max(1, |x|)
+TOLERANCE = {"float32": 2e-3, "float64": 1e-5}  # rtol = atol, the values check_gradients uses
+ROUNDING_ULPS = 8
+
+UNARY = {
+    "sin": np.sin,
+    "cos": np.cos,
+    "tanh": np.tanh,
+    "neg": np.negative,
+    "exp": lambda a: np.exp(np.tanh(a)),
+    "log": lambda a: np.log(np.cosh(a)),
+    "sqrt": lambda a: np.sqrt(np.cosh(a)),
+}
+
+
+def _dot(a, b):
+    return np.sum(a * b, axis=-1)
+
+
+BINARY = {
+    "add": np.add,
+    "sub": np.subtract,
+    "mul": np.multiply,
+    "div": lambda a, b: a / np.cosh(b),
+    "vadd": np.add,
+    "vsub": np.subtract,
+    "scale": lambda s, v: s[..., None] * v,
+    "dot": _dot,
+    "cross": lambda a, b: np.cross(a, b),
+}
+
+
+class Kinked(Exception):
+    """Variants of one run took different sides of a kink: the program is not differentiable there."""
+
+
+class _Return(Exception):
+    pass
+
+
+@dataclass
+class Run:
+    """Final ``y`` and ``acc`` of every variant, and the values each kink site met (unperturbed variant)."""
+
+    outputs: dict
+    sites: dict
+
+
+class Interpreter:
+    def __init__(self, program: Program, thresholds, inputs: dict):
+        self.program = program
+        self.thresholds = thresholds
+        self.inputs = inputs  # name -> array (variants, *INPUTS[name])
+        self.sites = {}
+
+    def run(self) -> Run:
+        variants = self.inputs["x"].shape[0]
+        y = self.inputs["y"].copy()
+        acc = self.inputs["acc"].copy()
+        for i in range(THREADS):
+            self.i, self.y, self.acc, self.loops = i, y, acc, {}
+            self.env = {}
+            for name, init in self.program.scalars:
+                self.env[name] = self.scalar(self.expr(init), variants)
+            for name, init in self.program.vectors:
+                self.env[name] = np.broadcast_to(self.expr(init), (variants, 3)).astype(np.float64)
+            self.block(self.program.body)
+        return Run({"y": y, "acc": acc}, self.sites)
+
+    @staticmethod
+    def scalar(value, variants):
+        return np.broadcast_to(np.asarray(value, dtype=np.float64), (variants,)).copy()
+
+    def side(self, site: int, q: np.ndarray) -> np.ndarray:
+        """Which side of its threshold ``q`` lies on (per variant); record ``q`` for threshold placement."""
+        self.sites.setdefault(site, []).append(float(q[0]))
+        t = self.thresholds.get(site)
+        if t is None:  # not placed yet: take the upper side
+            return np.ones(q.shape, dtype=bool)
+        above = q > t
+        return above
+
+    def expr(self, e):
+        if isinstance(e, Const):
+            return np.float64(e.value)
+        if isinstance(e, Local):
+            return self.env[e.name]
+        if isinstance(e, LoopIndex):
+            return np.float64(self.loops[e.name])
+        if isinstance(e, Load):
+            if e.array == "y":
+                return self.y[:, self.i].copy()
+            return self.inputs[e.array][:, (self.i + e.offset) % THREADS]
+        if isinstance(e, Binary):
+            return BINARY[e.op](self.expr(e.lhs), self.expr(e.rhs))
+        if isinstance(e, Kink):
+            a = self.expr(e.lhs)
+            if e.op == "abs":
+                above = self.side(e.site, np.atleast_1d(a) * np.ones(self.inputs["x"].shape[0]))
+                _uniform(above)
+                t = self.thresholds.get(e.site, 0.0)
+                return a - t if above[0] else t - a
+            rhs = self.expr(e.rhs)
+            above = self.side(e.site, (a - rhs) * np.ones(self.inputs["x"].shape[0]))  # a > rhs + t
+            _uniform(above)
+            b = rhs + self.thresholds.get(e.site, 0.0)
+            return (a if above[0] else b) if e.op == "max" else (b if above[0] else a)
+        if isinstance(e, Component):
+            return self.expr(e.vec)[..., e.index]
+        if isinstance(e, MakeVec):
+            variants = self.inputs["x"].shape[0]
+            return np.stack([self.scalar(self.expr(a), variants) for a in e.items], axis=-1)
+        if isinstance(e, Call):
+            helper = self.program.helpers[e.helper]
+            return self.call(helper, [self.expr(a) for a in e.args])
+        return UNARY[e.op](self.expr(e.arg))
+
+    def call(self, helper, args):
+        saved = self.env
+        self.env = {f"p{j}": a for j, a in enumerate(args)}
+        try:
+            return self.expr(helper.body)
+        finally:
+            self.env = saved
+
+    def stmt(self, s):
+        if isinstance(s, Assign):
+            value = self.expr(s.expr)
+            value = value if s.op == "=" else self.env[s.name] + value
+            self.env[s.name] = np.broadcast_to(value, self.env[s.name].shape).astype(np.float64)
+        elif isinstance(s, SetComponent):
+            v = self.env[s.name].copy()
+            value = self.expr(s.expr)
+            v[..., s.index] = value if s.op == "=" else v[..., s.index] + value
+            self.env[s.name] = v
+        elif isinstance(s, Store):
+            value = self.expr(s.expr)
+            if s.op == "atomic":
+                self.acc[:, self.i % ACC] += value
+            elif s.op == "=":
+                self.y[:, self.i] = value
+            else:
+                self.y[:, self.i] += value
+        elif isinstance(s, CallStore):
+            self.y[:, self.i] = self.call(self.program.helpers[s.helper], [self.expr(a) for a in s.args])
+        elif isinstance(s, If):
+            if s.cond.kind == "parity":
+                taken = self.i % 2 == 0
+            else:
+                above = self.side(s.cond.site, self.expr(s.cond.expr) * np.ones(self.inputs["x"].shape[0]))
+                taken = bool(_uniform(above))
+            self.block(s.body if taken else s.orelse)
+        elif isinstance(s, For):
+            for k in range(self.program.loop_count if s.runtime else s.count):
+                self.loops[s.var] = k
+                self.block(s.body)
+            self.loops.pop(s.var, None)
+        else:
+            raise TypeError(f"oracle: unknown statement {s!r}")
+
+    def block(self, stmts):
+        for s in stmts:
+            self.stmt(s)
+
+
+def _uniform(above: np.ndarray) -> bool:
+    if above.all():
+        return True
+    if not above.any():
+        return False
+    raise Kinked("central-difference neighbours fall on different sides of a kink")
+
+
+def run(program: Program, thresholds, inputs: dict) -> Run:
+    """Run ``program`` on one point: ``inputs`` maps each of ``INPUTS`` to its array (float64)."""
+    batched = {k: np.asarray(v, dtype=np.float64)[None] for k, v in inputs.items()}
+    result = Interpreter(program, thresholds, batched).run()
+    return Run({k: v[0] for k, v in result.outputs.items()}, result.sites)
+
+
+def place_thresholds(program: Program, inputs: dict, placements) -> dict | None:
+    """Thresholds for every kink site, each at least ``MARGIN`` away from every value its site meets.
+
+    Sites are placed one at a time in the order the program meets them; ``placements`` (one int per site,
+    drawn) picks below all values, above all, or in the widest gap. Returns None when no placement keeps
+    every margin (rare: a later site moved an earlier one's values).
+    """
+    thresholds = {}
+    for _ in range(64):
+        sites = run(program, thresholds, inputs).sites
+        todo = [s for s in sites if s not in thresholds]
+        if not todo:
+            break
+        site = todo[0]
+        thresholds[site] = _place(sorted(sites[site]), placements[site % len(placements)])
+    sites = run(program, thresholds, inputs).sites
+    for site, values in sites.items():
+        t = thresholds[site]
+        if min(abs(q - t) for q in values) < MARGIN * max(1.0, abs(t)) or not np.isfinite(values).all():
+            return None
+    return thresholds
+
+
+def _place(values: list, placement: int) -> float:
+    lo, hi = values[0], values[-1]
+    gaps = [(b - a, (a + b) / 2) for a, b in zip(values, values[1:])]
+    width, middle = max(gaps, default=(0.0, 0.0))
+    choice = placement % 3
+    if choice == 2 and width > 4 * MARGIN * max(1.0, abs(middle)):
+        t = middle
+    elif choice == 1:
+        t = hi + 0.25 + 0.1 * abs(hi)
+    else:
+        t = lo - 0.25 - 0.1 * abs(lo)
+    return float(np.round(t, 3))
+
+
+@dataclass
+class Reference:
+    """Forward values and central-difference vector-Jacobian products of one program at one point."""
+
+    outputs: dict  # name -> final values (float64)
+    grads: dict  # input name -> d(sum(c * outputs)) / d input, by central differences
+    rounding: dict  # input name -> rounding allowance of each difference
+
+
+def reference(program: Program, thresholds, inputs: dict, cotangents: dict) -> Reference:
+    """Forward run plus central differences of ``sum(c * outputs)`` along every input element, in one batch."""
+    names = list(INPUTS)
+    sizes = [int(np.prod(INPUTS[n])) for n in names]
+    total = sum(sizes)
+    flat = np.concatenate([np.asarray(inputs[n], dtype=np.float64).ravel() for n in names])
+    steps = STEP * np.maximum(1.0, np.abs(flat))
+    points = np.repeat(flat[None], 2 * total + 1, axis=0)
+    points[1 + np.arange(total), np.arange(total)] += steps
+    points[1 + total + np.arange(total), np.arange(total)] -= steps
+    batched, start = {}, 0
+    for name, size in zip(names, sizes):
+        batched[name] = points[:, start : start + size].reshape((-1,) + INPUTS[name])
+        start += size
+    result = Interpreter(program, thresholds, batched).run()
+    terms = sum(np.sum(cotangents[n] * result.outputs[n], axis=1) for n in OUTPUTS)
+    scale = sum(np.sum(np.abs(cotangents[n] * result.outputs[n]), axis=1) for n in OUTPUTS)
+    fd = (terms[1 : 1 + total] - terms[1 + total :]) / (2 * steps)
+    rounding = ROUNDING_ULPS * np.finfo(np.float64).eps * scale[0] / steps
+    grads, rounds, start = {}, {}, 0
+    for name, size in zip(names, sizes):
+        grads[name] = fd[start : start + size].reshape(INPUTS[name])
+        rounds[name] = rounding[start : start + size].reshape(INPUTS[name])
+        start += size
+    return Reference({n: result.outputs[n][0] for n in OUTPUTS}, grads, rounds)
+
+
+def mismatch(actual: np.ndarray, expected: np.ndarray, dtype: str, rounding=0.0) -> float:
+    """Largest ``|actual - expected| / tolerance`` (> 1 is a mismatch), the tolerance per element as
+    ``check_gradients`` derives it: ``atol * max(1, max|expected|) + rtol * |expected| + rounding``."""
+    tol = TOLERANCE[dtype]
+    expected = np.asarray(expected, dtype=np.float64)
+    actual = np.asarray(actual, dtype=np.float64)
+    if not np.isfinite(actual).all():
+        return float("inf")
+    allowed = tol * max(1.0, float(np.max(np.abs(expected), initial=0.0))) + tol * np.abs(expected) + rounding
+    return float(np.max(np.abs(actual - expected) / allowed, initial=0.0))

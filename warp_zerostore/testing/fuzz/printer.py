@@ -1,0 +1,162 @@
+"""Warp source text of a drawn program: one ``@wp.kernel`` and its ``@wp.func`` helpers.
+
+Operations that could be undefined print in safe forms, which the oracle evaluates the same way: ``exp`` of a
+``tanh``, ``sqrt`` and ``log`` of a ``cosh`` (>= 1), division by a ``cosh``. Constants and thresholds print as
+casts to the kernel's dtype, so float64 kernels never mix in float32 literals.
+"""
+
+from __future__ import annotations
+
+from .nodes import (
+    ACC,
+    THREADS,
+    Assign,
+    Binary,
+    Call,
+    CallStore,
+    Component,
+    Const,
+    For,
+    If,
+    Kink,
+    Load,
+    Local,
+    LoopIndex,
+    MakeVec,
+    Program,
+    SetComponent,
+    Store,
+)
+
+SAFE_FORMS = {
+    "sin": "wp.sin({a})",
+    "cos": "wp.cos({a})",
+    "tanh": "wp.tanh({a})",
+    "neg": "-({a})",
+    "exp": "wp.exp(wp.tanh({a}))",
+    "log": "wp.log(wp.cosh({a}))",
+    "sqrt": "wp.sqrt(wp.cosh({a}))",
+}
+BINARY_FORMS = {
+    "add": "({a} + {b})",
+    "sub": "({a} - {b})",
+    "mul": "({a} * {b})",
+    "div": "({a} / wp.cosh({b}))",
+    "vadd": "({a} + {b})",
+    "vsub": "({a} - {b})",
+    "scale": "({a} * {b})",
+    "dot": "wp.dot({a}, {b})",
+    "cross": "wp.cross({a}, {b})",
+}
+SCALAR_TYPE = {"float32": "wp.float32", "float64": "wp.float64"}
+VEC_TYPE = {"float32": "wp.vec3", "float64": "wp.vec3d"}
+
+
+def literal(value: float, dtype: str) -> str:
+    return f"{SCALAR_TYPE[dtype]}({float(value)!r})"
+
+
+class Printer:
+    """Prints one program under the names ``kernel_name`` and ``{helper_prefix}{k}``."""
+
+    def __init__(self, program: Program, thresholds, helper_prefix: str):
+        self.program = program
+        self.thresholds = thresholds
+        self.prefix = helper_prefix
+        self.t = SCALAR_TYPE[program.dtype]
+
+    def expr(self, e) -> str:
+        if isinstance(e, Const):
+            return literal(e.value, self.program.dtype)
+        if isinstance(e, Local):
+            return e.name
+        if isinstance(e, LoopIndex):
+            return f"{self.t}({e.name})"
+        if isinstance(e, Load):
+            if e.array == "y":
+                return "y[i]"
+            index = "i" if e.offset == 0 else f"(i + {e.offset}) % {THREADS}"
+            return f"{e.array}[{index}]"
+        if isinstance(e, Binary):
+            return BINARY_FORMS[e.op].format(a=self.expr(e.lhs), b=self.expr(e.rhs))
+        if isinstance(e, Kink):
+            t = literal(self.thresholds.get(e.site, 0.0), self.program.dtype)
+            if e.op == "abs":
+                return f"wp.abs({self.expr(e.lhs)} - {t})"
+            return f"wp.{e.op}({self.expr(e.lhs)}, {self.expr(e.rhs)} + {t})"
+        if isinstance(e, Component):
+            return f"{self.expr(e.vec)}[{e.index}]"
+        if isinstance(e, MakeVec):
+            return f"{VEC_TYPE[self.program.dtype]}({', '.join(self.expr(a) for a in e.items)})"
+        if isinstance(e, Call):
+            return f"{self.prefix}{e.helper}({', '.join(self.expr(a) for a in e.args)})"
+        return SAFE_FORMS[e.op].format(a=self.expr(e.arg))
+
+    def stmt(self, s, indent: str) -> list:
+        if isinstance(s, Assign):
+            return [f"{indent}{s.name} {s.op} {self.expr(s.expr)}"]
+        if isinstance(s, SetComponent):
+            return [f"{indent}{s.name}[{s.index}] {s.op} {self.expr(s.expr)}"]
+        if isinstance(s, Store):
+            if s.op == "atomic":
+                return [f"{indent}wp.atomic_add(acc, i % {ACC}, {self.expr(s.expr)})"]
+            return [f"{indent}y[i] {s.op} {self.expr(s.expr)}"]
+        if isinstance(s, CallStore):
+            args = "".join(f", {self.expr(a)}" for a in s.args)
+            return [f"{indent}{self.prefix}{s.helper}(y, i{args})"]
+        if isinstance(s, If):
+            if s.cond.kind == "parity":
+                head = f"{indent}if i % 2 == 0:"
+            else:
+                t = literal(self.thresholds.get(s.cond.site, 0.0), self.program.dtype)
+                head = f"{indent}if {self.expr(s.cond.expr)} > {t}:"
+            lines = [head] + self.block(s.body, indent + "    ")
+            if s.orelse:
+                lines += [f"{indent}else:"] + self.block(s.orelse, indent + "    ")
+            return lines
+        if isinstance(s, For):
+            bound = "n" if s.runtime else str(s.count)
+            return [f"{indent}for {s.var} in range({bound}):"] + self.block(s.body, indent + "    ")
+        raise TypeError(f"printer: unknown statement {s!r}")
+
+    def block(self, stmts, indent: str) -> list:
+        lines = []
+        for s in stmts:
+            lines += self.stmt(s, indent)
+        return lines or [f"{indent}pass"]
+
+    def helpers(self, decorator: str = "@wp.func") -> list:
+        lines = []
+        for k, h in enumerate(self.program.helpers):
+            params = ", ".join(f"p{j}: {self.t}" for j in range(h.arity))
+            if h.stores:
+                lines += [
+                    decorator,
+                    f"def {self.prefix}{k}(y: wp.array(dtype={self.t}), i: int, {params}):",
+                    f"    y[i] = {self.expr(h.body)}",
+                    "",
+                ]
+            else:
+                lines += [decorator, f"def {self.prefix}{k}({params}):", f"    return {self.expr(h.body)}", ""]
+        return lines
+
+    def kernel(self, name: str, decorator: str) -> list:
+        t, v = self.t, VEC_TYPE[self.program.dtype]
+        lines = [
+            decorator,
+            f"def {name}(x: wp.array(dtype={t}), xv: wp.array(dtype={v}), y: wp.array(dtype={t}), "
+            f"acc: wp.array(dtype={t}), n: int):",
+            "    i = wp.tid()",
+        ]
+        for local, init in self.program.scalars:
+            lines.append(f"    {local} = {t}({self.expr(init)})")
+        for local, init in self.program.vectors:
+            lines.append(f"    {local} = {v}({self.expr(init)})")
+        lines += self.block(self.program.body, "    ")
+        return lines + [""]
+
+
+def source(program: Program, thresholds, name: str = "fuzzed", decorator: str = "@wp.kernel") -> str:
+    """The helpers and kernel of ``program`` as Warp source (no imports)."""
+    printer = Printer(program, thresholds, f"{name}_h")
+    return "\n".join(printer.helpers() + printer.kernel(name, decorator))

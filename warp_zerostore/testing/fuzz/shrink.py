@@ -1,0 +1,231 @@
+"""Cut a failing case down to a minimal kernel that fails the same way, many candidates per Warp build.
+
+Each round builds every one-step simplification of the current program in one module (``batch``): drop a
+statement, inline a branch or a loop body, replace an expression by one of its operands or a constant, drop a
+helper's use. The smallest candidate that still fails with the same variant and kind wins; rounds repeat until
+none does (a local minimum), or the round budget is spent.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from . import batch
+from .grammar import with_body
+from .nodes import (
+    SCALAR,
+    Binary,
+    Call,
+    CallStore,
+    Component,
+    Cond,
+    Const,
+    For,
+    If,
+    Kink,
+    Load,
+    Local,
+    LoopIndex,
+    MakeVec,
+    Unary,
+)
+from .walk import iter_nodes, rebuild
+
+MAX_CANDIDATES = 48  # per round (one build)
+
+
+def size(program) -> int:
+    return sum(1 for _ in iter_nodes(program))
+
+
+def constructs(program) -> tuple:
+    """The constructs a program uses, as sorted labels: what a failure is deduplicated by."""
+    labels = set()
+    for node in iter_nodes(program):
+        if isinstance(node, For):
+            labels.add("for(runtime)" if node.runtime else "for(static)")
+        elif isinstance(node, If):
+            labels.add(f"if({node.cond.kind})")
+        elif isinstance(node, Load) and node.array == "y":
+            labels.add("readback y[i]")
+        elif isinstance(node, (Unary, Binary, Kink)):
+            labels.add(node.op)
+        elif type(node).__name__ in ("Store",):
+            labels.add({"=": "store", "+=": "augstore", "atomic": "atomic_add"}[node.op])
+        elif type(node).__name__ in ("Assign", "SetComponent"):
+            labels.add(f"{type(node).__name__.lower()}({node.op})")
+        elif isinstance(node, (CallStore, Call, MakeVec, Component)):
+            labels.add(type(node).__name__.lower())
+    return tuple(sorted(labels))
+
+
+def _blocks(program):
+    """Every statement block: (path, block), path a tuple of (node-or-program, field) steps."""
+    found = []
+
+    def visit(owner_path, stmts):
+        found.append((owner_path, stmts))
+        for k, s in enumerate(stmts):
+            if isinstance(s, If):
+                visit(owner_path + ((k, "body"),), s.body)
+                visit(owner_path + ((k, "orelse"),), s.orelse)
+            elif isinstance(s, For):
+                visit(owner_path + ((k, "body"),), s.body)
+
+    visit((), program.body)
+    return found
+
+
+def _replace_block(stmts, path, new):
+    if not path:
+        return new
+    (k, name), rest = path[0], path[1:]
+    inner = _replace_block(getattr(stmts[k], name), rest, new)
+    return stmts[:k] + (dataclasses.replace(stmts[k], **{name: inner}),) + stmts[k + 1 :]
+
+
+def statement_candidates(program):
+    for path, stmts in _blocks(program):
+        for k, s in enumerate(stmts):
+            yield dataclasses.replace(program, body=_replace_block(program.body, path, stmts[:k] + stmts[k + 1 :]))
+            if isinstance(s, If):
+                for inner in (s.body, s.orelse):
+                    new = stmts[:k] + inner + stmts[k + 1 :]
+                    yield dataclasses.replace(program, body=_replace_block(program.body, path, new))
+                if s.cond.kind == "threshold":
+                    new = stmts[:k] + (dataclasses.replace(s, cond=Cond("parity")),) + stmts[k + 1 :]
+                    yield dataclasses.replace(program, body=_replace_block(program.body, path, new))
+            if isinstance(s, For):
+                body = rebuild(s.body, lambda n, v=s.var: Const(0.0) if isinstance(n, LoopIndex) and n.name == v else n)
+                yield dataclasses.replace(
+                    program, body=_replace_block(program.body, path, stmts[:k] + body + stmts[k + 1 :])
+                )
+                if s.runtime:
+                    new = (
+                        stmts[:k] + (dataclasses.replace(s, runtime=False, count=program.loop_count),) + stmts[k + 1 :]
+                    )
+                    yield dataclasses.replace(program, body=_replace_block(program.body, path, new))
+                elif s.count > 1:
+                    new = stmts[:k] + (dataclasses.replace(s, count=s.count - 1),) + stmts[k + 1 :]
+                    yield dataclasses.replace(program, body=_replace_block(program.body, path, new))
+    yield from _unused_dropped(program)
+    if program.loop_count > 1:
+        yield dataclasses.replace(program, loop_count=program.loop_count - 1)
+    if program.vectors:
+        yield dataclasses.replace(program, vectors=tuple((n, Load("xv")) for n, _ in program.vectors))
+    yield dataclasses.replace(program, scalars=tuple((n, Const(1.0)) for n, _ in program.scalars))
+
+
+def _unused_dropped(program):
+    """``program`` without its unused helpers and locals, if it has any."""
+    nodes = list(iter_nodes(program.body)) + [
+        n for _, init in program.scalars + program.vectors for n in iter_nodes(init)
+    ]
+    nodes += [n for h in program.helpers for n in iter_nodes(h.body)]
+    called = {n.helper for n in nodes if isinstance(n, (Call, CallStore))}
+    named = {n.name for n in nodes if isinstance(n, Local)}
+    named |= {n.name for n in iter_nodes(program.body) if type(n).__name__ in ("Assign", "SetComponent")}
+    if len(called) < len(program.helpers):
+        keep = sorted(called)
+        renumber = {old: new for new, old in enumerate(keep)}
+        helpers = tuple(program.helpers[k] for k in keep)
+        body = rebuild(
+            program.body,
+            lambda n: dataclasses.replace(n, helper=renumber[n.helper]) if isinstance(n, (Call, CallStore)) else n,
+        )
+        helpers = rebuild(
+            helpers, lambda n: dataclasses.replace(n, helper=renumber[n.helper]) if isinstance(n, Call) else n
+        )
+        yield dataclasses.replace(program, helpers=helpers, body=body)
+    scalars = tuple((n, e) for n, e in program.scalars if n in named)
+    vectors = tuple((n, e) for n, e in program.vectors if n in named)
+    if scalars != program.scalars or vectors != program.vectors:
+        yield dataclasses.replace(program, scalars=scalars, vectors=vectors)
+
+
+def _is_scalar(node) -> bool:
+    if isinstance(node, (Const, LoopIndex, Component, Call, Kink)):
+        return True
+    if isinstance(node, Local):
+        return node.type == SCALAR
+    if isinstance(node, Load):
+        return node.array != "xv"
+    if isinstance(node, Unary):
+        return True
+    if isinstance(node, Binary):
+        return node.op in ("add", "sub", "mul", "div", "dot")
+    return False
+
+
+def expression_candidates(program):
+    """Each expression node replaced, one at a time, by an operand of its type or by a constant/leaf."""
+    targets = [n for n in iter_nodes(program) if isinstance(n, (Unary, Binary, Kink, Call, Component, MakeVec))]
+    for target in targets:
+        scalar = _is_scalar(target)
+        options = [c for c in _operands(target) if _is_scalar(c) == scalar]
+        options.append(Const(1.0) if scalar else Load("xv"))
+        for option in options:
+            yield _substitute(program, target, option)
+
+
+def _operands(node):
+    if isinstance(node, Unary):
+        return [node.arg]
+    if isinstance(node, (Binary, Kink)):
+        return [node.lhs, node.rhs]
+    if isinstance(node, (Call, MakeVec)):
+        return list(node.args if isinstance(node, Call) else node.items)
+    if isinstance(node, Component):
+        return [node.vec]
+    return []
+
+
+def _substitute(program, target, option):
+    """``program`` with the node ``target`` (by identity) replaced by ``option``."""
+    return _rebuild_identity(program, target, option)
+
+
+def _rebuild_identity(node, target, option):
+    if node is target:
+        return option
+    if isinstance(node, tuple):
+        return tuple(_rebuild_identity(item, target, option) for item in node)
+    if not dataclasses.is_dataclass(node):
+        return node
+    changes = {}
+    for field in dataclasses.fields(node):
+        value = getattr(node, field.name)
+        new = _rebuild_identity(value, target, option)
+        if new is not value:
+            changes[field.name] = new
+    return dataclasses.replace(node, **changes) if changes else node
+
+
+def shrink(failure, *, rounds: int = 12, device: str = "cpu", log=None) -> list:
+    """The smallest case found that fails like ``failure`` (same variant and kind): its failures, every
+    variant's (the first is ``failure``'s own)."""
+    best = [failure]
+    for _ in range(rounds):
+        program = best[0].case.program
+        seen, candidates = {program}, []
+        programs = sorted(list(statement_candidates(program)) + list(expression_candidates(program)), key=size)
+        for candidate in programs:
+            if candidate in seen or size(candidate) >= size(program):
+                continue
+            seen.add(candidate)
+            case = with_body(best[0].case, candidate)
+            if case is not None:
+                candidates.append(case)
+            if len(candidates) >= MAX_CANDIDATES:
+                break
+        if not candidates:
+            break
+        found = batch.check_batch(candidates, device)
+        same = [f for f in found if f.variant == failure.variant and f.kind == failure.kind]
+        if not same:
+            break
+        winner = min(same, key=lambda f: size(f.case.program))
+        best = [winner] + [f for f in found if f.case is winner.case and f is not winner]
+        if log is not None:
+            log(f"shrunk to {size(winner.case.program)} nodes")
+    return best
