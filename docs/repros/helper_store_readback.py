@@ -1,11 +1,15 @@
-"""Fuzzer repro (zero_store, gradient mismatch): constructs callstore, div, readback y[i].
+"""Fuzzer repro (stock, gradient mismatch): constructs callstore, div, readback y[i].
 
 Warp 1.19.0. Expected values: central differences (float64) of a NumPy reference of this kernel.
+
+An in-place update: on a plain Tape the backward re-reads the stored value (stock and zero_store=True alike);
+with `import warp_zerostore as wp`, `@wp.kernel(zero_store=True)` and `wp.Tape(snapshot=True)` it is right, and
+`wp.Tape(check="warn")` reports the stale read.
 """
 
 import numpy as np
 
-import warp_zerostore as wp
+import warp as wp
 
 @wp.func
 def fuzzed_h0(y: wp.array(dtype=wp.float32), i: int, p0: wp.float32):
@@ -15,7 +19,7 @@ def fuzzed_h0(y: wp.array(dtype=wp.float32), i: int, p0: wp.float32):
 def fuzzed_h1(y: wp.array(dtype=wp.float32), i: int, p0: wp.float32, p1: wp.float32):
     y[i] = p0
 
-@wp.kernel(zero_store=True)
+@wp.kernel
 def fuzzed(x: wp.array(dtype=wp.float32), xv: wp.array(dtype=wp.vec3), y: wp.array(dtype=wp.float32), acc: wp.array(dtype=wp.float32), n: int):
     i = wp.tid()
     a0 = wp.float32(wp.float32(1.0))

@@ -27,6 +27,11 @@ from .printer import VEC_TYPE, Printer
 
 #: The kernel variants each case is checked in: name suffix -> decorator line in the generated module.
 VARIANTS = {"stock": "@wp.kernel", "zero_store": "@wpz.kernel(zero_store=True)"}
+#: The Tape each variant is recorded on: stock Warp's, and for flagged kernels the package's remedy for a thread
+#: that reads an element before storing over it (an in-place update): ``Tape(snapshot=True)``, which restores
+#: what the launch read before its adjoint runs. A plain Tape there is wrong for stock and flagged kernels alike,
+#: and ``Tape(check=...)`` reports it as a stale read (tests/test_fuzz.py checks both).
+TAPES = {"stock": "wp.Tape()", "zero_store": "wpz.Tape(snapshot=True)"}
 HEADER = "import warp as wp\n\nimport warp_zerostore as wpz\n\nwp.set_module_options({options!r})\n"
 
 
@@ -60,6 +65,7 @@ def module_source(cases, prelude: str = "") -> str:
     """The batch's module: ``prelude`` (extra source, e.g. a mutant's helpers), then each case's helpers and
     kernels ``c{j}_stock``, ``c{j}_zero_store``."""
     lines = [HEADER.format(options=build_options()), prelude]
+    lines += [f"def tape_{variant}():\n    return {tape}\n" for variant, tape in TAPES.items()]
     for j, case in enumerate(cases):
         printer = Printer(case.program, case.thresholds, f"c{j}_h")
         lines += printer.helpers()
@@ -107,20 +113,22 @@ def _check(cases, workdir, device, prelude) -> list:
     for j, case in enumerate(cases):
         ref = oracle.reference(case.program, case.thresholds, case.inputs, case.cotangents)
         for variant in VARIANTS:
-            failure = check_case(case, getattr(module, f"c{j}_{variant}"), ref, variant, device)
+            kernel, make_tape = getattr(module, f"c{j}_{variant}"), getattr(module, f"tape_{variant}")
+            failure = check_case(case, kernel, ref, variant, device, make_tape)
             if failure is not None:
                 failure.warned = next((str(w.message) for w in caught if f"'c{j}_{variant}'" in str(w.message)), "")
                 failures.append(failure)
     return failures
 
 
-def run_case(case, kernel, device="cpu"):
-    """Run ``kernel`` on ``case`` on a Tape and pull its cotangents back: (outputs, gradients), float64."""
+def run_case(case, kernel, device="cpu", make_tape=warp.Tape):
+    """Run ``kernel`` on ``case`` on a ``make_tape()`` Tape and pull its cotangents back: (outputs, gradients),
+    float64."""
     dtype = warp.float32 if case.program.dtype == "float32" else warp.float64
     vec = warp.vec3 if case.program.dtype == "float32" else warp.vec3d
     types = {"x": dtype, "xv": vec, "y": dtype, "acc": dtype}
     arrays = {n: warp.array(case.inputs[n], dtype=types[n], device=device, requires_grad=True) for n in types}
-    tape = warp.Tape()
+    tape = make_tape()
     with tape:
         warp.launch(kernel, dim=THREADS, inputs=[*arrays.values(), case.program.loop_count], device=device)
     outputs = {n: arrays[n].numpy().astype(np.float64) for n in oracle.OUTPUTS}
@@ -130,10 +138,10 @@ def run_case(case, kernel, device="cpu"):
     return outputs, gradients
 
 
-def check_case(case, kernel, ref, variant: str, device="cpu"):
+def check_case(case, kernel, ref, variant: str, device="cpu", make_tape=warp.Tape):
     """None when ``kernel``'s forward values and gradients match ``ref``; else the :class:`Failure`."""
     try:
-        outputs, gradients = run_case(case, kernel, device)
+        outputs, gradients = run_case(case, kernel, device, make_tape)
     except Exception as error:
         return Failure(case, variant, "crash", detail=_short(error))
     dtype = case.program.dtype
@@ -153,4 +161,14 @@ def _short(error: Exception) -> str:
     return "".join(lines).strip().splitlines()[-1][:300]
 
 
-__all__ = ["Failure", "VARIANTS", "build", "check_batch", "check_case", "module_source", "run_case", "VEC_TYPE"]
+__all__ = [
+    "Failure",
+    "VARIANTS",
+    "build",
+    "check_batch",
+    "check_case",
+    "module_source",
+    "run_case",
+    "TAPES",
+    "VEC_TYPE",
+]

@@ -28,7 +28,7 @@ x = wp.array({x}, dtype={t}, requires_grad=True)
 xv = wp.array({xv}, dtype={v}, requires_grad=True)
 y = wp.array({y}, dtype={t}, requires_grad=True)
 acc = wp.array({acc}, dtype={t}, requires_grad=True)
-tape = wp.Tape()
+tape = {tape}
 with tape:
     wp.launch(fuzzed, dim={threads}, inputs=[x, xv, y, acc, {n}])
 print("forward y:  ", y.numpy(), "  expected", np.array({ref_y}))
@@ -50,9 +50,13 @@ def script(failure) -> str:
     ref = oracle.reference(case.program, case.thresholds, case.inputs, case.cotangents)
     dtype = case.program.dtype
     if failure.variant == "stock":
-        import_line, decorator = "import warp as wp", "@wp.kernel"
+        import_line, decorator, tape = "import warp as wp", "@wp.kernel", "wp.Tape()"
     else:
-        import_line, decorator = "import warp_zerostore as wp", "@wp.kernel(zero_store=True)"
+        import_line, decorator, tape = (
+            "import warp_zerostore as wp",
+            "@wp.kernel(zero_store=True)",
+            "wp.Tape(snapshot=True)",
+        )
     printer = Printer(case.program, case.thresholds, "fuzzed_h")
     source = "\n".join(printer.helpers() + printer.kernel("fuzzed", decorator)).rstrip()
     expected = "{" + ", ".join(f"{n!r}: {np.round(ref.grads[n], 9).tolist()}" for n in oracle.INPUTS) + "}"
@@ -62,6 +66,7 @@ def script(failure) -> str:
         constructs=", ".join(constructs(case.program)),
         warp_version=warp.config.version,
         import_line=import_line,
+        tape=tape,
         source=source,
         t=SCALAR_TYPE[dtype],
         v=VEC_TYPE[dtype],
