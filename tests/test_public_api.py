@@ -20,6 +20,7 @@ FACADE = {
     "Tape",
     "OverwriteWarning",
     "ReplayWarning",
+    "AdjointWarning",
     "OverwriteError",
     "HeaderNotFoundError",
     "__version__",
@@ -52,6 +53,7 @@ def test_facade_names_behave():
     assert wp.config.zero_store is None and wp.config.check == "off"
     assert issubclass(wp.OverwriteWarning, UserWarning) and issubclass(wp.OverwriteError, RuntimeError)
     assert issubclass(wp.ReplayWarning, UserWarning)
+    assert issubclass(wp.AdjointWarning, UserWarning)
     assert set(inspect.signature(wp.Tape).parameters) == {"check", "snapshot"}
     tape = wp.Tape()
     assert tape.hazards == [] and tape.snapshot_bytes == 0

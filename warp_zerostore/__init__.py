@@ -22,7 +22,7 @@ from . import (
 from . import codegen as _codegen
 from . import copy_adjoint as _copy_adjoint
 from . import options as _options
-from .codegen import HeaderNotFoundError, ReplayWarning
+from .codegen import AdjointWarning, HeaderNotFoundError, ReplayWarning
 from .options import copy_zero_store, effective_zero_store, get_module_options, kernel, set_module_options
 from .tape import OverwriteError, OverwriteWarning, Tape
 
@@ -37,7 +37,7 @@ _submodules.install()
 _copy_adjoint.install()
 
 # Errors and warnings print as their public path (warp_zerostore.OverwriteError), not where they are defined.
-for _public in (HeaderNotFoundError, OverwriteError, OverwriteWarning, ReplayWarning):
+for _public in (AdjointWarning, HeaderNotFoundError, OverwriteError, OverwriteWarning, ReplayWarning):
     _public.__module__ = __name__
 
 
@@ -60,6 +60,7 @@ def jax_kernel(kernel, *args, **kwargs):
 
 #: What this package defines or overrides; every other name resolves to ``warp``.
 __all__ = [
+    "AdjointWarning",
     "HeaderNotFoundError",
     "OverwriteError",
     "OverwriteWarning",

@@ -9,6 +9,7 @@ from collections.abc import Callable as _Callable
 import warp as _warp
 
 from . import config as config
+from .codegen import AdjointWarning as AdjointWarning
 from .codegen import HeaderNotFoundError as HeaderNotFoundError
 from .codegen import ReplayWarning as ReplayWarning
 from .options import copy_zero_store as copy_zero_store

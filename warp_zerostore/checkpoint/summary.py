@@ -77,7 +77,7 @@ class Event:
 
 class Progress:
     """A tqdm bar per sweep (``progress=True``, or by default when stderr is a terminal: see
-    :mod:`warp_zerostore._progress`); the bars stay on screen when a sweep ends."""
+    `warp_zerostore._progress`); the bars stay on screen when a sweep ends."""
 
     def __init__(self, enabled: bool | None, total: int | None):
         self.requested = enabled

@@ -1,7 +1,7 @@
 """The command line: ``warp-zerostore`` / ``python -m warp_zerostore`` with the subcommands ``demo``, ``check``,
 ``warp-suite``, ``fuzz``. Each subcommand lives in its own module, which defines ``add_parser(subparsers)``: it adds its
 parser and sets ``handler`` (``handler(args, parser) -> int``); ``COMMANDS`` lists those modules in ``--help``
-order. Exit statuses: :class:`~warp_zerostore.cli.status.ExitStatus`."""
+order. Exit statuses: `warp_zerostore.cli.status.ExitStatus`."""
 
 from __future__ import annotations
 

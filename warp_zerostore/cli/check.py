@@ -6,7 +6,7 @@ Every Tape the program creates, through ``import warp_zerostore`` or plain ``imp
 groups the distinct hazards of the whole run (a hazard found by many Tapes is listed once, with the count of
 Tapes) by kind, kernel and array, with source lines. The program runs as ``python SCRIPT.py`` / ``python -m
 MODULE`` would run it (the script's folder, or the current folder, first on ``sys.path``). Exit status
-(:class:`~warp_zerostore.cli.status.ExitStatus`): 1 if a real hazard was found (whatever the program did); else
+(`warp_zerostore.cli.status.ExitStatus`): 1 if a real hazard was found (whatever the program did); else
 4 if the script or module does not exist, 5 if the program raised, 6 if it exited with a non-zero status of its
 own (printed in the report); else 3 if launches could not be checked (recorded under graph capture); else 0.
 """
@@ -154,7 +154,7 @@ def _run_program(target: str, args: list, as_module: bool) -> tuple:
 
 def run(target: str, args: list, as_module: bool = False) -> int:
     """Run a script (or, with ``as_module``, ``python -m target``) with checking Tapes; print the report and
-    return the exit status (:class:`~warp_zerostore.cli.status.ExitStatus`)."""
+    return the exit status (`warp_zerostore.cli.status.ExitStatus`)."""
     why = _missing(target, as_module)
     if why is not None:
         print(f"warp_zerostore check: error: {why}", file=sys.stderr)

@@ -29,7 +29,7 @@ import weakref
 
 from .. import _compat
 from ..options import effective_mode
-from . import native, replay, store_rewrite
+from . import adjoint_bugs, native, replay, store_rewrite
 
 _log = logging.getLogger(__name__)
 
@@ -74,6 +74,7 @@ def _wrap_hash_kernel(original):
         salted = _salt(kernel_hash, mode)
         if mode is True:
             _remember_build(kernel, salted.hex())
+            _warn_adjoint_bugs(kernel, salted.hex())
         unique = _compat.hasher_unique_kernels(self)
         if unique.get(kernel_hash) is kernel:
             if kernel_hash in stock:
@@ -353,6 +354,28 @@ def _warn_replay_issues(plan: _CodegenPlan) -> None:
                 continue
             _WARNED.add(build)
         _warn(records)
+
+
+_ADJOINT_WARNED: set = set()
+
+
+def _warn_adjoint_bugs(kernel, build: str) -> None:
+    """Warn, once per build and process, about constructs whose adjoint Warp itself gets wrong
+    (`adjoint_bugs`): at each one's line, when the module is hashed to build or load it."""
+    if build in _ADJOINT_WARNED:
+        return
+    _ADJOINT_WARNED.add(build)
+    try:
+        found = adjoint_bugs.find(_compat.kernel_tree(kernel))
+    except (AttributeError, StopIteration, SyntaxError) as error:  # no source tree: nothing to look at
+        _log.debug("kernel %s: no source tree to check for Warp's wrong adjoints (%s)", kernel, error)
+        return
+    location = _compat.kernel_source_location(kernel)
+    filename, first = location.rsplit(":", 1)
+    for f in found:
+        line = int(first) + f.line - 1
+        message = f.message(_compat.kernel_key(kernel), location)
+        warnings.warn_explicit(adjoint_bugs.AdjointWarning(message), adjoint_bugs.AdjointWarning, filename, line)
 
 
 def replays_exactly(kernel) -> bool:

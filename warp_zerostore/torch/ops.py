@@ -111,7 +111,7 @@ class WarpOp:
         self.signature = signature.replace(parameters=[p for p in params.values() if p.name not in outputs])
         functools.update_wrapper(self, fn, updated=())
         self.__signature__ = self.signature
-        #: the registered custom operators, or None (then :attr:`unregistered` says which parameters kept it out)
+        #: the registered custom operators, or None (then `unregistered` says which parameters kept it out)
         self.registered = None
         self.unregistered = custom_ops.unregistrable(self, self.signature)
         if not self.unregistered:

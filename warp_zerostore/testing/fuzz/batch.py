@@ -2,7 +2,7 @@
 
 Warp compiles a module at a time and reads kernel source through ``inspect``, so a batch is written as one
 ``.py`` file into a private temporary directory and imported. Each case then runs on a Tape, and its forward
-values and gradients are compared with :mod:`.oracle`'s reference (forward first, so a forward bug is not
+values and gradients are compared with `oracle`'s reference (forward first, so a forward bug is not
 reported as a gradient bug). A batch whose build fails is split in halves until the failing kernel is alone.
 """
 
@@ -139,7 +139,7 @@ def run_case(case, kernel, device="cpu", make_tape=warp.Tape):
 
 
 def check_case(case, kernel, ref, variant: str, device="cpu", make_tape=warp.Tape):
-    """None when ``kernel``'s forward values and gradients match ``ref``; else the :class:`Failure`."""
+    """None when ``kernel``'s forward values and gradients match ``ref``; else the `Failure`."""
     try:
         outputs, gradients = run_case(case, kernel, device, make_tape)
     except Exception as error:

@@ -44,7 +44,7 @@ class Summary:
 
 
 def draw(count: int, seed: int, features=None, **options) -> list:
-    """``count`` cases drawn by hypothesis from :func:`kernels`, reproducibly for a given ``seed``."""
+    """``count`` cases drawn by hypothesis from `kernels`, reproducibly for a given ``seed``."""
     cases = []
 
     @hypothesis_seed(seed)

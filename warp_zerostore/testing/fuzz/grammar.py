@@ -258,13 +258,25 @@ def points(draw):
 
 
 def kernels(features=None, *, max_statements: int = 5, max_depth: int = 2, expr_depth: int = 2) -> st.SearchStrategy:
-    """Whole Warp kernels (:class:`Case`: program, inputs, cotangents, kink thresholds) using ``features``.
+    """Whole Warp kernels (`Case`: program, inputs, cotangents, kink thresholds) using ``features``.
 
-    ``features`` is a subset of :data:`FEATURES` (default: all). Every drawn kernel is deterministic and
-    differentiable at its inputs, so a gradient that differs from the reference is a bug.
+    Every drawn kernel is deterministic and differentiable at its inputs, so a gradient that differs from the
+    reference is a bug.
 
-    Example::
+    Args:
+        features: A subset of `FEATURES` (None: all).
+        max_statements: The most statements in the kernel's body (and in each nested block).
+        max_depth: The deepest nesting of branches and loops.
+        expr_depth: The deepest nesting of an expression.
 
+    Returns:
+        A hypothesis strategy of `Case`s.
+
+    Raises:
+        ValueError: ``features`` names something not in `FEATURES`.
+
+    Example:
+        ```python
         from hypothesis import given, settings
         from warp_zerostore.testing import kernels
 
@@ -274,6 +286,7 @@ def kernels(features=None, *, max_statements: int = 5, max_depth: int = 2, expr_
             assert "y[i]" in case.source()
 
         test_source()
+        ```
     """
     features = frozenset(DEFAULT_FEATURES if features is None else features)
     unknown = sorted(features - set(FEATURES))

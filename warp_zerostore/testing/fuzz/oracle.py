@@ -2,8 +2,8 @@
 
 One run evaluates the program at many input points at once (each value is a NumPy array over *variants*):
 the unperturbed inputs and, for every input element, the two central-difference neighbours. Kinks are placed
-away from every value by :func:`place_thresholds`, so all variants take the same branches; a run where they do
-not is reported as :class:`Kinked` (never as a bug).
+away from every value by `place_thresholds`, so all variants take the same branches; a run where they do
+not is reported as `Kinked` (never as a bug).
 """
 
 from __future__ import annotations

@@ -43,7 +43,7 @@ for name, a in (("x", x), ("xv", xv), ("y", y), ("acc", acc)):
 
 
 def script(failure) -> str:
-    """The standalone repro script of ``failure`` (a :class:`batch.Failure`)."""
+    """The standalone repro script of ``failure`` (a `batch.Failure`)."""
     import warp  # noqa: PLC0415  (the version goes into the docstring)
 
     case = failure.case

@@ -1,0 +1,46 @@
+"""Kernels for tests/test_adjoint_warnings.py: a local vector's component assigned after the vector was used."""
+
+import warp_zerostore as wp
+
+wp.set_module_options({"enable_backward": True})
+
+
+@wp.kernel(zero_store=True)
+def dot_then_assign(xv: wp.array(dtype=wp.vec3), y: wp.array(dtype=float)):
+    i = wp.tid()
+    v = xv[i]
+    y[i] = wp.dot(v, v)
+    v[0] = 5.0  # line 13: Warp's backward replays this first; dot's adjoint then reads v[0] = 5
+
+
+@wp.kernel(zero_store=True)
+def components_then_assign(xv: wp.array(dtype=wp.vec3), y: wp.array(dtype=float)):
+    i = wp.tid()
+    v = xv[i]
+    y[i] = v[0] * v[0] + 2.0 * v[1]
+    v[0] = 5.0
+
+
+@wp.kernel(zero_store=True)
+def sum_then_update(xv: wp.array(dtype=wp.vec3), y: wp.array(dtype=float)):
+    i = wp.tid()
+    v = xv[i]
+    y[i] = wp.length(v + v)
+    v[0] += 1.0
+
+
+@wp.kernel(zero_store=True)
+def copy_then_assign(xv: wp.array(dtype=wp.vec3), y: wp.array(dtype=float)):
+    i = wp.tid()
+    v = xv[i]
+    y[i] = wp.dot(v, v)
+    w = wp.vec3(v)
+    w[0] = 5.0
+
+
+@wp.kernel
+def dot_then_assign_stock(xv: wp.array(dtype=wp.vec3), y: wp.array(dtype=float)):
+    i = wp.tid()
+    v = xv[i]
+    y[i] = wp.dot(v, v)
+    v[0] = 5.0
