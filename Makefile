@@ -78,6 +78,20 @@ gpu-check: install
 test-warp-suite: install
 	$(BIN)/python -m warp_zerostore warp-suite
 
+# The documentation site (build/site): the pictures first (docs/pictures.py runs docs/pictures.md's examples
+# into docs/generated/), then mkdocs with --strict (a warning fails it). GraphViz's `dot` renders the Tape
+# picture: installed with apt-get when missing and run as root, else the build stops and says how to get it.
+DOCS_STAMP := $(VENV)/.installed-docs
+$(DOCS_STAMP): $(STAMP)
+	$(BIN)/python -m pip install -q -c $(CONSTRAINTS) -e ".[docs]"
+	touch $@
+
+docs: $(DOCS_STAMP)
+	@command -v dot >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+		{ apt-get install -y -q graphviz || { apt-get update -q && apt-get install -y -q graphviz; }; } >/dev/null; } || true
+	$(BIN)/python docs/pictures.py
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict  # not --quiet: it hides the warnings --strict counts
+
 # The low ends of the extras' ranges (constraints/low.txt) on the checkpointing tests, in .venv-low (~1-2 min).
 test-low-ends:
 	$(MAKE) --no-print-directory install VENV=.venv-low WARP=$(WARP) EXTRAS=test CONSTRAINTS=constraints/low.txt
