@@ -50,6 +50,7 @@ from ..access import (
     is_truth_test,
     resolve_helper,
 )
+from .data_flow import marks_depend_on_data
 
 _log = logging.getLogger(__name__)
 _PREFIX = "_wzs_"
@@ -80,10 +81,19 @@ class ElementReads:
     after: np.ndarray
     written: np.ndarray
     reads_known: bool = True
+    _any: dict = dataclasses.field(default_factory=dict, repr=False, compare=False)
 
     @property
     def read(self) -> np.ndarray:
         return self.before | self.after
+
+    def any(self, which: str) -> bool:
+        """Is any element marked ``before`` / ``after`` / ``written``? Counted once (marks a later launch with
+        the same key reuses are counted once for all of them)."""
+        found = self._any.get(which)
+        if found is None:
+            found = self._any[which] = np.count_nonzero(getattr(self, which)) != 0
+        return found
 
 
 def _index_of(subscript: ast.Subscript):
@@ -342,6 +352,8 @@ def _build(kernel):
     function = tree.body[0]
     function.decorator_list = []
     func = _compat.kernel_function(kernel)
+    arrays = {label for label, t in params if _compat.is_array_type(t)}
+    _FIXED[id(kernel)] = (kernel, not marks_depend_on_data(function, arrays, _namespace(func)))
     names: dict = {}
     marker = _ReadMarker(ndims, _namespace(func), names, 0, kinds)
     function.body = marker.body(function.body)
@@ -546,6 +558,11 @@ def element_reads(kernel, launch: dict) -> dict:
         return {}
     variant, kinds, whole = made
     values = list(launch.get("inputs") or []) + list(launch.get("outputs") or [])
+    key = _memo_key(kernel, variant, values, launch)
+    if key is not None:
+        cached = _MEMO.get(key)
+        if cached is not None and cached[0] is variant:
+            return cached[1]
     try:
         runner = _runner(kernel, variant, kinds, values, launch)
         runner.run(values)
@@ -571,7 +588,47 @@ def element_reads(kernel, launch: dict) -> dict:
             written = marks[0]
             before = after = _none(written.shape)
         out[label] = ElementReads(before, after, written, reads_known=label not in whole)
+    if key is not None:
+        _remember(key, variant, out)
     return out
+
+
+# -- marks that follow from the launch alone (`data_flow`): reused instead of running the twin again
+
+_FIXED: dict = {}  # id(kernel) -> (kernel, its marks depend on its launch only)
+_MEMO: dict = {}  # launch key -> (twin, {label: ElementReads}), the marks read-only
+#: launch keys remembered before starting over (scalar arguments that change at every launch never hit)
+MEMO_ENTRIES = 4096
+_IMMUTABLE = (int, float, bool, str, bytes, type(None), np.generic)
+
+
+def _memo_key(kernel, variant, values: list, launch: dict) -> tuple | None:
+    """What a launch's marks can depend on when its kernel's reads do not follow its data: the launch shape,
+    its arrays' shapes, dtypes and aliasing, and its other arguments' values (immutable ones only: a value
+    the caller can change in place could hit a stale entry); None: run the twin."""
+    fixed = _FIXED.get(id(kernel))
+    if fixed is None or fixed[0] is not kernel or not fixed[1]:
+        return None
+    dim = launch["dim"]
+    first: dict = {}
+    parts = []
+    for position, v in enumerate(values):
+        if isinstance(v, warp.array):
+            parts.append((first.setdefault(id(v), position), v.shape, v.dtype))
+        elif isinstance(v, _IMMUTABLE):
+            parts.append((type(v), v))
+        else:
+            return None
+    return (id(variant), tuple(dim) if isinstance(dim, (tuple, list)) else (dim,), tuple(parts))
+
+
+def _remember(key: tuple, variant, out: dict) -> None:
+    for reads in out.values():
+        for mask in (reads.before, reads.after, reads.written):
+            mask.flags.writeable = False  # shared by every launch that hits this entry
+    if len(_MEMO) >= MEMO_ENTRIES:
+        _MEMO.clear()
+    _MEMO[key] = (variant, out)
 
 
 def _marked_positions(kernel, kinds: dict) -> list:

@@ -303,6 +303,11 @@ def _changed(before: np.ndarray, after: np.ndarray, shape: tuple) -> np.ndarray:
     """Bool per Warp element (a vec3 is one element): its bytes differ."""
     if _same_bytes(before, after):
         return np.zeros(shape, dtype=bool)
+    return _differing(before, after, shape)
+
+
+def _differing(before: np.ndarray, after: np.ndarray, shape: tuple) -> np.ndarray:
+    """`_changed` for contents already known to differ somewhere."""
     if before.shape == tuple(shape) and before.dtype.itemsize in _UNSIGNED:  # scalars: one compare per element
         unsigned = _UNSIGNED[before.dtype.itemsize]
         return np.ascontiguousarray(before).view(unsigned) != np.ascontiguousarray(after).view(unsigned)
@@ -347,28 +352,25 @@ class _Tracked:
 # -- one recorded launch, phase by phase
 
 
-@dataclasses.dataclass
 class _ArrayUse:
-    """One array argument of a recorded launch and what the Tape saved about it."""
+    """One array argument of a recorded launch and what the Tape saved about it (a plain class with slots: a
+    launch makes several, and check mode's cost is per launch)."""
 
-    label: str  # its labels, ", "-joined when one array is passed under several
-    array: object
-    access: ArgumentAccess  # the union of its labels' accesses
-    labels: list = dataclasses.field(default_factory=list)
-    before: np.ndarray | None = None  # host copy from before the launch
-    after: np.ndarray | None = None  # host copy from after the launch
-    marks: read_twin.ElementReads | None = None  # element reads and writes, when the twin ran
-    saved: object = None  # device copy from before the launch (snapshot)
-    located: tuple | None = None  # (Region, slot per element), once looked up for this launch
+    __slots__ = ("label", "array", "access", "labels", "before", "after", "marks", "saved", "located")
+
+    def __init__(self, label: str, array, access: ArgumentAccess, labels: list):
+        self.label = label  # its labels, ", "-joined when one array is passed under several
+        self.array = array
+        self.access = access  # the union of its labels' accesses
+        self.labels = labels
+        self.before: np.ndarray | None = None  # host copy from before the launch
+        self.after: np.ndarray | None = None  # host copy from after the launch
+        self.marks: read_twin.ElementReads | None = None  # element reads and writes, when the twin ran
+        self.saved = None  # device copy from before the launch (snapshot)
+        self.located: tuple | None = None  # (Region, slot per element), once looked up for this launch
 
     def reads_known(self) -> bool:
         return self.marks is not None and self.marks.reads_known
-
-    def read_mask(self, which: str) -> np.ndarray | None:
-        """Elements read ``before`` / ``after`` the launch wrote them, None: the whole array (no twin)."""
-        if not self.reads_known():
-            return None if which == "before" else np.zeros(self.array.shape, dtype=bool)
-        return getattr(self.marks, which)
 
 
 def _union(access: ArgumentAccess, other: ArgumentAccess) -> None:
@@ -599,7 +601,7 @@ class Tape(_compat.WarpTape):
         """Mutation hazards for the readers of the elements that changed since the Tape last saw ``arr``."""
         if _same_bytes(recorded, now):  # the usual case: nothing changed, no per-element mask needed
             return []
-        changed = _changed(recorded, now, arr.shape)
+        changed = _differing(recorded, now, arr.shape)
         if not _any(changed):
             return []
         region, slots = self._region(arr)
@@ -617,18 +619,28 @@ class Tape(_compat.WarpTape):
         # Warp's backward never runs the adjoint of a kernel built with enable_backward=False: its reads are
         # never replayed, so they cannot be stale.
         replayed = _compat.kernel_has_backward(launch.kernel)
-        for use in launch.uses:
-            if replayed and use.access.reads and use.array.size:
-                self._record_read(launch, use, use.read_mask("before"))
+        if replayed:
+            for use in launch.uses:
+                if use.access.reads and use.array.size:
+                    if use.reads_known():
+                        if use.marks.any("before"):
+                            self._record_read(launch, use, use.marks.before)
+                    else:
+                        self._record_read(launch, use, None)
         changed_regions = []
-        # An array the kernel does not write keeps its values, unless it shares memory with one it writes.
-        written_regions = {id(self._locate(u)[0]) for u in launch.uses if u.access.writes and u.array.size}
+        written_regions = None
         for use in launch.uses:
             if use.before is None:
                 continue
-            unchanged = not use.access.writes and (
-                not use.array.size or id(self._locate(use)[0]) not in written_regions
-            )
+            if use.access.writes:
+                unchanged = False
+            elif not use.array.size:
+                unchanged = True
+            else:
+                # An array the kernel does not write keeps its values, unless it shares memory with one it writes.
+                if written_regions is None:
+                    written_regions = {id(self._locate(u)[0]) for u in launch.uses if u.access.writes and u.array.size}
+                unchanged = id(self._locate(use)[0]) not in written_regions
             use.after = use.before if unchanged else _host_copy(use.array)
             if not checking:
                 continue
@@ -638,7 +650,7 @@ class Tape(_compat.WarpTape):
                 if _same_bytes(use.before, use.after):
                     changed = use.marks.written if use.marks is not None else None
                 else:
-                    changed = _changed(use.before, use.after, use.array.shape)
+                    changed = _differing(use.before, use.after, use.array.shape)
                     if use.marks is not None:
                         changed |= use.marks.written
                 if changed is not None and _any(changed):
@@ -646,10 +658,11 @@ class Tape(_compat.WarpTape):
                     changed_regions.append((use.array, self._locate(use)[0]))
             tracked.values = use.after
         # A thread's read of its own write: not stale for this launch's writes, but it is for later writers.
-        for use in launch.uses:
-            if replayed and use.access.reads and use.array.size and use.reads_known() and _any(use.marks.after):
-                self._record_read(launch, use, use.marks.after)
-        if checking:
+        if replayed:
+            for use in launch.uses:
+                if use.access.reads and use.array.size and use.reads_known() and use.marks.any("after"):
+                    self._record_read(launch, use, use.marks.after)
+        if checking and changed_regions:
             self._refresh_views(launch, changed_regions)
         return found
 
@@ -723,16 +736,15 @@ class Tape(_compat.WarpTape):
         return _any(region.read_any[slots])
 
     def _record_read(self, launch: _Launch, use: _ArrayUse, mask) -> None:
-        if mask is not None and not _any(mask):
-            return  # no element read (a zero-size launch, a guarded branch): nothing to be stale or mutated
+        """``mask``: the elements read (callers pass only masks with one set: a launch that read nothing, a
+        zero-size one or a guarded branch, leaves nothing to be stale or mutated); None: the whole array."""
         self._track(use.array).read = True
-        site = launch.site(use.label)
-        key = (site.kernel, site.argument, site.location)
+        key = (launch.kernel.key, use.label, launch.location)
         region, slots = self._locate(use)
         read = slots if mask is None else slots[mask]
         entry = region.reads.get(key)
         if entry is None:
-            entry = region.reads[key] = [site, np.zeros(region.writer.size, dtype=bool)]
+            entry = region.reads[key] = [launch.site(use.label), np.zeros(region.writer.size, dtype=bool)]
         entry[1][read] = True
         region.read_any[read] = True
 
@@ -741,7 +753,7 @@ class Tape(_compat.WarpTape):
         writer = launch.site(use.label)
         region, slots = self._locate(use)
         written = slots[changed]
-        if any(stride == 0 for stride in use.array.strides):  # broadcast: one element at several indices
+        if 0 in use.array.strides:  # broadcast: one element at several indices
             written = np.unique(written)
         if use.access.stores:  # accumulation over earlier values (atomic_add) is exact, not an overwrite
             earlier = region.writer[written]
@@ -777,6 +789,8 @@ class Tape(_compat.WarpTape):
         """Other arrays over memory a recorded launch changed (views) changed legitimately: not a mutation."""
         passed = {id(use.array) for use in launch.uses}
         for arr, region in changed_regions:
+            if len(region.arrays) == 1:
+                continue  # only the array itself, whose contents are known
             first, last = span(arr)
             for other in region.arrays.values():
                 tracked = self._tracked.get(id(other))
