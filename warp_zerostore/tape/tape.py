@@ -279,7 +279,7 @@ def _user_stacklevel() -> int:
 
 
 def _host_copy(arr) -> np.ndarray:
-    return np.array(_compat.host_view(arr), copy=True)
+    return _compat.host_view(arr).copy()
 
 
 def _element_bytes(values: np.ndarray, shape: tuple) -> np.ndarray:
@@ -594,7 +594,8 @@ class Tape(_compat.WarpTape):
                 use.saved = _device_copy(use.array)
             tracked = self._tracked.get(id(use.array))
             if checking and tracked is not None and tracked.read and tracked.values is not None:
-                found.extend(self._mutations(use.array, tracked.values, use.before, launch.site(use.label)))
+                if not _same_bytes(tracked.values, use.before):  # the usual case: unchanged, nothing to name
+                    found.extend(self._mutations(use.array, tracked.values, use.before, launch.site(use.label)))
         return found
 
     def _mutations(self, arr, recorded: np.ndarray, now: np.ndarray, writer: Site | None) -> list:
