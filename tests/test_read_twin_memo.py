@@ -144,3 +144,15 @@ def test_reused_marks_report_what_running_the_twin_reports(monkeypatch):
     # read x[2]: the write at #3 is no hazard.
     assert with_memo == [("stale read", 4, 0)]
     assert with_memo == _hazards(False, monkeypatch)
+
+
+def test_remembered_marks_stay_within_their_byte_budget(twin_runs, monkeypatch):
+    """A scalar that changes at every launch (a time, a step counter) never hits: the entries it leaves must
+    not pile up."""
+    monkeypatch.setattr(read_twin, "MEMO_BYTES", 2 * 2 * 3 * 4)  # two launches: 2 labels, 3 masks of 4 bytes
+    x, y = wp.array([1.0, 2.0, 3.0, 4.0], dtype=float), wp.zeros(4, dtype=float)
+    for step in range(10):
+        _reads(k.copy_where_scalar, [x, step, y])
+        assert read_twin._memo_bytes <= read_twin.MEMO_BYTES
+        assert len(read_twin._MEMO) <= 2
+    assert len(twin_runs) == 10

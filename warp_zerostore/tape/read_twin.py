@@ -597,8 +597,10 @@ def element_reads(kernel, launch: dict) -> dict:
 
 _FIXED: dict = {}  # id(kernel) -> (kernel, its marks depend on its launch only)
 _MEMO: dict = {}  # launch key -> (twin, {label: ElementReads}), the marks read-only
-#: launch keys remembered before starting over (scalar arguments that change at every launch never hit)
-MEMO_ENTRIES = 4096
+#: bytes of marks remembered before starting over (a scalar argument that changes at every launch, such as a
+#: time, never hits: its entries must not pile up)
+MEMO_BYTES = 64 << 20
+_memo_bytes = 0
 _IMMUTABLE = (int, float, bool, str, bytes, type(None), np.generic)
 
 
@@ -623,12 +625,18 @@ def _memo_key(kernel, variant, values: list, launch: dict) -> tuple | None:
 
 
 def _remember(key: tuple, variant, out: dict) -> None:
+    global _memo_bytes
+    size = 0
     for reads in out.values():
         for mask in (reads.before, reads.after, reads.written):
             mask.flags.writeable = False  # shared by every launch that hits this entry
-    if len(_MEMO) >= MEMO_ENTRIES:
+            size += mask.nbytes
+    if _memo_bytes + size > MEMO_BYTES:
         _MEMO.clear()
-    _MEMO[key] = (variant, out)
+        _memo_bytes = 0
+    if size <= MEMO_BYTES:
+        _MEMO[key] = (variant, out)
+        _memo_bytes += size
 
 
 def _marked_positions(kernel, kinds: dict) -> list:
