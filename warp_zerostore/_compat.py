@@ -619,6 +619,8 @@ def remove_launch_hook() -> None:
 
 
 _LAUNCH_NAMES = [name for name, p in _LAUNCH_PARAMETERS.parameters.items() if p.kind is p.POSITIONAL_OR_KEYWORD]
+_LAUNCH_KEYWORDS = frozenset(_LAUNCH_PARAMETERS.parameters)
+_LAUNCH_REQUIRED = frozenset(_LAUNCH_NAMES)
 _LAUNCH_DEFAULTS = {
     name: p.default for name, p in _LAUNCH_PARAMETERS.parameters.items() if p.default is not inspect.Parameter.empty
 }
@@ -626,11 +628,11 @@ _LAUNCH_DEFAULTS = {
 
 def launch_arguments(args, kwargs) -> dict:
     """``launch()``'s arguments by name (kernel, dim, inputs, outputs, adjoint, record_tape, record_cmd, ...)."""
-    if len(args) <= len(_LAUNCH_NAMES) and all(k in _LAUNCH_PARAMETERS.parameters for k in kwargs):  # no bind()
+    if len(args) <= len(_LAUNCH_NAMES) and _LAUNCH_KEYWORDS.issuperset(kwargs):  # no bind()
         out = dict(_LAUNCH_DEFAULTS)
         out.update(zip(_LAUNCH_NAMES, args))
         out.update(kwargs)
-        if all(name in out for name in _LAUNCH_NAMES):
+        if out.keys() >= _LAUNCH_REQUIRED:
             return out
     bound = _LAUNCH_PARAMETERS.bind(*args, **kwargs)
     bound.apply_defaults()

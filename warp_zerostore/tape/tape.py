@@ -385,6 +385,8 @@ def _union(access: ArgumentAccess, other: ArgumentAccess) -> None:
 
 def _combined_marks(use: _ArrayUse, marks: dict, access: dict) -> read_twin.ElementReads | None:
     """The twin's marks of one array over its labels (reads through a read-only label count as before)."""
+    if len(use.labels) == 1:
+        return marks.get(use.label)
     found = [marks[label] for label in use.labels if label in marks]
     if not found:
         return None
@@ -532,8 +534,10 @@ class Tape(_compat.WarpTape):
             launch.kernel = _compat.launch_kernel(entry)  # the overload actually launched
             launch.sites.clear()
         found += self._after(launch)
-        self._save_snapshots(launch)
-        self._report(found)
+        if self.snapshot:
+            self._save_snapshots(launch)
+        if found:
+            self._report(found)
         return result
 
     def _plan(self, a: dict) -> _Launch:
@@ -699,7 +703,8 @@ class Tape(_compat.WarpTape):
             _compat.append_tape_callback(self, _Restore(read_values))
         if inputs:
             _compat.insert_tape_callback(self, launch.index, _Restore(inputs))
-        self._report(found)
+        if found:
+            self._report(found)
 
     # -- bookkeeping
 
