@@ -9,15 +9,16 @@ reads the value count: an argument of a call (not a constructor, cast, ``atomic_
 operand of a product. A component read (``v[0] * v[0]``) copies the value first and stays right, and so does a
 sum (``v + w``), whose adjoint reads no value (both checked against central differences in tests/test_fuzz.py).
 
-What the fuzzer also found and this module does not warn about: a local carried through a loop with a run-time
-bound. A source-only check cannot tell an integer counter, or a product with a value that needs no gradient,
-from a differentiable value: on Newton's 2,139 kernels it would warn 538 times.
+The fuzzer's other finding of this kind, a local assigned in a loop with a run-time bound and then read by an
+adjoint that needs its value, is found by `loop_carried`; `find` returns both.
 """
 
 from __future__ import annotations
 
 import ast
 import dataclasses
+
+from . import loop_carried
 
 __all__ = ["AdjointWarning", "Finding", "find"]
 
@@ -83,7 +84,8 @@ def _statements(body: list) -> list:
 
 
 def find(tree: ast.AST) -> list:
-    """The `Finding`s in a kernel's ``ast.Module`` (as Warp parsed it); array arguments are never locals."""
+    """The `Finding`s in a kernel's ``ast.Module`` (as Warp parsed it; array arguments are never locals), then
+    `loop_carried`'s."""
     function = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef))
     arguments = {a.arg for a in function.args.args}
     found, used = [], {}  # local -> line of its first whole, value-reading use
@@ -104,4 +106,4 @@ def find(tree: ast.AST) -> list:
         for part in parts:
             for name, line in _value_uses(part):
                 used.setdefault(name, line)
-    return sorted(set(found), key=lambda f: (f.line, f.name))
+    return sorted(set(found), key=lambda f: (f.line, f.name)) + loop_carried.find(function)

@@ -362,8 +362,8 @@ _ADJOINT_WARNED: set = set()
 def _warn_adjoint_bugs(kernel, build: str) -> None:
     """Warn, once per build and process, about constructs whose adjoint Warp itself gets wrong
     (`adjoint_bugs`): at each one's line, when the module is hashed to build or load it."""
-    if build in _ADJOINT_WARNED:
-        return
+    if build in _ADJOINT_WARNED or not _compat.kernel_has_backward(kernel):
+        return  # once per build; and a kernel never differentiated has no wrong gradient to warn about
     _ADJOINT_WARNED.add(build)
     try:
         found = adjoint_bugs.find(_compat.kernel_tree(kernel))

@@ -1,0 +1,94 @@
+"""AdjointWarning for a local assigned in a loop with a run-time bound and then read by an adjoint that needs its
+value (Warp's backward does not replay such a loop's values: the fuzzer's runtime-loop-carried-local finding):
+each warned kernel's gradient is shown wrong against central differences, each silent twin's right; kernels not
+opted in, or built without backward, are not warned."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+import warp_zerostore as wp
+
+X = np.array([0.3, 0.7, -0.4, 0.9])
+SEED = np.array([1.0, 0.5, -2.0, 0.25])  # a different seed per element: a wrong index shows
+N = 3
+WARNED = {
+    "square_after": ("s", "y[0] = s * s"),
+    "product_inside": ("s", "s = s * x[k]"),
+    "counter_after": ("c", "y[0] = x[0] * x[1] * float(c)"),
+    "sum_used_inside": ("s", "y[k] = s * x[k]"),
+    "while_index": ("k", "s += x[k] * x[k]"),
+    "branch_after": ("s", "if s > 0.2:"),
+}
+SILENT = ["sum_stored", "fresh_each_iteration", "while_counter_in_test", "reassigned_after", "constant_bound"]
+
+
+@pytest.fixture(scope="module")
+def built():
+    """Both helper modules imported and loaded once, with the warnings their loads gave."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for name in ("kernels_loop_carried_forward_only", "kernels_loop_carried"):
+            sys.modules.pop(f"tests.helpers.{name}", None)
+            module = importlib.import_module(f"tests.helpers.{name}")
+            wp.load_module(module, device="cpu")
+    return module, [w for w in caught if issubclass(w.category, wp.AdjointWarning)]
+
+
+def _loss(kernel, x):
+    y = wp.zeros(4, dtype=float)
+    wp.launch(kernel, dim=1, inputs=[wp.array(x, dtype=float), N, y])
+    return float(np.dot(y.numpy().astype(np.float64), SEED))
+
+
+def _gradient(kernel, x):
+    xa = wp.array(x, dtype=float, requires_grad=True)
+    y = wp.zeros(4, dtype=float, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(kernel, dim=1, inputs=[xa, N, y])
+    tape.backward(grads={y: wp.array(SEED, dtype=float)})
+    return xa.grad.numpy().astype(np.float64)
+
+
+def _central_differences(kernel, x, h=1e-3):
+    eye = np.eye(len(x))
+    return np.array([(_loss(kernel, x + h * eye[i]) - _loss(kernel, x - h * eye[i])) / (2 * h) for i in range(len(x))])
+
+
+def _warnings_for(caught, name):
+    return [w for w in caught if f"'{name}'" in str(w.message)]
+
+
+@pytest.mark.parametrize("name", sorted(WARNED))
+def test_a_value_read_after_a_runtime_loop_is_warned_at_its_line_and_is_wrong(built, name):
+    module, caught = built
+    local, line_text = WARNED[name]
+    kernel = getattr(module, name)
+    found = _warnings_for(caught, name)
+    assert found, f"{name}: no AdjointWarning"
+    lines, first = inspect.getsourcelines(kernel.func)
+    [want] = [first + i for i, text in enumerate(lines) if text.strip().startswith(line_text)]
+    assert [(w.filename, w.lineno) for w in found] == [(inspect.getsourcefile(module), want)]
+    assert f"reads '{local}'" in str(found[0].message) and "run-time bound" in str(found[0].message)
+    assert not np.allclose(_gradient(kernel, X), _central_differences(kernel, X), atol=1e-2)
+
+
+@pytest.mark.parametrize("name", SILENT)
+def test_uses_whose_adjoint_reads_no_value_are_not_warned_and_are_right(built, name):
+    module, caught = built
+    kernel = getattr(module, name)
+    assert not _warnings_for(caught, name)
+    assert np.allclose(_gradient(kernel, X), _central_differences(kernel, X), atol=1e-2)
+
+
+@pytest.mark.parametrize("name", ["square_after_stock", "square_after_forward_only"])
+def test_kernels_not_opted_in_or_without_backward_are_not_warned(built, name):
+    _, caught = built
+    assert not _warnings_for(caught, name)

@@ -1,0 +1,237 @@
+"""Locals whose value Warp's backward pass gets wrong around a loop with a run-time bound (a fuzzer finding:
+docs/known-issues.md, "runtime-loop-carried-local").
+
+The forward sweep of Warp's backward kernel skips the body of a dynamic loop (a ``while``, or a ``for`` whose
+``range`` is not a constant of at most ``max_unroll`` iterations); its reverse sweep then replays each iteration,
+last first, from the value the locals had before the loop. So after the loop, every local the body assigned
+holds its value from before the loop, and inside it a local carried from one iteration to the next (``s = s *
+x[k]``, ``s += ...``) holds the wrong iteration's value. A gradient is wrong where an adjoint reads such a value:
+an operand of a product, an argument of a call that is not linear, an index, or a test (the backward takes the
+other branch). Uses whose adjoint reads no value stay right: ``s += x[k]`` then ``y[0] = s`` or ``s + t``
+(checked against central differences in tests/test_adjoint_warnings.py, as is each warned pattern).
+
+The check follows the statements in source order with the set of locals whose value is wrong at each point: a
+plain reassignment from right values makes a local right again (``t = x[k] * x[k]`` at the top of the body).
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+
+#: Warp unrolls a constant ``range`` of up to this many iterations (its ``max_unroll`` default); a longer one is a
+#: dynamic loop. A module option can change it: the check assumes the default.
+MAX_UNROLL = 16
+
+# Calls whose adjoint reads no argument's value (constructors, casts, copies, sums, accumulations, selections).
+_LINEAR_CALLS = frozenset(
+    {"vec2", "vec3", "vec4", "vector", "mat22", "mat33", "mat44", "matrix", "quat", "transform", "copy"}
+    | {"vec2f", "vec3f", "vec4f", "vec2d", "vec3d", "vec4d", "float16", "float32", "float64", "float", "int"}
+    | {"neg", "add", "sub", "atomic_add", "atomic_sub", "select", "where", "range", "static"}
+)
+_PRODUCTS = (ast.Mult, ast.Div, ast.Pow, ast.MatMult, ast.Mod, ast.FloorDiv)
+
+
+@dataclasses.dataclass(frozen=True)
+class Finding:
+    name: str  # the local
+    line: int  # the use whose adjoint reads the wrong value (1 = the source's first line)
+    loop_line: int  # the dynamic loop
+
+    def message(self, kernel: str, location: str) -> str:
+        return (
+            f"kernel '{kernel}' ({location}): the adjoint of line {self.line} reads '{self.name}', which the loop "
+            f"with a run-time bound at line {self.loop_line} assigns; Warp's backward pass does not replay that "
+            f"loop's values there, so the gradient is wrong (stock Warp and zero_store alike; docs/known-issues.md). "
+            f"Use '{self.name}' only in sums and stores after such a loop, give the loop a constant bound "
+            f"(at most {MAX_UNROLL} iterations: unrolled), or move the work into a @wp.func with a @wp.func_grad."
+        )
+
+
+def _call_name(node: ast.Call) -> str:
+    func = node.func
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+
+
+def _is_dynamic(loop) -> bool:
+    if isinstance(loop, ast.While):
+        return True
+    it = loop.iter
+    if not (isinstance(it, ast.Call) and _call_name(it) == "range"):
+        return True
+    bounds = []
+    for arg in it.args:
+        value = arg.operand if isinstance(arg, ast.UnaryOp) and isinstance(arg.op, ast.USub) else arg
+        if not (isinstance(value, ast.Constant) and isinstance(value.value, int)):
+            return True  # a run-time bound (wp.static(...) or module constants: taken as dynamic, conservative)
+        bounds.append(-value.value if value is not arg else value.value)
+    return len(range(*bounds)) > MAX_UNROLL
+
+
+def _assigned(body: list) -> set:
+    """Names any statement in ``body`` (nested ones included) binds."""
+    out = set()
+    for stmt in body:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                out.add(node.id)
+    return out
+
+
+def _value_uses(expr, names: set, constants: set) -> list:
+    """``(name, line)`` of each of ``names`` in ``expr`` where an adjoint reads its value (``constants``: names
+    whose gradient is never used, the kernel's scalar arguments: a product with one is linear)."""
+    out = []
+    for parent in ast.walk(expr):
+        operands = []
+        if isinstance(parent, ast.Call) and _call_name(parent) not in _LINEAR_CALLS:
+            operands = list(parent.args) + [k.value for k in parent.keywords]
+        elif isinstance(parent, ast.BinOp) and isinstance(parent.op, (ast.Mult, ast.MatMult)):
+            # a * c reads a only for c's adjoint: none is needed when c is a constant
+            operands = [
+                o
+                for o, other in ((parent.left, parent.right), (parent.right, parent.left))
+                if not _constant(other, constants)
+            ]
+        elif isinstance(parent, ast.BinOp) and isinstance(parent.op, ast.Div):
+            operands = [parent.right] + ([] if _constant(parent.right, constants) else [parent.left])
+        elif isinstance(parent, ast.BinOp) and isinstance(parent.op, _PRODUCTS):
+            operands = [parent.left, parent.right]
+        elif isinstance(parent, ast.Subscript):
+            operands = [parent.slice]  # an index: the adjoint goes to another element
+        elif isinstance(parent, (ast.IfExp, ast.Compare)):
+            operands = [parent.test] if isinstance(parent, ast.IfExp) else [parent.left, *parent.comparators]
+        for operand in operands:
+            for node in ast.walk(operand):
+                if isinstance(node, ast.Name) and node.id in names:
+                    out.append((node.id, node.lineno))
+    return out
+
+
+def _constant(expr, constants: set) -> bool:
+    """An expression of literals, ``constants`` and calls of them only (no load, no local)."""
+    callees = set()
+    for node in ast.walk(expr):
+        if isinstance(node, ast.Call):
+            func = node.func
+            while isinstance(func, ast.Attribute):
+                func = func.value
+            callees.add(id(func))
+    for node in ast.walk(expr):
+        if isinstance(node, ast.Subscript):
+            return False
+        if isinstance(node, ast.Name) and node.id not in constants and id(node) not in callees:
+            return False
+    return True
+
+
+def _mentions(expr, names: set) -> bool:
+    return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(expr))
+
+
+class _Checker:
+    def __init__(self, arrays: set, scalars: set):
+        self.found: set = set()
+        self.arrays = arrays  # array arguments: stores into them bind no local
+        self.constants = scalars  # scalar arguments: their gradient is never used
+        self.defined: set = arrays | scalars  # names bound so far, in source order
+
+    def _use(self, expr, wrong: dict) -> None:
+        for name, line in _value_uses(expr, set(wrong), self.constants):
+            self.found.add(Finding(name, line, wrong[name]))
+
+    def block(self, body: list, wrong: dict) -> dict:
+        """``wrong``: local -> line of the loop that makes its value wrong here; returns it after ``body``."""
+        for stmt in body:
+            wrong = self.statement(stmt, wrong)
+        return wrong
+
+    def statement(self, stmt, wrong: dict) -> dict:
+        if isinstance(stmt, (ast.For, ast.While)):
+            return self._loop(stmt, wrong)
+        if isinstance(stmt, ast.If):
+            self._use(stmt.test, wrong)
+            for name in _value_names(stmt.test, wrong):
+                self.found.add(Finding(name, stmt.lineno, wrong[name]))  # the backward takes another branch
+            then = self.block(stmt.body, dict(wrong))
+            other = self.block(stmt.orelse, dict(wrong))
+            return {**then, **other}
+        if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            value = stmt.value
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            if value is not None:
+                self._use(value, wrong)
+            for target in targets:
+                if not isinstance(target, ast.Name):
+                    self._use(target, wrong)  # indices of a store
+            tainted = value is not None and _mentions(value, set(wrong))
+            if (
+                isinstance(stmt, ast.AugAssign)
+                and isinstance(stmt.op, _PRODUCTS)
+                and not (isinstance(stmt.op, (ast.Mult, ast.Div)) and _constant(stmt.value, self.constants))
+            ):
+                self._use(ast.BinOp(left=stmt.target, op=ast.Pow(), right=stmt.value), wrong)  # s *= t reads s
+            wrong = dict(wrong)
+            for target in targets:
+                base = target
+                while isinstance(base, (ast.Subscript, ast.Attribute)):
+                    base = base.value
+                names = [n.id for n in ast.walk(base) if isinstance(n, ast.Name) and n.id not in self.arrays]
+                for name in names:
+                    self.defined.add(name)
+                    partial = base is not target or isinstance(stmt, ast.AugAssign)
+                    if tainted:
+                        wrong[name] = next(iter(wrong[n] for n in _names(value) if n in wrong))
+                    elif not partial:
+                        wrong.pop(name, None)  # a fresh value from right ones
+            return wrong
+        for field in ("value", "test"):
+            part = getattr(stmt, field, None)
+            if isinstance(part, ast.AST):
+                self._use(part, wrong)
+        return wrong
+
+    def _loop(self, loop, wrong: dict) -> dict:
+        if isinstance(loop, ast.For):
+            self._use(loop.iter, wrong)
+            target = {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
+        else:
+            target = set()
+        if not _is_dynamic(loop):
+            self.defined |= target
+            inner = {k: v for k, v in wrong.items() if k not in target}
+            # twice: what the body makes wrong reaches the next (unrolled) iteration
+            inner = self.block(loop.body, self.block(loop.body, inner))
+            return {**wrong, **inner}
+        assigned = _assigned(loop.body) - target
+        carried = {name: loop.lineno for name in assigned & self.defined}
+        self.defined |= target
+        inside = {**{k: v for k, v in wrong.items() if k not in target}, **carried}
+        self.block(loop.body, inside)
+        # after the loop, every local the body assigned holds its value from before the loop
+        return {**wrong, **{name: loop.lineno for name in assigned}}
+
+
+def _names(expr) -> list:
+    return [n.id for n in ast.walk(expr) if isinstance(n, ast.Name)]
+
+
+def _value_names(test, wrong: dict) -> list:
+    """Names in ``wrong`` anywhere in a branch's test (a wrong value may choose the other branch)."""
+    return sorted({n for n in _names(test) if n in wrong})
+
+
+def _is_array(annotation) -> bool:
+    return annotation is not None and "array" in ast.unparse(annotation)
+
+
+def find(function: ast.FunctionDef) -> list:
+    """The `Finding`s of a kernel's parsed function."""
+    arrays = {a.arg for a in function.args.args if _is_array(a.annotation)}
+    scalars = {a.arg for a in function.args.args} - arrays
+    checker = _Checker(arrays, scalars)
+    checker.block(function.body, {})
+    first: dict = {}
+    for finding in sorted(checker.found, key=lambda f: (f.line, f.name)):
+        first.setdefault((finding.name, finding.loop_line), finding)  # one warning per local and loop
+    return sorted(first.values(), key=lambda f: (f.line, f.name))
