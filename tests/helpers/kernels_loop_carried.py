@@ -28,7 +28,7 @@ def product_inside(x: wp.array(dtype=float), n: int, y: wp.array(dtype=float)):
 @wp.kernel(zero_store=True)
 def counter_after(x: wp.array(dtype=float), n: int, y: wp.array(dtype=float)):
     c = int(0)
-    for k in range(n):
+    for _k in range(n):
         c += 1
     y[0] = x[0] * x[1] * float(c)
 
