@@ -609,9 +609,9 @@ def _memo_key(kernel, variant, values: list, launch: dict) -> tuple | None:
     its arrays' shapes, dtypes and aliasing, and its other arguments' values (immutable ones only: a value
     the caller can change in place could hit a stale entry); None: run the twin."""
     fixed = _FIXED.get(id(kernel))
-    if fixed is None or fixed[0] is not kernel or not fixed[1]:
+    dim = launch.get("dim")
+    if fixed is None or fixed[0] is not kernel or not fixed[1] or dim is None:
         return None
-    dim = launch["dim"]
     first: dict = {}
     parts = []
     for position, v in enumerate(values):
