@@ -20,7 +20,7 @@ STAMP := $(VENV)/.installed-$(WARP)-$(subst $(comma),-,$(EXTRAS))
 # matrix venvs skip the lint (RUN_LINT=0): it does not depend on the Warp version.
 RUN_LINT ?= $(if $(filter 1.9.%,$(WARP)),0,1)
 
-.PHONY: install demo lint typecheck test test-matrix test-low-ends bench gpu-check test-warp-suite docs wheel-check clean
+.PHONY: install demo lint typecheck test test-matrix test-low-ends test-torch-range bench gpu-check test-warp-suite docs wheel-check clean
 
 $(STAMP): pyproject.toml $(CONSTRAINTS)
 	$(PYTHON) -m venv $(VENV)
@@ -57,6 +57,21 @@ test-matrix:
 		echo "=== warp-lang $$v"; \
 		$(MAKE) --no-print-directory test VENV=.venv-warp-$$v WARP=$$v EXTRAS=test RUN_LINT=0; \
 	done
+	$(MAKE) --no-print-directory test-torch-range
+
+# The two ends of the torch range pyproject.toml declares: the high end (constraints/ci.txt's torch) is what
+# `make test` runs in .venv; the low end (constraints/torch-low.txt, a CUDA build from PyPI that runs on CPU) runs
+# the torch test files in .venv-torch-low (cold, download included: ~4-6 min; then ~1 min).
+TORCH_TESTS := tests/test_torch_bridge.py tests/test_torch_compile.py tests/test_torch_views.py \
+	tests/test_torch_ddp.py tests/test_torch_optional.py
+TORCH_LOW_STAMP := .venv-torch-low/.installed-torch-low-$(WARP)
+$(TORCH_LOW_STAMP): pyproject.toml $(CONSTRAINTS) constraints/torch-low.txt
+	$(MAKE) --no-print-directory install VENV=.venv-torch-low WARP=$(WARP) EXTRAS=test
+	.venv-torch-low/bin/python -m pip install -q --no-deps -r constraints/torch-low.txt
+	touch $@
+
+test-torch-range: $(TORCH_LOW_STAMP)
+	.venv-torch-low/bin/python -m pytest -q $(TORCH_TESTS)
 
 bench: install
 	$(BIN)/python benchmarks/bench_store.py
@@ -103,4 +118,4 @@ wheel-check:
 	PYTHON=$(PYTHON) WARP=$(WARP) CONSTRAINTS=$(CONSTRAINTS) sh scripts/wheel_check.sh
 
 clean:
-	rm -rf $(VENV) .venv-warp-* *.egg-info .pytest_cache .hypothesis .mypy_cache build dist
+	rm -rf $(VENV) .venv-warp-* .venv-torch-low *.egg-info .pytest_cache .hypothesis .mypy_cache build dist

@@ -15,16 +15,18 @@ counter (``/proc/self/clear_refs``), runs forward + backward once more keeping t
 and reports the peak resident set (VmHWM) minus the resident set just before. Children alternate between the
 two sides; the medians are compared.
 
-Part two (``--part overhead``), the registered custom operators (issue 21) at ``--overhead-n`` (1000) elements,
-where the per-call cost is the bridge's own: forward + backward of the seed op (a kernel_op, and an @op making
-the same launch) in eager mode (the ``torch.autograd.Function`` path, which eager calls keep), through its
-registered operator called directly in eager mode (what a compiled graph runs; target <= 1.05 of eager), and
-under ``torch.compile(fullgraph=True)`` per backend (target <= 1.0 of eager). Also the time to make an op
-(which registers its two operators, once) and the registration alone.
+Part two (``--part overhead``), the registered operators (issue 21) at ``--overhead-n`` (1000) elements, where
+the per-call cost is the bridge's own: forward + backward of the seed op (a kernel_op, and an @op making the same
+launch) in eager mode (calling the op), through its registered operator called directly in eager mode
+(``torch.ops.warp_zerostore.<name>``, what ``torch.compile``'s ``eager`` backend runs; target <= 1.05 of eager),
+and under ``torch.compile(fullgraph=True)`` per backend, whose graphs hold the forward and backward operators
+(target <= 1.0 of eager). Also the time to make an op (which registers its two operators, once) and the
+registration alone, and the machine's load average before and after (a shared machine: read the ratios, and
+the CPU-time ones, ``cpu_median_s``, which leave out the time a thread waited for a core).
 
 Usage: python benchmarks/bench_torch_bridge.py [--part all|seed|overhead] [--n 1000000] [--repeats 15]
        [--memory-repeats 3] [--torch-threads N] [--overhead-n 1000] [--overhead-repeats 200]
-       [--backends aot_eager,inductor]
+       [--backends eager,aot_eager,inductor]
 """
 
 from __future__ import annotations
@@ -197,14 +199,21 @@ def overhead(n: int, repeats: int, backends: list) -> dict:
 
     timings = interleaved_medians({k: run(k) for k in losses}, repeats, {k: reset(k) for k in losses})
     us = {k: v["median_s"] * 1e6 for k, v in timings.items()}
-    ratios = {}
+    cpu_us = {k: v["cpu_median_s"] * 1e6 for k, v in timings.items()}
+    ratios, cpu_ratios = {}, {}
     for kind in ("kernel_op", "@op"):
-        ratios[f"{kind} registered operator eager / eager"] = (
-            us[f"{kind} registered operator eager"] / us[f"{kind} eager"]
-        )
-        for backend in backends:
-            ratios[f"{kind} compiled {backend} / eager"] = us[f"{kind} compiled {backend}"] / us[f"{kind} eager"]
-    return {"elements": n, "repeats": repeats, "median_us": us, "ratios": ratios, "timings": timings}
+        for side in ("registered operator eager", *(f"compiled {b}" for b in backends)):
+            ratios[f"{kind} {side} / eager"] = us[f"{kind} {side}"] / us[f"{kind} eager"]
+            cpu_ratios[f"{kind} {side} / eager"] = cpu_us[f"{kind} {side}"] / cpu_us[f"{kind} eager"]
+    return {
+        "elements": n,
+        "repeats": repeats,
+        "median_us": us,
+        "cpu_median_us": cpu_us,
+        "ratios": ratios,
+        "cpu_ratios": cpu_ratios,
+        "timings": timings,
+    }
 
 
 def main() -> None:
@@ -218,7 +227,9 @@ def main() -> None:
     parser.add_argument("--part", choices=["all", "seed", "overhead"], default="all")
     parser.add_argument("--overhead-n", type=int, default=1000)
     parser.add_argument("--overhead-repeats", type=int, default=200)
-    parser.add_argument("--backends", default="aot_eager,inductor", help="torch.compile backends for --part overhead")
+    parser.add_argument(
+        "--backends", default="eager,aot_eager,inductor", help="torch.compile backends for --part overhead"
+    )
     args = parser.parse_args()
     wp.config.quiet = True
     wp.init()
@@ -234,8 +245,10 @@ def main() -> None:
 
 
 def main_overhead(args) -> None:
+    load_before = os.getloadavg()
     costs = registration_costs()
     result = overhead(args.overhead_n, args.overhead_repeats, [b for b in args.backends.split(",") if b])
+    result["load_average_before_after"] = [load_before, os.getloadavg()]
     print(
         f"making a kernel_op: {costs['make_op_median_s'] * 1e3:.2f} ms median, of which registering its two "
         f"operators {costs['register_median_s'] * 1e3:.2f} ms (once per op, never per call)"
@@ -244,7 +257,8 @@ def main_overhead(args) -> None:
         print(f"{name:>36}: forward+backward median {us:.1f} us at {args.overhead_n} elements")
     for name, ratio in result["ratios"].items():
         target = 1.05 if "registered" in name else 1.0
-        print(f"ratio {name}: {ratio:.3f} (target <= {target})")
+        print(f"ratio {name}: {ratio:.3f}, CPU time {result['cpu_ratios'][name]:.3f} (target <= {target})")
+    print(f"load average (1, 5, 15 min) before {load_before}, after {os.getloadavg()}")
     report(
         f"torch_bridge_overhead-threads{torch.get_num_threads()}",
         {

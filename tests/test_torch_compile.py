@@ -242,6 +242,33 @@ def test_each_op_registers_once_under_its_name():
     torch.testing.assert_close(scaled_square(x, s=3.0), 3 * x**2)
 
 
+CALLS = []
+
+
+@wpt.op(outputs={"y": "x"})
+def counted_square(x: wp.array(dtype=Any), y: wp.array(dtype=Any)):
+    CALLS.append(x.shape)
+    wp.launch(KC.scaled_product, dim=x.shape, inputs=[x, x, 1.0, y])
+
+
+def test_registered_operator_called_eagerly_takes_the_eager_path():
+    """In eager mode the forward operator's Autograd kernel is the eager path: the Tape recorded in forward is
+    replayed in backward, so an @op's function runs once; traced (aot_eager), backward is the backward operator,
+    which runs the function again (the negative twin)."""
+    x = torch.rand(5, dtype=F64, requires_grad=True)
+    CALLS.clear()
+    y = counted_square.registered.forward(x)
+    assert type(y.grad_fn).__name__ == "WarpFunctionBackward"
+    y.sum().backward()
+    assert len(CALLS) == 1
+    torch.testing.assert_close(x.grad, 2 * x.detach())
+    x.grad = None
+    CALLS.clear()
+    torch.compile(lambda x: counted_square(x).sum(), fullgraph=True, backend="aot_eager")(x).backward()
+    assert len(CALLS) == 2  # tracing runs the fake implementation only: forward, then backward's run again
+    torch.testing.assert_close(x.grad, 2 * x.detach())
+
+
 def test_parameters_no_schema_carries_keep_the_function_path():
     @wpt.op(outputs={"y": "x"})
     def shifted(x: wp.array(dtype=wp.vec3d), v: wp.vec3d, y: wp.array(dtype=wp.float64)):

@@ -31,7 +31,7 @@ What a bridged op guarantees, each tested (``tests/test_torch_bridge.py``):
 * With no input requiring grad (or under ``torch.no_grad()``) nothing is recorded and no gradient buffer is
   allocated.
 
-* Each op is a registered PyTorch custom operator (``torch.ops.warp_zerostore.<name>``, made once with the op;
+* Each op is a registered PyTorch operator (``torch.ops.warp_zerostore.<name>``, made once with the op;
   `custom_ops`): ``torch.compile(fullgraph=True)`` (eager, aot_eager, inductor backends) runs it with no
   graph break and the gradients of eager mode; ``torch.func.grad``/``vjp``/``vmap`` (a loop over the batch)
   work; ``torch.library.opcheck`` passes; under compile a wrong dtype, shape or device still raises the bridge's

@@ -206,7 +206,7 @@ class WarpFunction(torch.autograd.Function):
             grads = recording.replay(grad_outputs)
         grads = [g if need else None for g, need in zip(grads, ctx.needs_input_grad[2:])]
         if torch.is_grad_enabled():  # create_graph=True: these gradients must refuse a second differentiation
-            grads = _refuse_double_backward(recording.op, grads, [*saved, *grad_outputs])
+            grads = refuse_double_backward(recording.op, grads, [*saved, *grad_outputs])
         return (None, None, *grads)
 
 
@@ -234,9 +234,11 @@ class _DifferentiableOnce(torch.autograd.Function):
         raise DoubleBackwardError(ctx.message)
 
 
-def _refuse_double_backward(op, grads: list, depends_on: list) -> list:
+def refuse_double_backward(op, grads: list, depends_on: list) -> list:
+    """``grads`` (tensors or None), each made to raise DoubleBackwardError if differentiated with respect to a
+    tensor in ``depends_on`` (non-tensors and tensors that need no gradient are skipped)."""
     present = [g for g in grads if g is not None]
-    depends_on = [t for t in depends_on if t is not None and t.requires_grad]
+    depends_on = [t for t in depends_on if isinstance(t, torch.Tensor) and t.requires_grad]
     if not present or not depends_on:
         return grads
     wrapped = iter(_DifferentiableOnce.apply(double_backward_message(op), len(present), *present, *depends_on))

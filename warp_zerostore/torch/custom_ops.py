@@ -1,23 +1,30 @@
-"""One registered PyTorch custom operator per bridged op, so ``torch.compile``, ``torch.func`` and ``opcheck`` see it.
+"""One registered PyTorch operator per bridged op, so ``torch.compile``, ``torch.func`` and ``opcheck`` see it.
 
-Each `warp_zerostore.torch.ops.WarpOp` registers, once when it is made, two operators in the
-``warp_zerostore`` namespace (``torch.library.custom_op`` with an explicit schema, ``mutates_args=()``: an op
-writes only the outputs it allocates). Calls under ``torch.compile`` and ``torch.func`` reach them; in eager
-mode a call takes the ``torch.autograd.Function`` path (`autograd.WarpFunction`, cheaper at small
-sizes).
+Each `warp_zerostore.torch.ops.WarpOp` registers, once when it is made, two operators in the ``warp_zerostore``
+namespace (``torch.library.Library`` definitions with an explicit schema, nothing mutated: an op writes only the
+outputs it allocates), each with CPU and CUDA implementations, a fake implementation, an Autograd kernel and a
+vmap rule.
 
 * ``<name>(inputs...) -> outputs``: runs the function. Its fake implementation allocates the outputs' shapes and
   dtypes only (Dynamo treats the op as opaque; AOTAutograd and Inductor trace through the fake), and checks
   nothing else: a wrong dtype, shape or device then fails when the op runs, with the bridge's own error rather
-  than a Dynamo trace.
+  than a Dynamo trace. Its Autograd kernel, when a gradient is wanted: on real tensors with nothing tracing
+  (eager), the eager path itself (`autograd.WarpFunction`: the Tape recorded in forward and replayed in
+  backward), so calling the operator costs what calling the op costs; while tracing (fake or functional
+  tensors, dispatch modes), one autograd node whose backward calls the backward operator, which a graph can
+  hold.
 * ``<name>_backward(inputs..., outputs, grad_outputs, needs) -> gradients``: the input gradients that ``needs``
-  asks for. Backward is an op of its own because a compiled graph carries tensors only, never a ``wp.Tape``:
-  a ``kernel_op`` launches its kernel's adjoint on the saved inputs and outputs; an ``op`` runs its function
-  again on a ``wp.Tape`` (fresh outputs) and replays that (`autograd`). Its autograd formula raises
-  `warp_zerostore.torch.autograd.DoubleBackwardError`.
+  asks for. Backward is an operator of its own because a compiled graph carries tensors only, never a
+  ``wp.Tape``: a ``kernel_op`` launches its kernel's adjoint on the saved inputs and outputs; an ``op`` runs its
+  function again on a ``wp.Tape`` (fresh outputs) and replays that (`autograd`). Differentiating its result
+  raises `warp_zerostore.torch.autograd.DoubleBackwardError`.
 
-Both have a vmap rule that loops over the batch (a Warp kernel has no batch dimension to map): ``torch.vmap``
-of a bridged op calls it once per batch element and stacks the results.
+``torch.library.Library`` rather than ``torch.library.custom_op``: the same registrations without custom_op's
+Python layers around every call (dynamo-disable wrappers, default filling, a tensor-list autograd adapter), which
+cost more than a small Warp launch.
+
+Both vmap rules loop over the batch (a Warp kernel has no batch dimension to map): ``torch.vmap`` of a bridged
+op calls it once per batch element and stacks the results.
 
 Parameters the schema cannot carry (unannotated ones, vector, matrix or struct values) leave an op
 unregistered: it keeps the ``torch.autograd.Function`` path (`autograd.WarpFunction`), which works in
@@ -32,7 +39,7 @@ from dataclasses import dataclass
 import torch
 import warp
 
-from .autograd import DoubleBackwardError, double_backward_message
+from .autograd import DoubleBackwardError, WarpFunction, double_backward_message, refuse_double_backward
 
 NAMESPACE = "warp_zerostore"
 
@@ -56,10 +63,10 @@ _names_taken: set = set()
 class Registered:
     """A bridged op's two registered operators (the ``OpOverload`` objects are what calls go to)."""
 
-    name: str  #: ``warp_zerostore::<name>``
+    name: str  #: ``<name>`` in ``torch.ops.warp_zerostore.<name>``
     forward: torch._ops.OpOverload
     backward: torch._ops.OpOverload
-    definitions: tuple  #: the ``CustomOpDef`` objects, kept alive with the op
+    library: torch.library.Library  #: holds the registrations, kept alive with the op
     refusal: str  #: the DoubleBackwardError message
 
 
@@ -106,27 +113,33 @@ def register(op, signature) -> Registered:
     returns = "Tensor" if len(op.outputs) == 1 else f"({', '.join('Tensor' for _ in op.outputs)})"
     positional = [f"{schema_type(p)} a{i}" for i, p in enumerate(op.inputs)]
     name = _unique_name(op.name)
-
-    forward = torch.library.custom_op(
-        f"{NAMESPACE}::{name}",
-        lambda *values: op.forward(_with_defaults(values, op, signature)),
-        mutates_args=(),
-        schema=f"({', '.join(arguments)}) -> {returns}",
+    backward_name = f"{name}_backward"
+    lib = torch.library.Library(NAMESPACE, "FRAGMENT")  # its registrations live as long as the op
+    lib.define(f"{name}({', '.join(arguments)}) -> {returns}")
+    lib.define(
+        f"{backward_name}({', '.join([*positional, 'Tensor[] outputs', 'Tensor?[] grad_outputs', 'bool[] needs'])})"
+        " -> Tensor[]"
     )
-    backward = torch.library.custom_op(
-        f"{NAMESPACE}::{name}_backward",
-        lambda *args: op.backward(args[:-3], *args[-3:]),
-        mutates_args=(),
-        schema=f"({', '.join([*positional, 'Tensor[] outputs', 'Tensor?[] grad_outputs', 'bool[] needs'])}) -> Tensor[]",
+    for key in ("CPU", "CUDA"):
+        lib.impl(name, lambda *values: op.forward(_with_defaults(values, op, signature)), key)
+        lib.impl(backward_name, lambda *args: op.backward(args[:-3], *args[-3:]), key)
+    qualified = f"{NAMESPACE}::{name}"
+    torch.library.register_fake(
+        qualified, lambda *values: op.fake_outputs(_with_defaults(values, op, signature)), lib=lib
     )
-    forward.register_fake(lambda *values: op.fake_outputs(_with_defaults(values, op, signature)))
-    backward.register_fake(lambda *args: _fake_gradients(args[:-3], args[-1]))
-    refusal = double_backward_message(op)
-    registered = Registered(name, forward._opoverload, backward._opoverload, (forward, backward), refusal)
-    forward.register_autograd(_backward_formula(registered), setup_context=_setup_context)
-    backward.register_autograd(_refuse(refusal), setup_context=lambda ctx, inputs, output: None)
-    forward.register_vmap(_loop_over_batch(registered.forward))
-    backward.register_vmap(_loop_over_batch(registered.backward))
+    torch.library.register_fake(f"{qualified}_backward", lambda *args: _fake_gradients(args[:-3], args[-1]), lib=lib)
+    namespace = getattr(torch.ops, NAMESPACE)
+    registered = Registered(
+        name,
+        getattr(namespace, name).default,
+        getattr(namespace, backward_name).default,
+        lib,
+        double_backward_message(op),
+    )
+    lib.impl(name, _forward_autograd(registered, op, signature), "Autograd", with_keyset=True)
+    lib.impl(backward_name, _backward_autograd(registered, op), "Autograd", with_keyset=True)
+    torch.library.register_vmap(qualified, _loop_over_batch(registered.forward), lib=lib)
+    torch.library.register_vmap(f"{qualified}_backward", _loop_over_batch(registered.backward), lib=lib)
     return registered
 
 
@@ -161,11 +174,65 @@ def _gradients(ctx, registered: Registered, needs_input_grad, grad_outputs, func
     return tuple(next(grads) if n else None for n in needs)
 
 
-def _backward_formula(registered: Registered):
-    def backward(ctx, *grad_outputs):
-        return _gradients(ctx, registered, ctx.needs_input_grad, grad_outputs)
+def _below_autograd(overload, keyset, args):
+    """``overload``'s CPU/CUDA/fake implementation, skipping its Autograd kernel (what custom_op does too)."""
+    with torch._C._AutoDispatchBelowAutograd():
+        return overload.redispatch(keyset & torch._C._after_autograd_keyset, *args)
 
-    return backward
+
+class RegisteredCall(torch.autograd.Function):
+    """``RegisteredCall.apply(registered, keyset, *values)``: the forward operator's Autograd kernel when a
+    gradient is wanted; one autograd node whose backward calls the backward operator."""
+
+    @staticmethod
+    def forward(registered, keyset, *values):
+        return _below_autograd(registered.forward, keyset, values)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.registered = inputs[0]
+        _setup_context(ctx, inputs[2:], output)
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        return (None, None, *_gradients(ctx, ctx.registered, ctx.needs_input_grad[2:], grad_outputs))
+
+
+def _is_eager(values) -> bool:
+    """Real tensors, no dispatch mode (fake, proxy, functionalization) and no torch.func transform active."""
+    return (
+        torch._C._len_torch_dispatch_stack() == 0
+        and not torch._C._are_functorch_transforms_active()
+        and all(type(v) in _PLAIN_TENSORS for v in values if isinstance(v, torch.Tensor))
+    )
+
+
+_PLAIN_TENSORS = (torch.Tensor, torch.nn.Parameter)
+
+
+def _forward_autograd(registered: Registered, op, signature):
+    def kernel(keyset, *values):
+        if torch.is_grad_enabled() and any(isinstance(v, torch.Tensor) and v.requires_grad for v in values):
+            if _is_eager(values):
+                # eager: the op's Tape recorded in forward and replayed in backward (no wrapping twice, an @op
+                # not run again); traced (compile, opcheck): the backward operator, which a graph can hold
+                outputs = WarpFunction.apply(op, True, *_with_defaults(values, op, signature))
+                return outputs[0] if len(outputs) == 1 else outputs
+            return RegisteredCall.apply(registered, keyset, *values)
+        return _below_autograd(registered.forward, keyset, values)
+
+    return kernel
+
+
+def _backward_autograd(registered: Registered, op):
+    def kernel(keyset, *args):
+        grads = _below_autograd(registered.backward, keyset, args)
+        if torch.is_grad_enabled():  # create_graph=True: the gradients must refuse a second differentiation
+            values, outputs, grad_outputs = args[:-3], args[-3], args[-2]
+            grads = refuse_double_backward(op, grads, [*values, *outputs, *grad_outputs])
+        return grads
+
+    return kernel
 
 
 class FunctorchCall(torch.autograd.Function):
@@ -212,13 +279,6 @@ class FunctorchBackwardCall(torch.autograd.Function):
 
 def _fake_gradients(values, needs) -> list:
     return [torch.empty_like(v, memory_format=torch.contiguous_format) for v, n in zip(values, needs) if n]
-
-
-def _refuse(message: str):
-    def backward(ctx, *_):
-        raise DoubleBackwardError(message)
-
-    return backward
 
 
 # -- vmap: a loop over the batch -----------------------------------------------------------------------------

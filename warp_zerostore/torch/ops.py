@@ -173,8 +173,8 @@ class WarpOp:
         if self.registered is not None and torch._C._are_functorch_transforms_active():
             return custom_ops.FunctorchCall.apply(self.registered, *values)
         # eager: the autograd.Function path, which records the op's Tape in forward when a gradient is wanted
-        # and replays it in backward; at small sizes it costs less than the registered operators, whose
-        # backward must wrap the saved tensors again (benchmarks/bench_torch_bridge.py --part overhead)
+        # and replays it in backward; the registered operator's Autograd kernel runs the same in eager mode,
+        # this skips only the dispatcher (and keeps the bridge's own errors for devices it has no kernel for)
         recorded = torch.is_grad_enabled() and any(isinstance(v, torch.Tensor) and v.requires_grad for v in values)
         outputs = WarpFunction.apply(self, recorded, *values)
         return outputs[0] if len(outputs) == 1 else outputs
