@@ -32,6 +32,13 @@ KNOWN = {
     "runtime-loop-carried-update": (ALL, BOTH, "gradient", ("assign(+=)", "for(runtime)")),
     # a valid kernel Warp cannot build: static loops (each `for k0 in range(1)`) in both branches of an if.
     "static-loops-in-both-branches": (("1.12.1", "1.19.0"), BOTH, "build", ("for(static)", "if(parity)")),
+    # the same family: a static loop's counter name reused by a runtime loop inside an `if` (fuzz_false_alarms seed 7).
+    "static-loop-name-reused-in-branch": (
+        ("1.12.1", "1.19.0"),
+        BOTH,
+        "build",
+        ("for(runtime)", "for(static)", "if(threshold)"),
+    ),
     # two stores to one element: Warp <= 1.12 keeps the overwritten store's gradient (what zero_store fixes).
     "overwrite-accumulates": (OLD, ("stock",), "gradient", ("store",)),
     "overwrite-accumulates-in-helper": (OLD, ("stock",), "gradient", ("callstore",)),
