@@ -168,6 +168,16 @@ def test_an_in_place_update_is_right_on_a_snapshot_tape_and_reported_by_check(tm
     )
     failures = batch.check_batch([case])
     assert [(f.variant, f.kind) for f in failures] == [("stock", "gradient")]
-    module = batch.build([case], str(tmp_path))
+    # Read after its own store: the snapshot Tape wants the read twin, built with the batch (one compile); the
+    # in-place case reads before storing and gets none then (a twin made later has a module of its own).
+    from warp_zerostore import _compat
+    from warp_zerostore.tape import read_twin
+
+    body = (Store("y", "=", Load("x")), Store("y", "=", Binary("mul", Load("x"), Load("y"))))
+    read_back = Case(Program("float32", (), (), (), body), {}, INPUTS, COT)
+    module = batch.build([case, read_back], str(tmp_path))
+    batch_module = _compat.kernel_module(module.c0_zero_store)
+    assert _compat.kernel_module(read_twin.twin(module.c1_zero_store)[0]) is batch_module
+    assert _compat.kernel_module(read_twin.twin(module.c0_zero_store)[0]) is not batch_module
     with pytest.warns(wp.OverwriteWarning, match="stale read"):
         batch.run_case(case, module.c0_zero_store, make_tape=lambda: wp.Tape(check="warn"))

@@ -1,18 +1,23 @@
 """The fuzzer finds planted bugs within a small fixed budget (one build of a few drawn kernels each).
 
 Mutants: a builtin replaced by a ``@wp.func`` whose ``@wp.func_grad`` is off by a factor (the oracle still
-differentiates the true ``sin``), and the package's zeroing switched off in the flagged variant
-(``zero_store=False``, where overwrites matter). Their negative twin: the same budget, unmutated, finds nothing.
+differentiates the true ``sin``), Warp's own adjoint of the builtin ``tanh`` patched wrong in the generated C++
+(tests/helpers/builtin_mutant.py), and the package's zeroing switched off in the flagged variant
+(``zero_store=False``, where overwrites matter). Their negative twins: the same budget, unmutated, finds nothing.
 """
 
+import re
+
 import pytest
+from helpers import builtin_mutant
 
 import warp_zerostore as wp
-from warp_zerostore.testing.fuzz import batch, campaign, printer
+from warp_zerostore.testing.fuzz import batch, campaign, known, printer
 
-# The mutants prove the fuzzer's power, which does not depend on the Warp version: they run on the newest
+# The mutants prove the fuzzer's power, which does not depend on the Warp version: most run on the newest
 # supported Warp only, to keep the matrix's time small (tests/test_fuzz.py's campaign runs on every version).
-pytestmark = pytest.mark.skipif(
+# The builtin mutant runs on every version: it patches each version's own generated code.
+newest_only = pytest.mark.skipif(
     not wp.config.version.startswith("1.19."),
     reason="the fuzzer's mutation tests run on the newest supported Warp (1.19) only; see tests/test_fuzz.py",
 )
@@ -21,6 +26,10 @@ pytestmark = pytest.mark.skipif(
 SMOOTH = {"float32", "smooth", "stores", "locals", "atomics"}
 OVERWRITES = {"float32", "smooth", "stores"}  # several stores to y[i], no read-back
 BUDGET = 12  # kernels, one build
+# tanh (also inside the safe form exp(tanh(a))) with atomic adds and locals: no overwrite, so no known issue on
+# any version; 8 kernels, one build.
+BUILTIN, BUILTIN_BUDGET = {"float32", "smooth", "locals", "atomics"}, 8
+TANH_OF_INPUTS = re.compile(r"wp\.tanh\((?!wp\.float32\([^()]*\)\))")
 
 WRONG_SIN = """
 @wp.func
@@ -38,6 +47,7 @@ def _with_sin(cases):
     return [c for c in cases if "sin" in printer.source(c.program, c.thresholds)]
 
 
+@newest_only
 def test_a_func_grad_off_by_a_factor_is_found(monkeypatch):
     cases = _with_sin(campaign.draw(4 * BUDGET, 7, SMOOTH))[:BUDGET]
     assert len(cases) >= 4
@@ -46,6 +56,7 @@ def test_a_func_grad_off_by_a_factor_is_found(monkeypatch):
     assert {(f.variant, f.kind) for f in failures} == {("stock", "gradient"), ("zero_store", "gradient")}
 
 
+@newest_only
 def test_the_packages_zeroing_switched_off_is_found(monkeypatch):
     cases = [c for c in campaign.draw(4 * BUDGET, 8, OVERWRITES) if printer.source(c.program, {}).count("y[i] =") > 1]
     cases = cases[:BUDGET]
@@ -55,7 +66,28 @@ def test_the_packages_zeroing_switched_off_is_found(monkeypatch):
     assert any(f.variant == "zero_store" and f.kind == "gradient" for f in failures)
 
 
+@newest_only
 def test_no_false_alarm_on_the_same_budget_unmutated():
     cases = _with_sin(campaign.draw(4 * BUDGET, 7, SMOOTH))[:BUDGET]
     failures = batch.check_batch(cases)
     assert [f for f in failures if f.variant == "zero_store"] == []
+
+
+def _with_tanh():
+    """Drawn kernels that take tanh of something other than a constant."""
+    cases = campaign.draw(8 * BUILTIN_BUDGET, 9, BUILTIN)
+    cases = [c for c in cases if TANH_OF_INPUTS.search(printer.source(c.program, c.thresholds))][:BUILTIN_BUDGET]
+    assert len(cases) >= 4
+    return cases
+
+
+def test_a_builtin_adjoint_patched_wrong_is_found():
+    cases = _with_tanh()
+    with builtin_mutant.wrong_adjoint("tanh", 1.5):
+        failures = batch.check_batch(cases, prelude=builtin_mutant.salt("tanh", 1.5))
+    assert {(f.variant, f.kind) for f in failures} == {("stock", "gradient"), ("zero_store", "gradient")}
+    assert not any(known.match(f) for f in failures)
+
+
+def test_no_false_alarm_on_the_builtin_budget_unmutated():
+    assert batch.check_batch(_with_tanh()) == []

@@ -104,6 +104,10 @@ HAS_RETAIN_GRAD: bool = "retain_grad" in inspect.signature(warp.array.__init__).
 # Warp >= 1.19 emits component stores into array elements as differentiable "slot" stores itself.
 HAS_SLOT_STORES: bool = hasattr(Adjoint, "array_slot_adjoint")
 
+# Warp 1.19 loads modules from several threads at once: codegen serialised under a lock, the C++ compile outside
+# it (so two modules compile on two cores). Earlier versions' codegen is not thread-safe.
+THREADED_BUILDS: bool = hasattr(codegen, "_codegen_lock")
+
 
 def _tile_header() -> str:
     """The installed Warp's native tile.h, read to detect what its tiles offer."""

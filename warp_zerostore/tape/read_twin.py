@@ -23,12 +23,14 @@ cannot be read, tiles, read in a ``while`` test) keep the whole-argument read of
 kernels with ``@wp.struct``, indexed or fabric array arguments (those arrays would be written for real) and
 kernels whose twin cannot be built; stores the twin cannot index (through a row view ``row = x[w]``, a
 slice, a builtin) are not marked, and the Tape's content comparison finds them. The twin is forward-only and
-built once per kernel, in its own module.
+built once per kernel, in its own module, or, inside `built_into`, in a module the caller builds (the fuzzer
+puts its kernels' twins in the batch's module: one compile instead of one per twin).
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
 import copy
 import dataclasses
 import hashlib
@@ -266,11 +268,12 @@ class _ReadMarker:
         return out
 
 
-def _load_module(source: str, namespace: dict, extra: dict):
+def _load_module(source: str, namespace: dict, extra: dict, into=None):
     """Exec ``source`` in a copy of ``namespace``. Warp reads functions' source through ``inspect``, which finds
-    it in ``linecache`` under a ``<...>`` name: no file is written, so none can be planted or go stale."""
+    it in ``linecache`` under a ``<...>`` name: no file is written, so none can be planted or go stale.
+    ``into``: a Python module whose name the code takes (so Warp puts its kernels in that module's build)."""
     digest = hashlib.sha256(source.encode()).hexdigest()[:16]
-    name = f"_wzs_twin_{digest}"
+    name = into.__name__ if into is not None else f"_wzs_twin_{digest}"
     filename = f"<warp_zerostore read twin {digest}>"
     lines = (source + "\n").splitlines(keepends=True)
     linecache.cache[filename] = (len(source) + 1, None, lines, filename)  # mtime None: checkcache keeps it
@@ -278,7 +281,8 @@ def _load_module(source: str, namespace: dict, extra: dict):
     module.__dict__.update(namespace)
     module.__dict__.update(extra)
     module.__dict__.update({"__name__": name, "__file__": filename, "_wzs_warp": warp})
-    sys.modules[name] = module
+    if into is None:  # under another module's name, that module keeps its sys.modules entry
+        sys.modules[name] = module
     exec(compile(source, filename, "exec"), module.__dict__)  # noqa: S102 - the user's own source, rewritten
     return module
 
@@ -362,9 +366,32 @@ def _build(kernel):
     _add_shadow_parameters(function, ndims, kinds)
     function.name = f"{function.name}_reads"
     source = ast.unparse(ast.fix_missing_locations(tree))
-    module = _load_module(source, _namespace(func), names)
-    twin_kernel = warp.kernel(getattr(module, function.name), enable_backward=False, module="unique")
+    into = _INTO[-1] if _INTO else None
+    module = _load_module(source, _namespace(func), names, into)
+    twin_kernel = warp.kernel(getattr(module, function.name), enable_backward=False, module=None if into else "unique")
     return twin_kernel, kinds, whole
+
+
+_INTO: list = []
+
+
+@contextlib.contextmanager
+def built_into(module):
+    """Twins made inside (by `twin`) go into the Warp module of ``module`` (a Python module whose kernels have
+    unique names), built with it, instead of one module each: a caller that builds many kernels at once (the
+    fuzzer) makes their twins before it loads ``module``, and pays one compile.
+
+    Example::
+
+        with read_twin.built_into(batch_module):
+            read_twin.twin(batch_module.my_kernel)
+        wp.load_module(batch_module, device="cpu")
+    """
+    _INTO.append(module)
+    try:
+        yield
+    finally:
+        _INTO.pop()
 
 
 def twin(kernel):

@@ -8,6 +8,7 @@ reported as a gradient bug). A batch whose build fails is split in halves until 
 
 from __future__ import annotations
 
+import concurrent.futures
 import importlib.util
 import itertools
 import os
@@ -21,6 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import warp
 
+from ... import _compat
 from . import oracle
 from .nodes import THREADS
 from .printer import VEC_TYPE, Printer
@@ -33,6 +35,16 @@ VARIANTS = {"stock": "@wp.kernel", "zero_store": "@wpz.kernel(zero_store=True)"}
 #: and ``Tape(check=...)`` reports it as a stale read (tests/test_fuzz.py checks both).
 TAPES = {"stock": "wp.Tape()", "zero_store": "wpz.Tape(snapshot=True)"}
 HEADER = "import warp as wp\n\nimport warp_zerostore as wpz\n\nwp.set_module_options({options!r})\n"
+#: The snapshot Tape runs a read twin (tape/read_twin.py) of each kernel that reads ``y`` after storing it, built
+#: by default in a module of its own: one compile per kernel, most of a batch's time. The batch makes them
+#: before it loads, into its own module: one compile. Generated code, as the Tape is: testing does not import tape.
+PREPARE = """
+def prepare_twins(module, kernels):
+    with wpz.tape.read_twin.built_into(module):
+        for kernel in kernels:
+            if any(a.reads_after_store for a in wpz.access.argument_access(kernel).values()):
+                wpz.tape.read_twin.twin(kernel)
+"""
 
 
 def build_options() -> dict:
@@ -61,12 +73,13 @@ class Failure:
     reference: dict = field(default_factory=dict)  # what the reference computed, by array
 
 
-def module_source(cases, prelude: str = "") -> str:
+def module_source(cases, prelude: str = "", first: int = 0) -> str:
     """The batch's module: ``prelude`` (extra source, e.g. a mutant's helpers), then each case's helpers and
-    kernels ``c{j}_stock``, ``c{j}_zero_store``."""
+    kernels ``c{j}_stock``, ``c{j}_zero_store`` (``j`` counted from ``first``)."""
     lines = [HEADER.format(options=build_options()), prelude]
     lines += [f"def tape_{variant}():\n    return {tape}\n" for variant, tape in TAPES.items()]
-    for j, case in enumerate(cases):
+    lines.append(PREPARE)
+    for j, case in enumerate(cases, first):
         printer = Printer(case.program, case.thresholds, f"c{j}_h")
         lines += printer.helpers()
         for variant, decorator in VARIANTS.items():
@@ -74,43 +87,116 @@ def module_source(cases, prelude: str = "") -> str:
     return "\n".join(lines)
 
 
-def build(cases, workdir: str, prelude: str = ""):
+def build(cases, workdir: str, prelude: str = "", first: int = 0, twins: bool = True):
     """Write and import the batch's module and build it for the CPU; the Python module."""
-    name = f"warp_zerostore_fuzz_{os.getpid()}_{next(_counter)}"
-    path = os.path.join(workdir, name + ".py")
-    with open(path, "w") as f:
-        f.write(module_source(cases, prelude))
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
+    module = _write(cases, workdir, prelude, first, twins)
     warp.load_module(module, device="cpu")
     return module
 
 
-def check_batch(cases, device: str = "cpu", prelude: str = "") -> list:
-    """Build ``cases`` in one module (bisecting on a build error) and check each; the failures found."""
+def _write(cases, workdir: str, prelude: str, first: int, twins: bool = True):
+    """Write and import the module of ``cases`` (with the read twins, unless not ``twins``), not built yet."""
+    name = f"warp_zerostore_fuzz_{os.getpid()}_{next(_counter)}"
+    path = os.path.join(workdir, name + ".py")
+    with open(path, "w") as f:
+        f.write(module_source(cases, prelude, first))
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    if twins:
+        module.prepare_twins(module, [getattr(module, f"c{j}_zero_store") for j in range(first, first + len(cases))])
+    return module
+
+
+def parallel_builds() -> int:
+    """How many modules a batch builds at once: one per CPU core (at most 4) where Warp builds modules from
+    several threads (1.19: the C++ compile, nearly all of a batch's time, runs outside its codegen lock), else 1."""
+    return min(4, os.cpu_count() or 1) if _compat.THREADED_BUILDS else 1
+
+
+def check_batch(cases, device: str = "cpu", prelude: str = "", parts: int | None = None) -> list:
+    """Build ``cases`` in ``parts`` modules at once (default `parallel_builds`; bisecting on a build error) and
+    check each; the failures found."""
+    cases = list(cases)
+    parts = max(1, min(parts or parallel_builds(), len(cases) // MIN_PART or 1))
     workdir = tempfile.mkdtemp(prefix="warp_zerostore_fuzz_")
     try:
-        return _check(list(cases), workdir, device, prelude)
+        with warnings.catch_warnings(record=True) as caught:  # the package's build-time warnings, per kernel
+            warnings.simplefilter("always")
+            size = -(-len(cases) // parts)
+            chunks = [(cases[k : k + size], k) for k in range(0, len(cases), size)]
+            modules = _build_all(chunks, workdir, prelude)
+        failures = []
+        for (chunk, first), module in zip(chunks, modules):
+            if isinstance(module, Exception):  # a kernel Warp cannot build: find it
+                failures += _bisect(chunk, first, workdir, device, prelude)
+            else:
+                failures += _check_module(chunk, first, module, caught, device)
+        return failures
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def _check(cases, workdir, device, prelude) -> list:
+#: Fewest cases per module when a batch is split for parallel builds (each module compiles Warp's headers).
+MIN_PART = 8
+
+
+def _build_all(chunks, workdir, prelude) -> list:
+    """Each chunk's module, built (or the exception its build raised); two or more compile in threads."""
+    written = []
+    for chunk, first in chunks:  # Python-side work (exec, read twins) one at a time: it holds the GIL anyway
+        try:
+            written.append(_write(chunk, workdir, prelude, first))
+        except Exception as error:  # noqa: BLE001 - reported by bisecting the chunk
+            written.append(error)
+
+    def load(module):
+        if isinstance(module, Exception):
+            return module
+        try:
+            warp.load_module(module, device="cpu")
+            return module
+        except Exception as error:  # noqa: BLE001 - reported by bisecting the chunk
+            return error
+
+    # Warp keeps a precompiled header per thread (seconds to make): the main thread builds the first module
+    # and long-lived pool threads the others, so each thread makes it once per process, not once per batch.
+    others = [_pool(len(written) - 1).submit(load, module) for module in written[1:]] if len(written) > 1 else []
+    return [load(written[0])] + [future.result() for future in others]
+
+
+_POOLS: dict = {}
+
+
+def _pool(workers: int) -> concurrent.futures.ThreadPoolExecutor:
+    if workers not in _POOLS:
+        _POOLS[workers] = concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="warp_zerostore_fuzz")
+    return _POOLS[workers]
+
+
+def _bisect(cases, first, workdir, device, prelude, twins=True) -> list:
     if not cases:
         return []
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            module = build(cases, workdir, prelude)
+            module = build(cases, workdir, prelude, first, twins)
     except Exception as error:  # a kernel Warp cannot build: find it
+        if len(cases) == 1 and twins:  # perhaps its read twin: the Tape copes without one (whole-array reads)
+            return _bisect(cases, first, workdir, device, prelude, twins=False)
         if len(cases) == 1:
             return [Failure(cases[0], variant, "build", detail=_short(error)) for variant in VARIANTS]
         half = len(cases) // 2
-        return _check(cases[:half], workdir, device, prelude) + _check(cases[half:], workdir, device, prelude)
+        return _bisect(cases[:half], first, workdir, device, prelude) + _bisect(
+            cases[half:], first + half, workdir, device, prelude
+        )
+    return _check_module(cases, first, module, caught, device)
+
+
+def _check_module(cases, first, module, caught, device) -> list:
     failures = []
-    for j, case in enumerate(cases):
+    for j, case in enumerate(cases, first):
         ref = oracle.reference(case.program, case.thresholds, case.inputs, case.cotangents)
         for variant in VARIANTS:
             kernel, make_tape = getattr(module, f"c{j}_{variant}"), getattr(module, f"tape_{variant}")

@@ -28,8 +28,17 @@ KNOWN = {
     "component-assign-after-use": (ALL, BOTH, "gradient", ("setcomponent(=)",)),
     # a local reassigned inside a runtime-bound loop, used nonlinearly after it: Warp's loop adjoint is wrong.
     "runtime-loop-carried-local": (ALL, BOTH, "gradient", ("assign(=)", "for(runtime)")),
+    # the same with `+=` (`a0 += (k - a0) / wp.cosh(x[i])` in the loop; benchmarks/fuzz_false_alarms.py, seed 7).
+    "runtime-loop-carried-update": (ALL, BOTH, "gradient", ("assign(+=)", "for(runtime)")),
     # a valid kernel Warp cannot build: static loops (each `for k0 in range(1)`) in both branches of an if.
     "static-loops-in-both-branches": (("1.12.1", "1.19.0"), BOTH, "build", ("for(static)", "if(parity)")),
+    # the same family: a static loop's counter name reused by a runtime loop inside an `if` (fuzz_false_alarms seed 7).
+    "static-loop-name-reused-in-branch": (
+        ("1.12.1", "1.19.0"),
+        BOTH,
+        "build",
+        ("for(runtime)", "for(static)", "if(threshold)"),
+    ),
     # two stores to one element: Warp <= 1.12 keeps the overwritten store's gradient (what zero_store fixes).
     "overwrite-accumulates": (OLD, ("stock",), "gradient", ("store",)),
     "overwrite-accumulates-in-helper": (OLD, ("stock",), "gradient", ("callstore",)),
