@@ -12,7 +12,7 @@ from hypothesis import given, settings
 
 import warp_zerostore as wp
 from warp_zerostore.testing import kernels
-from warp_zerostore.testing.fuzz import FEATURES, batch, campaign, known, oracle, printer, shrink
+from warp_zerostore.testing.fuzz import DEFAULT_FEATURES, FEATURES, batch, campaign, known, oracle, printer, shrink
 from warp_zerostore.testing.fuzz.nodes import (
     Assign,
     Binary,
@@ -181,3 +181,205 @@ def test_an_in_place_update_is_right_on_a_snapshot_tape_and_reported_by_check(tm
     assert _compat.kernel_module(read_twin.twin(module.c0_zero_store)[0]) is not batch_module
     with pytest.warns(wp.OverwriteWarning, match="stale read"):
         batch.run_case(case, module.c0_zero_store, make_tape=lambda: wp.Tape(check="warn"))
+
+
+# The constructs beyond the default set: loops with jumps, while loops, ternaries and wp.where.
+LOOPS = {"float32", "stores", "augstores", "locals", "smooth", "static_loops", "runtime_loops", "while_loops"}
+FEATURE_SOURCE = {
+    "mat33": ("wp.mat33", "mat33"),
+    "quat": ("wp.quat_from_axis_angle(", "quat"),
+    "while_loops": ("while w", "while_loops"),
+    "break": ("break", "break"),
+    "continue": ("continue", "continue"),
+    "ternaries": (" else ", "ternaries"),
+    "where": ("wp.where(", "where"),
+}
+
+
+@pytest.mark.parametrize("feature", sorted(FEATURE_SOURCE))
+def test_each_new_feature_is_drawn_and_only_when_named(feature):
+    text, name = FEATURE_SOURCE[feature]
+    on = campaign.draw(30, 3, LOOPS | {"branches", "vec3", name})
+    assert any(text in c.source() for c in on)
+    off = campaign.draw(
+        30, 3, (LOOPS | {"branches", "break", "continue", "ternaries", "where", "mat33", "quat"}) - {name}
+    )
+    assert not any(text in c.source() for c in off)
+    assert name in FEATURES and name not in DEFAULT_FEATURES
+
+
+def _loop_program(body, loop_count=3):
+    return Program("float64", (("a0", Const(0.0)),), (), (), body, loop_count=loop_count)
+
+
+def test_reference_of_while_break_and_continue_by_hand():
+    from warp_zerostore.testing.fuzz.nodes import Jump, LoopIndex, While
+
+    x = INPUTS["x"]
+    # while w0 < 3: w0 += 1; y[i] += x * w0; if w0 == 2: break   ->  y0 + x * (1 + 2)
+    body = (
+        While(
+            "w0",
+            3,
+            (
+                Store("y", "+=", Binary("mul", Load("x"), LoopIndex("w0"))),
+                If(Cond("counter", var="w0", value=2), (Jump("break"),), ()),
+            ),
+        ),
+    )
+    ref = oracle.reference(_loop_program(body), {}, INPUTS, COT)
+    np.testing.assert_allclose(ref.outputs["y"], INPUTS["y"] + 3 * x)
+    np.testing.assert_allclose(ref.grads["x"], 3 * COT["y"], rtol=1e-7)
+    # for k0 in range(n): if i % 2 == 0: continue; y[i] += x * x   (n = 3: odd threads add 3 x^2)
+    body = (
+        For(
+            "k0",
+            1,
+            True,
+            (If(Cond("parity"), (Jump("continue"),), ()), Store("y", "+=", Binary("mul", Load("x"), Load("x")))),
+        ),
+    )
+    ref = oracle.reference(_loop_program(body), {}, INPUTS, COT)
+    odd = np.arange(4) % 2
+    np.testing.assert_allclose(ref.outputs["y"], INPUTS["y"] + odd * 3 * x * x)
+    np.testing.assert_allclose(ref.grads["x"], COT["y"] * odd * 6 * x, rtol=1e-6)
+
+
+def test_a_threshold_break_is_a_kink_site_placed_away_from_the_values():
+    from warp_zerostore.testing.fuzz.nodes import Jump
+
+    # for k0 in range(3): y[i] += x; if y[i] > t: break   -> t kept MARGIN away from every y[i] met
+    body = (
+        For("k0", 3, False, (Store("y", "+=", Load("x")), If(Cond("threshold", Load("y"), 0), (Jump("break"),), ()))),
+    )
+    program = _loop_program(body)
+    placed = [oracle.place_thresholds(program, INPUTS, [placement]) for placement in range(3)]
+    assert placed[0] is not None  # below every value met: each thread breaks at once (above: a later y[i] crosses)
+    for thresholds in filter(None, placed):
+        met = oracle.run(program, thresholds, INPUTS).sites[0]
+        assert min(abs(q - thresholds[0]) for q in met) >= oracle.MARGIN * max(1.0, abs(thresholds[0]))
+
+
+def test_reference_of_ternaries_and_where_by_hand():
+    from warp_zerostore.testing.fuzz.nodes import Select
+
+    x = INPUTS["x"]  # [0.5, -0.25, 0.75, 1.0]; x > 0.6 on threads 2 and 3
+    for form in ("ternary", "where"):
+        pick = Select(
+            form, Cond("threshold", Load("x"), 0), Unary("sin", Load("x")), Binary("mul", Load("x"), Load("x"))
+        )
+        program = _loop_program((Store("y", "=", pick),))
+        ref = oracle.reference(program, {0: 0.6}, INPUTS, COT)
+        above = x > 0.6
+        np.testing.assert_allclose(ref.outputs["y"], np.where(above, np.sin(x), x * x))
+        np.testing.assert_allclose(ref.grads["x"], COT["y"] * np.where(above, np.cos(x), 2 * x), rtol=1e-6)
+        text = printer.source(program, {0: 0.6})
+        assert ("wp.where(x[i] > wp.float64(0.6), wp.sin(x[i]), (x[i] * x[i]))" in text) == (form == "where")
+        assert ("(wp.sin(x[i]) if x[i] > wp.float64(0.6) else (x[i] * x[i]))" in text) == (form == "ternary")
+
+
+def test_the_shrinker_keeps_a_jump_inside_a_loop():
+    from warp_zerostore.testing.fuzz.nodes import Jump, While
+
+    jump = If(Cond("counter", var="w0", value=1), (Jump("continue"),), ())
+    program = _loop_program((While("w0", 2, (Store("y", "+=", Load("x")), jump)),))
+    for candidate in shrink.statement_candidates(program):
+        for node in candidate.body:  # no jump left outside its loop
+            assert not isinstance(node, If) or not any(isinstance(s, Jump) for s in node.body)
+    assert any(
+        c.body[0].count == 1 for c in shrink.statement_candidates(program) if c.body and isinstance(c.body[0], While)
+    )
+    assert shrink.constructs(program) == ("augstore", "continue", "if(counter)", "while")
+
+
+@pytest.mark.matrix
+def test_fixed_seed_campaign_over_the_new_constructs_finds_nothing_unknown(tmp_path):
+    """Loops with jumps, while loops, ternaries, wp.where and mat33: one small build, checked like the default
+    set."""
+    features = LOOPS | {"branches", "break", "continue", "ternaries", "where", "kinks", "vec3", "mat33"}
+    summary = campaign.run(
+        minutes=60, seed=19, features=features, batch_size=12, max_batches=1, shrink_rounds=0, out=str(tmp_path)
+    )
+    assert summary.kernels == 12
+    unknown = [f for f in summary.findings if not f.known and not f.warned]
+    assert not unknown, "\n\n".join(
+        f"{f.variant} {f.kind} ({', '.join(f.constructs)}) on Warp {wp.config.version}:\n"
+        + printer.source(f.failure.case.program, f.failure.case.thresholds)
+        for f in unknown
+    )
+
+
+def test_reference_matrix_math_against_numpy():
+    from warp_zerostore.testing.fuzz.nodes import Component, MakeMat, MakeVec, SetComponent
+
+    x = INPUTS["x"]
+    xv = np.array([[0.5, -0.25, 1.0], [0.75, 0.5, -1.0], [0.25, 1.0, 0.5], [-0.5, 0.75, 0.25]])
+    inputs = dict(INPUTS, xv=xv)
+    # m = [[x, 1, .5], [x, x, 0], [.25, x, 2]] (its own thread's x); built for each thread and checked in float64
+    items = (Load("x"), Const(1.0), Const(0.5), Load("x"), Load("x"), Const(0.0), Const(0.25), Load("x"), Const(2.0))
+    m = MakeMat(items)
+
+    def matrices(j):
+        a = np.array([[x[j], 1.0, 0.5], [x[j], x[j], 0.0], [0.25, x[j], 2.0]])
+        return a, xv[j]
+
+    cases = {
+        Unary("det", m): lambda a, v: np.linalg.det(a),
+        Unary("det", Unary("spdinv", m)): lambda a, v: 1.0 / np.linalg.det(a @ a.T + np.eye(3)),
+        Component(Unary("transpose", m), (0, 2)): lambda a, v: a[2, 0],
+        Component(Binary("mmul", m, Unary("transpose", m)), (1, 2)): lambda a, v: (a @ a.T)[1, 2],
+        Component(Binary("matvec", m, Load("xv")), 0): lambda a, v: (a @ v)[0],
+        Binary("dot", Binary("matvec", Binary("madd", m, m), Load("xv")), MakeVec((Const(1.0),) * 3)): (
+            lambda a, v: np.sum(2 * a @ v)
+        ),
+    }
+    for expr, want in cases.items():
+        program = _loop_program((Store("y", "=", expr),))
+        got = oracle.run(program, {}, inputs).outputs["y"]
+        np.testing.assert_allclose(got, [want(*matrices(j)) for j in range(4)], rtol=1e-12, err_msg=str(expr))
+    # m[0, 1] = x * x on a mat33 local, read back through the determinant
+    program = Program(
+        "float64",
+        (),
+        (),
+        (),
+        (
+            SetComponent("m0", (0, 1), "=", Binary("mul", Load("x"), Load("x"))),
+            Store("y", "=", Unary("det", Local("m0", "m"))),
+        ),
+        matrices=(("m0", m),),
+    )
+    got = oracle.run(program, {}, inputs).outputs["y"]
+    for j in range(4):
+        a = matrices(j)[0]
+        a[0, 1] = x[j] * x[j]
+        assert np.isclose(got[j], np.linalg.det(a))
+    text = printer.source(program, {})
+    assert "m0 = wp.mat33d(x[i], wp.float64(1.0)," in text and "m0[0, 1] = (x[i] * x[i])" in text
+    assert "wp.determinant(m0)" in text
+    assert "wp.inverse(wp.mul(m0, wp.transpose(m0)) + wp.identity(n=3, dtype=wp.float64))" in printer.source(
+        _loop_program((Store("y", "=", Component(Unary("spdinv", Local("m0", "m")), (0, 0))),)), {}
+    )
+
+
+def test_reference_rotations_by_hand():
+    from warp_zerostore.testing.fuzz.nodes import Component, MakeVec, Rotate
+
+    # axis from (0, 0, 1): (cosh 0, 0, 1) / sqrt 2 = (1, 0, 1) / sqrt 2; rotating e_x by pi/2 about it
+    u = np.array([1.0, 0.0, 1.0]) / np.sqrt(2.0)
+    e = np.array([1.0, 0.0, 0.0])
+    angle = np.pi / 2
+    want = e * np.cos(angle) + np.cross(u, e) * np.sin(angle) + u * u.dot(e) * (1 - np.cos(angle))
+    np.testing.assert_allclose(oracle.rotate(np.array([0.0, 0.0, 1.0]), np.array(angle), e), want, atol=1e-15)
+    np.testing.assert_allclose(np.linalg.norm(want), 1.0)  # a rotation keeps lengths
+    axis = MakeVec((Const(0.0), Const(0.0), Const(1.0)))
+    vec, offset = MakeVec((Const(1.0), Const(0.0), Const(0.0))), MakeVec((Const(0.5), Const(0.5), Const(0.5)))
+    for op, shift in (("quat_rotate", 0.0), ("transform_vector", 0.0), ("transform_point", 0.5)):
+        rotated = Rotate(op, axis, Binary("mul", Load("x"), Const(2.0)), vec, offset)
+        program = _loop_program((Store("y", "=", Component(rotated, 1)),))
+        got = oracle.run(program, {}, INPUTS).outputs["y"]
+        want = [oracle.rotate(np.zeros(3) + [0, 0, 1], np.array(2 * x), e)[1] + shift for x in INPUTS["x"]]
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+        text = printer.source(program, {})
+        assert "wp.quat_from_axis_angle(wp.normalize(wp.vec3d(wp.cosh(wp.vec3d(" in text
+        assert (f"wp.{op}(wp.transformd(" in text) == (op != "quat_rotate")

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from . import oracle
 from .nodes import (
+    MAT33,
     SCALAR,
     THREADS,
     VEC3,
@@ -30,15 +31,20 @@ from .nodes import (
     For,
     Helper,
     If,
+    Jump,
     Kink,
     Load,
     Local,
     LoopIndex,
+    MakeMat,
     MakeVec,
     Program,
+    Rotate,
+    Select,
     SetComponent,
     Store,
     Unary,
+    While,
 )
 from .walk import iter_nodes, rebuild
 
@@ -60,8 +66,17 @@ FEATURES = (
     "atomics",  # wp.atomic_add(acc, i % 2, ...)
     "helpers",  # @wp.func helpers returning a value
     "helper_stores",  # @wp.func helpers that store into y[i]
+    "while_loops",  # w = int(0); while w < 3: w = w + 1; ...
+    "break",  # if <cond>: break, inside a loop (cond: parity, a threshold, or the loop counter == c)
+    "continue",  # if <cond>: continue, inside a loop
+    "ternaries",  # (a if e > t else b)
+    "where",  # wp.where(e > t, a, b)
+    "mat33",  # mat33 locals, construction, +, wp.mul (matrix, matrix-vector), transpose, determinant, safe inverse
+    "quat",  # quat_from_axis_angle (a safe unit axis), quat_rotate, transform_point, transform_vector
 )
-DEFAULT_FEATURES = frozenset(FEATURES)
+#: The features drawn when none are named: those whose CI campaign stays quick and clean on every supported Warp.
+#: The rest (the later entries of `FEATURES`) are drawn when named (``features=...``, ``fuzz --features``).
+DEFAULT_FEATURES = frozenset(FEATURES[: FEATURES.index("helper_stores") + 1])
 
 UNARY_OPS = ("sin", "cos", "tanh", "neg", "exp", "log", "sqrt")
 CONSTANTS = (1.0, 0.5, -0.5, 2.0, -1.0, 0.25, 1.5, -2.0, 0.75, -0.25, 1.25, -0.75, -1.5, 1.75, -1.25, -1.75)
@@ -99,6 +114,7 @@ class _Scope:
     store_helpers: tuple = ()  # arities of storing helpers callable here (index, arity)
     depth: int = 2
     loads: bool = True  # helpers see only their parameters
+    matrices: tuple = ()
 
     def has(self, feature):
         return feature in self.features
@@ -146,6 +162,31 @@ def scalar_expr(draw, scope: _Scope, depth: int):
     if scope.helpers:
         k, arity = _item(draw, scope.helpers)
         nodes.append(lambda: Call(k, tuple(sub() for _ in range(arity))))
+    forms = [form for feature, form in (("ternaries", "ternary"), ("where", "where")) if scope.has(feature)]
+    if forms:
+        nodes.append(lambda: Select(_item(draw, forms), Cond("threshold", sub(), -1), sub(), sub()))
+    if scope.has("quat") and scope.loads:
+        nodes.append(lambda: Component(rotation(draw, scope, depth - 1), draw(_INDEX[3])))
+    if scope.has("mat33") and scope.loads:
+        msub = lambda: mat_expr(draw, scope, depth - 1)  # noqa: E731
+        nodes.append(lambda: Unary("det", msub()))
+        nodes.append(lambda: Component(msub(), (draw(_INDEX[3]), draw(_INDEX[3]))))
+    return _pick(draw, nodes)
+
+
+def mat_expr(draw, scope: _Scope, depth: int):
+    """A mat33 expression: a local or nine scalars, then sums, products, transposes and the safe inverse
+    (``printer.SAFE_FORMS["spdinv"]``: of ``m m^T + I``, never singular)."""
+    leaves = [lambda: MakeMat(tuple(scalar_expr(draw, scope, 0) for _ in range(9)))]
+    if scope.matrices:
+        leaves.append(lambda: Local(_item(draw, scope.matrices), MAT33))
+    if depth <= 0 or not draw(_BOOL):
+        return _pick(draw, leaves)
+    sub = lambda: mat_expr(draw, scope, depth - 1)  # noqa: E731
+    nodes = [
+        lambda: Binary(_item(draw, ("madd", "mmul")), sub(), sub()),
+        lambda: Unary(_item(draw, ("transpose", "spdinv")), sub()),
+    ]
     return _pick(draw, nodes)
 
 
@@ -162,7 +203,19 @@ def vec_expr(draw, scope: _Scope, depth: int):
         lambda: Binary("scale", ssub(), sub()),
         lambda: MakeVec((ssub(), ssub(), ssub())),
     ]
+    if scope.has("mat33"):
+        nodes.append(lambda: Binary("matvec", mat_expr(draw, scope, depth - 1), sub()))
+    if scope.has("quat"):
+        nodes.append(lambda: rotation(draw, scope, depth - 1))
     return _pick(draw, nodes)
+
+
+def rotation(draw, scope: _Scope, depth: int):
+    """A vec3 rotated by a quaternion (``quat_from_axis_angle``), directly or through a transform."""
+    vec = lambda: vec_expr(draw, scope, depth)  # noqa: E731
+    op = _item(draw, ("quat_rotate", "transform_point", "transform_vector"))
+    offset = Load("xv") if op == "quat_rotate" else vec()  # quat_rotate has none: not drawn, not printed
+    return Rotate(op, vec(), scalar_expr(draw, scope, depth), vec(), offset)
 
 
 def _block(draw, scope: _Scope, depth: int, max_size: int = 3):
@@ -186,6 +239,11 @@ def statement(draw, scope: _Scope, depth: int):
         choices.append(lambda: Assign(_item(draw, scope.vectors), VEC3, op(), vec_expr(draw, scope, scope.depth)))
     if scope.has("components") and scope.vectors:
         choices.append(lambda: SetComponent(_item(draw, scope.vectors), draw(_INDEX[3]), op(), expr()))
+    if scope.has("locals") and scope.matrices:
+        choices.append(lambda: Assign(_item(draw, scope.matrices), MAT33, op(), mat_expr(draw, scope, scope.depth)))
+    if scope.has("components") and scope.matrices:
+        pair = lambda: (draw(_INDEX[3]), draw(_INDEX[3]))  # noqa: E731
+        choices.append(lambda: SetComponent(_item(draw, scope.matrices), pair(), op(), expr()))
     if scope.store_helpers:
         k, arity = _item(draw, scope.store_helpers)
         choices.append(lambda: CallStore(k, tuple(expr() for _ in range(arity))))
@@ -202,17 +260,35 @@ def statement(draw, scope: _Scope, depth: int):
             return If(cond, body, _block(draw, scope, depth - 1) if draw(_BOOL) else ())
 
         choices.append(branch)
-    loops = [kind for kind in ("static_loops", "runtime_loops") if scope.has(kind)]
+    loops = [kind for kind in ("static_loops", "runtime_loops", "while_loops") if scope.has(kind)]
     if depth > 0 and loops:
 
         def loop():
-            runtime = _item(draw, loops) == "runtime_loops"
-            var = f"k{len(scope.loops)}"
+            kind = _item(draw, loops)
+            var = f"{'w' if kind == 'while_loops' else 'k'}{len(scope.loops)}"
             inner = dataclasses.replace(scope, loops=scope.loops + (var,))
-            return For(var, 1 + draw(_INDEX[3]), runtime, _block(draw, inner, depth - 1))
+            if kind == "while_loops":
+                return While(var, 1 + draw(_INDEX[3]), _block(draw, inner, depth - 1))
+            return For(var, 1 + draw(_INDEX[3]), kind == "runtime_loops", _block(draw, inner, depth - 1))
 
         choices.append(loop)
+    jumps = [kind for kind in ("break", "continue") if scope.has(kind)]
+    if scope.loops and jumps:
+        choices.append(lambda: If(jump_condition(draw, scope), (Jump(_item(draw, jumps)),), ()))
     return _pick(draw, choices)
+
+
+def jump_condition(draw, scope: _Scope) -> Cond:
+    """What a ``break``/``continue`` waits for: the innermost loop's counter at a value (it may never come), the
+    thread's parity, or a threshold (a kink site, so the trip count changes nowhere near the drawn inputs)."""
+    return _pick(
+        draw,
+        [
+            lambda: Cond("counter", var=scope.loops[-1], value=draw(_INDEX[4])),
+            lambda: Cond("parity"),
+            lambda: Cond("threshold", scalar_expr(draw, scope, 1), -1),
+        ],
+    )
 
 
 def helpers(draw, features: frozenset):
@@ -264,7 +340,8 @@ def kernels(features=None, *, max_statements: int = 5, max_depth: int = 2, expr_
     reference is a bug.
 
     Args:
-        features: A subset of `FEATURES` (None: all).
+        features: A subset of `FEATURES` (None: `DEFAULT_FEATURES`, which leaves out the opt-in constructs:
+            while loops, break/continue, ternaries, wp.where, mat33, quat).
         max_statements: The most statements in the kernel's body (and in each nested block).
         max_depth: The deepest nesting of branches and loops.
         expr_depth: The deepest nesting of an expression.
@@ -313,10 +390,14 @@ def _cases(draw, features, dtypes, max_statements, max_depth, expr_depth):
     )
     scalar_init = tuple((n, scalar_expr(draw, base, 1)) for n in scalars)
     vector_init = tuple((n, vec_expr(draw, base, 1)) for n in vectors)
+    matrices = ("m0",) if "mat33" in features and draw(_BOOL) else ()
+    matrix_init = tuple((n, mat_expr(draw, base, 1)) for n in matrices)
+    scope = dataclasses.replace(scope, matrices=matrices)
     body = _block(draw, scope, max_depth, max_statements)
     if not any(isinstance(s, (Store, CallStore)) for s in iter_nodes(body)):
         body += (Store("y", "=", Local(scalars[0], SCALAR)),)  # make the locals reach an output
-    program = number_sites(Program(dtype, scalar_init, vector_init, helper_list, body, 1 + draw(_INDEX[3])))
+    program = Program(dtype, scalar_init, vector_init, helper_list, body, 1 + draw(_INDEX[3]), matrix_init)
+    program = number_sites(program)
     inputs, cot = draw(points())
     placements = [draw(_INDEX[3]) for _ in range(max(1, site_count(program)))]
     thresholds = oracle.place_thresholds(program, inputs, placements)

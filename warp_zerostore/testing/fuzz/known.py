@@ -30,6 +30,15 @@ KNOWN = {
     "runtime-loop-carried-local": (ALL, BOTH, "gradient", ("assign(=)", "for(runtime)")),
     # the same with `+=` (`a0 += (k - a0) / wp.cosh(x[i])` in the loop; benchmarks/fuzz_false_alarms.py, seed 7).
     "runtime-loop-carried-update": (ALL, BOTH, "gradient", ("assign(+=)", "for(runtime)")),
+    # the same through a while loop (a counter-bound `while`: Warp's loop adjoint, as for a runtime bound).
+    "while-loop-carried-local": (ALL, BOTH, "gradient", ("assign(=)", "while")),
+    "while-loop-carried-augmented-local": (ALL, BOTH, "gradient", ("assign(+=)", "while")),
+    # a break/continue taken after other statements of its iteration: Warp's backward replays the jump too and
+    # skips those statements' adjoints (a constant-bound loop with only `continue` is unrolled, and right, on 1.19).
+    "loop-break-after-statements": (ALL, BOTH, "gradient", ("break",)),
+    "loop-continue-after-statements": (ALL, BOTH, "gradient", ("continue",)),
+    # `a if c else b`: Warp 1.12 drops the ternary's adjoint (zero gradient through it); wp.where is right.
+    "ternary-no-adjoint": (("1.12.1",), BOTH, "gradient", ("ternary",)),
     # a valid kernel Warp cannot build: static loops (each `for k0 in range(1)`) in both branches of an if.
     "static-loops-in-both-branches": (("1.12.1", "1.19.0"), BOTH, "build", ("for(static)", "if(parity)")),
     # the same family: a static loop's counter name reused by a runtime loop inside an `if` (fuzz_false_alarms seed 7).

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Tuple, Union
 
-SCALAR, VEC3 = "f", "v"
+SCALAR, VEC3, MAT33 = "f", "v", "m"
 
 #: Threads per launch and the length of ``acc`` (atomics from several threads meet in each element).
 THREADS = 4
@@ -47,13 +47,13 @@ class Load:
 
 @dataclass(frozen=True)
 class Unary:
-    op: str  # sin cos tanh neg exp log sqrt (the last three in safe forms)
+    op: str  # sin cos tanh neg exp log sqrt (the last three in safe forms); of a mat33: transpose det spdinv
     arg: Expr
 
 
 @dataclass(frozen=True)
 class Binary:
-    op: str  # add sub mul div (safe), vadd vsub, scale (scalar * vec3), dot, cross
+    op: str  # add sub mul div (safe), vadd vsub, scale (scalar * vec3), dot, cross; madd mmul (mat33), matvec
     lhs: Expr
     rhs: Expr
 
@@ -70,13 +70,35 @@ class Kink:
 
 @dataclass(frozen=True)
 class Component:
+    """``vec[index]``, or ``m[row, col]`` of a mat33 (``index`` a pair)."""
+
     vec: Expr
-    index: int
+    index: Union[int, Tuple[int, int]]
 
 
 @dataclass(frozen=True)
 class MakeVec:
     items: Tuple[Expr, ...]
+
+
+@dataclass(frozen=True)
+class MakeMat:
+    """``wp.mat33(...)`` of nine scalars, row by row."""
+
+    items: Tuple[Expr, ...]
+
+
+@dataclass(frozen=True)
+class Rotate:
+    """``vec`` rotated by the quaternion of ``angle`` about a unit axis made of ``axis`` in a safe form
+    (``printer.SAFE_AXIS``): ``wp.quat_rotate`` (op "quat_rotate"), or through ``wp.transform(offset, q)``
+    (``transform_point``, ``transform_vector``)."""
+
+    op: str
+    axis: Expr
+    angle: Expr
+    vec: Expr
+    offset: Expr
 
 
 @dataclass(frozen=True)
@@ -87,7 +109,30 @@ class Call:
     args: Tuple[Expr, ...]
 
 
-Expr = Union[Const, Local, LoopIndex, Load, Unary, Binary, Kink, Component, MakeVec, Call]
+@dataclass(frozen=True)
+class Cond:
+    """``i % 2 == 0`` (kind "parity", no kink at all), ``expr > t`` with ``t`` the threshold of ``site`` (kind
+    "threshold"), or ``var == value`` on an enclosing loop's counter (kind "counter", no kink: an integer)."""
+
+    kind: str
+    expr: Expr = None
+    site: int = -1
+    var: str = ""
+    value: int = 0
+
+
+@dataclass(frozen=True)
+class Select:
+    """``lhs if cond else rhs`` (form "ternary") or ``wp.where(cond, lhs, rhs)`` (form "where"): a scalar chosen
+    by a threshold condition, whose threshold the oracle places like a branch's."""
+
+    form: str
+    cond: Cond
+    lhs: Expr
+    rhs: Expr
+
+
+Expr = Union[Const, Local, LoopIndex, Load, Unary, Binary, Kink, Component, MakeVec, MakeMat, Rotate, Call, Select]
 
 
 @dataclass(frozen=True)
@@ -102,10 +147,10 @@ class Assign:
 
 @dataclass(frozen=True)
 class SetComponent:
-    """``v[index] = expr`` or ``v[index] += expr`` on a local vec3."""
+    """``v[index] = expr`` or ``v[index] += expr`` on a local vec3, or ``m[row, col] ...`` on a mat33 (a pair)."""
 
     name: str
-    index: int
+    index: Union[int, Tuple[int, int]]
     op: str
     expr: Expr
 
@@ -117,15 +162,6 @@ class Store:
     array: str
     op: str
     expr: Expr
-
-
-@dataclass(frozen=True)
-class Cond:
-    """``i % 2 == 0`` (kind "parity", no kink at all) or ``expr > t`` with ``t`` the threshold of ``site``."""
-
-    kind: str
-    expr: Expr = None
-    site: int = -1
 
 
 @dataclass(frozen=True)
@@ -147,6 +183,23 @@ class For:
 
 
 @dataclass(frozen=True)
+class While:
+    """``var = int(0)``, then ``while var < count:`` whose body starts with ``var = var + 1`` (the counter moves
+    before the body, so a ``continue`` cannot skip it); ``LoopIndex(var)`` reads 1 ... count."""
+
+    var: str
+    count: int
+    body: Tuple[Stmt, ...]
+
+
+@dataclass(frozen=True)
+class Jump:
+    """``break`` or ``continue`` (``kind``) of the innermost enclosing loop; drawn only as an ``If``'s body."""
+
+    kind: str
+
+
+@dataclass(frozen=True)
 class CallStore:
     """A call of the ``helper``-th ``@wp.func``, which stores its result into ``y[i]`` (helpers that store)."""
 
@@ -154,7 +207,7 @@ class CallStore:
     args: Tuple[Expr, ...]
 
 
-Stmt = Union[Assign, SetComponent, Store, If, For, CallStore]
+Stmt = Union[Assign, SetComponent, Store, If, For, While, Jump, CallStore]
 
 
 @dataclass(frozen=True)
@@ -175,3 +228,4 @@ class Program:
     helpers: Tuple[Helper, ...]
     body: Tuple[Stmt, ...]
     loop_count: int = 2  # the runtime bound n
+    matrices: Tuple[Tuple[str, Expr], ...] = ()  # mat33 locals declared at the top (feature "mat33")

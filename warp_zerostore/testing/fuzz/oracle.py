@@ -23,14 +23,19 @@ from .nodes import (
     Const,
     For,
     If,
+    Jump,
     Kink,
     Load,
     Local,
     LoopIndex,
+    MakeMat,
     MakeVec,
     Program,
+    Rotate,
+    Select,
     SetComponent,
     Store,
+    While,
 )
 
 #: Input arrays of every drawn kernel, with their element shapes, and the outputs compared.
@@ -51,6 +56,9 @@ UNARY = {
     "exp": lambda a: np.exp(np.tanh(a)),
     "log": lambda a: np.log(np.cosh(a)),
     "sqrt": lambda a: np.sqrt(np.cosh(a)),
+    "transpose": lambda m: np.swapaxes(m, -1, -2),
+    "det": lambda m: np.linalg.det(m),
+    "spdinv": lambda m: np.linalg.inv(m @ np.swapaxes(m, -1, -2) + np.eye(3)),
 }
 
 
@@ -68,15 +76,31 @@ BINARY = {
     "scale": lambda s, v: s[..., None] * v,
     "dot": _dot,
     "cross": lambda a, b: np.cross(a, b),
+    "madd": np.add,
+    "mmul": np.matmul,
+    "matvec": lambda m, v: np.einsum("...ij,...j->...i", m, v),
 }
+
+
+def rotate(a, angle, v):
+    """``v`` rotated by ``angle`` about the unit axis of ``printer.SAFE_AXIS`` (Rodrigues' formula, no quaternion)."""
+    a = np.asarray(a, dtype=np.float64)
+    axis = np.stack(np.broadcast_arrays(np.cosh(a[..., 0]), a[..., 1], a[..., 2]), axis=-1)
+    u = axis / np.linalg.norm(axis, axis=-1, keepdims=True)
+    c, s = np.cos(angle)[..., None], np.sin(angle)[..., None]
+    return v * c + np.cross(u, v) * s + u * _dot(u, v)[..., None] * (1.0 - c)
 
 
 class Kinked(Exception):
     """Variants of one run took different sides of a kink: the program is not differentiable there."""
 
 
-class _Return(Exception):
-    pass
+class _Break(Exception):
+    """``break``: leaves the innermost loop (all variants at once: the condition that led here is uniform)."""
+
+
+class _Continue(Exception):
+    """``continue``: on to the innermost loop's next iteration."""
 
 
 @dataclass
@@ -105,6 +129,8 @@ class Interpreter:
                 self.env[name] = self.scalar(self.expr(init), variants)
             for name, init in self.program.vectors:
                 self.env[name] = np.broadcast_to(self.expr(init), (variants, 3)).astype(np.float64)
+            for name, init in self.program.matrices:
+                self.env[name] = np.broadcast_to(self.expr(init), (variants, 3, 3)).astype(np.float64)
             self.block(self.program.body)
         return Run({"y": y, "acc": acc}, self.sites)
 
@@ -147,13 +173,19 @@ class Interpreter:
             b = rhs + self.thresholds.get(e.site, 0.0)
             return (a if above[0] else b) if e.op == "max" else (b if above[0] else a)
         if isinstance(e, Component):
-            return self.expr(e.vec)[..., e.index]
-        if isinstance(e, MakeVec):
+            return self.expr(e.vec)[_at(e.index)]
+        if isinstance(e, (MakeVec, MakeMat)):
             variants = self.inputs["x"].shape[0]
-            return np.stack([self.scalar(self.expr(a), variants) for a in e.items], axis=-1)
+            items = np.stack([self.scalar(self.expr(a), variants) for a in e.items], axis=-1)
+            return items if isinstance(e, MakeVec) else items.reshape(variants, 3, 3)
+        if isinstance(e, Rotate):
+            moved = rotate(self.expr(e.axis), self.expr(e.angle), self.expr(e.vec))
+            return moved + self.expr(e.offset) if e.op == "transform_point" else moved
         if isinstance(e, Call):
             helper = self.program.helpers[e.helper]
             return self.call(helper, [self.expr(a) for a in e.args])
+        if isinstance(e, Select):  # both sides are pure, so evaluating only the chosen one is exact
+            return self.expr(e.lhs if self.holds(e.cond) else e.rhs)
         return UNARY[e.op](self.expr(e.arg))
 
     def call(self, helper, args):
@@ -172,7 +204,7 @@ class Interpreter:
         elif isinstance(s, SetComponent):
             v = self.env[s.name].copy()
             value = self.expr(s.expr)
-            v[..., s.index] = value if s.op == "=" else v[..., s.index] + value
+            v[_at(s.index)] = value if s.op == "=" else v[_at(s.index)] + value
             self.env[s.name] = v
         elif isinstance(s, Store):
             value = self.expr(s.expr)
@@ -185,23 +217,44 @@ class Interpreter:
         elif isinstance(s, CallStore):
             self.y[:, self.i] = self.call(self.program.helpers[s.helper], [self.expr(a) for a in s.args])
         elif isinstance(s, If):
-            if s.cond.kind == "parity":
-                taken = self.i % 2 == 0
-            else:
-                above = self.side(s.cond.site, self.expr(s.cond.expr) * np.ones(self.inputs["x"].shape[0]))
-                taken = bool(_uniform(above))
-            self.block(s.body if taken else s.orelse)
+            self.block(s.body if self.holds(s.cond) else s.orelse)
         elif isinstance(s, For):
-            for k in range(self.program.loop_count if s.runtime else s.count):
-                self.loops[s.var] = k
-                self.block(s.body)
-            self.loops.pop(s.var, None)
+            self.loop(s.var, range(self.program.loop_count if s.runtime else s.count), s.body)
+        elif isinstance(s, While):  # the counter moves first: iterations read 1 ... count
+            self.loop(s.var, range(1, s.count + 1), s.body)
+        elif isinstance(s, Jump):
+            raise _Break() if s.kind == "break" else _Continue()
         else:
             raise TypeError(f"oracle: unknown statement {s!r}")
 
     def block(self, stmts):
         for s in stmts:
             self.stmt(s)
+
+    def holds(self, cond) -> bool:
+        """Whether ``cond`` holds on this thread (the same for every variant, or `Kinked`)."""
+        if cond.kind == "parity":
+            return self.i % 2 == 0
+        if cond.kind == "counter":
+            return self.loops[cond.var] == cond.value
+        above = self.side(cond.site, self.expr(cond.expr) * np.ones(self.inputs["x"].shape[0]))
+        return bool(_uniform(above))
+
+    def loop(self, var: str, counts, body):
+        for k in counts:
+            self.loops[var] = k
+            try:
+                self.block(body)
+            except _Continue:
+                continue
+            except _Break:
+                break
+        self.loops.pop(var, None)
+
+
+def _at(index) -> tuple:
+    """A component's index over the variants axis: ``v[..., 1]``, ``m[..., 0, 2]``."""
+    return (Ellipsis,) + (index if isinstance(index, tuple) else (index,))
 
 
 def _uniform(above: np.ndarray) -> bool:

@@ -18,15 +18,21 @@ from .nodes import (
     Const,
     For,
     If,
+    Jump,
     Kink,
     Load,
     Local,
     LoopIndex,
+    MakeMat,
     MakeVec,
     Program,
+    Rotate,
+    Select,
     SetComponent,
     Store,
+    While,
 )
+from .walk import iter_nodes
 
 SAFE_FORMS = {
     "sin": "wp.sin({a})",
@@ -36,6 +42,10 @@ SAFE_FORMS = {
     "exp": "wp.exp(wp.tanh({a}))",
     "log": "wp.log(wp.cosh({a}))",
     "sqrt": "wp.sqrt(wp.cosh({a}))",
+    "transpose": "wp.transpose({a})",
+    "det": "wp.determinant({a})",
+    # the inverse of m m^T + I: symmetric positive definite, eigenvalues >= 1, so always defined and smooth
+    "spdinv": "wp.inverse(wp.mul({a}, wp.transpose({a})) + wp.identity(n=3, dtype={t}))",
 }
 BINARY_FORMS = {
     "add": "({a} + {b})",
@@ -47,9 +57,20 @@ BINARY_FORMS = {
     "scale": "({a} * {b})",
     "dot": "wp.dot({a}, {b})",
     "cross": "wp.cross({a}, {b})",
+    "madd": "({a} + {b})",
+    "mmul": "wp.mul({a}, {b})",
+    "matvec": "wp.mul({a}, {b})",
 }
 SCALAR_TYPE = {"float32": "wp.float32", "float64": "wp.float64"}
 VEC_TYPE = {"float32": "wp.vec3", "float64": "wp.vec3d"}
+MAT_TYPE = {"float32": "wp.mat33", "float64": "wp.mat33d"}
+TRANSFORM_TYPE = {"float32": "wp.transform", "float64": "wp.transformd"}
+#: A unit axis from any vec3 ``a``: its first component through cosh keeps the length >= 1 (normalize is smooth).
+SAFE_AXIS = "wp.normalize({v}(wp.cosh({a}[0]), {a}[1], {a}[2]))"
+
+
+def _index(index) -> str:
+    return ", ".join(map(str, index)) if isinstance(index, tuple) else str(index)
 
 
 def literal(value: float, dtype: str) -> str:
@@ -85,18 +106,30 @@ class Printer:
                 return f"wp.abs({self.expr(e.lhs)} - {t})"
             return f"wp.{e.op}({self.expr(e.lhs)}, {self.expr(e.rhs)} + {t})"
         if isinstance(e, Component):
-            return f"{self.expr(e.vec)}[{e.index}]"
+            return f"{self.expr(e.vec)}[{_index(e.index)}]"
+        if isinstance(e, MakeMat):
+            return f"{MAT_TYPE[self.program.dtype]}({', '.join(self.expr(a) for a in e.items)})"
         if isinstance(e, MakeVec):
             return f"{VEC_TYPE[self.program.dtype]}({', '.join(self.expr(a) for a in e.items)})"
+        if isinstance(e, Rotate):
+            dtype = self.program.dtype
+            axis = SAFE_AXIS.format(v=VEC_TYPE[dtype], a=self.expr(e.axis))
+            q = f"wp.quat_from_axis_angle({axis}, {self.expr(e.angle)})"
+            if e.op == "quat_rotate":
+                return f"wp.quat_rotate({q}, {self.expr(e.vec)})"
+            return f"wp.{e.op}({TRANSFORM_TYPE[dtype]}({self.expr(e.offset)}, {q}), {self.expr(e.vec)})"
         if isinstance(e, Call):
             return f"{self.prefix}{e.helper}({', '.join(self.expr(a) for a in e.args)})"
-        return SAFE_FORMS[e.op].format(a=self.expr(e.arg))
+        if isinstance(e, Select):
+            a, b, c = self.expr(e.lhs), self.expr(e.rhs), self.cond(e.cond)
+            return f"({a} if {c} else {b})" if e.form == "ternary" else f"wp.where({c}, {a}, {b})"
+        return SAFE_FORMS[e.op].format(a=self.expr(e.arg), t=self.t)
 
     def stmt(self, s, indent: str) -> list:
         if isinstance(s, Assign):
             return [f"{indent}{s.name} {s.op} {self.expr(s.expr)}"]
         if isinstance(s, SetComponent):
-            return [f"{indent}{s.name}[{s.index}] {s.op} {self.expr(s.expr)}"]
+            return [f"{indent}{s.name}[{_index(s.index)}] {s.op} {self.expr(s.expr)}"]
         if isinstance(s, Store):
             if s.op == "atomic":
                 return [f"{indent}wp.atomic_add(acc, i % {ACC}, {self.expr(s.expr)})"]
@@ -105,19 +138,28 @@ class Printer:
             args = "".join(f", {self.expr(a)}" for a in s.args)
             return [f"{indent}{self.prefix}{s.helper}(y, i{args})"]
         if isinstance(s, If):
-            if s.cond.kind == "parity":
-                head = f"{indent}if i % 2 == 0:"
-            else:
-                t = literal(self.thresholds.get(s.cond.site, 0.0), self.program.dtype)
-                head = f"{indent}if {self.expr(s.cond.expr)} > {t}:"
-            lines = [head] + self.block(s.body, indent + "    ")
+            lines = [f"{indent}if {self.cond(s.cond)}:"] + self.block(s.body, indent + "    ")
             if s.orelse:
                 lines += [f"{indent}else:"] + self.block(s.orelse, indent + "    ")
             return lines
         if isinstance(s, For):
             bound = "n" if s.runtime else str(s.count)
             return [f"{indent}for {s.var} in range({bound}):"] + self.block(s.body, indent + "    ")
+        if isinstance(s, While):
+            inner = indent + "    "
+            head = [f"{indent}{s.var} = int(0)", f"{indent}while {s.var} < {s.count}:", f"{inner}{s.var} = {s.var} + 1"]
+            return head + [line for stmt in s.body for line in self.stmt(stmt, inner)]
+        if isinstance(s, Jump):
+            return [f"{indent}{s.kind}"]
         raise TypeError(f"printer: unknown statement {s!r}")
+
+    def cond(self, c) -> str:
+        if c.kind == "parity":
+            return "i % 2 == 0"
+        if c.kind == "counter":
+            return f"{c.var} == {c.value}"
+        t = literal(self.thresholds.get(c.site, 0.0), self.program.dtype)
+        return f"{self.expr(c.expr)} > {t}"
 
     def block(self, stmts, indent: str) -> list:
         lines = []
@@ -152,6 +194,10 @@ class Printer:
             lines.append(f"    {local} = {t}({self.expr(init)})")
         for local, init in self.program.vectors:
             lines.append(f"    {local} = {v}({self.expr(init)})")
+        for local, init in self.program.matrices:
+            lines.append(f"    {local} = {self.expr(init)}")
+        for counter in sorted({n.var for n in iter_nodes(self.program.body) if isinstance(n, While)}):
+            lines.append(f"    {counter} = int(0)")  # declared at the top: a while loop may sit in a branch
         lines += self.block(self.program.body, "    ")
         return lines + [""]
 

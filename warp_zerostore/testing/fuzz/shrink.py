@@ -13,7 +13,9 @@ import dataclasses
 from . import batch
 from .grammar import with_body
 from .nodes import (
+    MAT33,
     SCALAR,
+    VEC3,
     Binary,
     Call,
     CallStore,
@@ -22,12 +24,17 @@ from .nodes import (
     Const,
     For,
     If,
+    Jump,
     Kink,
     Load,
     Local,
     LoopIndex,
+    MakeMat,
     MakeVec,
+    Rotate,
+    Select,
     Unary,
+    While,
 )
 from .walk import iter_nodes, rebuild
 
@@ -44,6 +51,12 @@ def constructs(program) -> tuple:
     for node in iter_nodes(program):
         if isinstance(node, For):
             labels.add("for(runtime)" if node.runtime else "for(static)")
+        elif isinstance(node, While):
+            labels.add("while")
+        elif isinstance(node, Jump):
+            labels.add(node.kind)
+        elif isinstance(node, (Select, Rotate)):
+            labels.add(node.form if isinstance(node, Select) else node.op)
         elif isinstance(node, If):
             labels.add(f"if({node.cond.kind})")
         elif isinstance(node, Load) and node.array == "y":
@@ -54,7 +67,7 @@ def constructs(program) -> tuple:
             labels.add({"=": "store", "+=": "augstore", "atomic": "atomic_add"}[node.op])
         elif type(node).__name__ in ("Assign", "SetComponent"):
             labels.add(f"{type(node).__name__.lower()}({node.op})")
-        elif isinstance(node, (CallStore, Call, MakeVec, Component)):
+        elif isinstance(node, (CallStore, Call, MakeVec, MakeMat, Component)):
             labels.add(type(node).__name__.lower())
     return tuple(sorted(labels))
 
@@ -69,7 +82,7 @@ def _blocks(program):
             if isinstance(s, If):
                 visit(owner_path + ((k, "body"),), s.body)
                 visit(owner_path + ((k, "orelse"),), s.orelse)
-            elif isinstance(s, For):
+            elif isinstance(s, (For, While)):
                 visit(owner_path + ((k, "body"),), s.body)
 
     visit((), program.body)
@@ -95,11 +108,15 @@ def statement_candidates(program):
                 if s.cond.kind == "threshold":
                     new = stmts[:k] + (dataclasses.replace(s, cond=Cond("parity")),) + stmts[k + 1 :]
                     yield dataclasses.replace(program, body=_replace_block(program.body, path, new))
-            if isinstance(s, For):
-                body = rebuild(s.body, lambda n, v=s.var: Const(0.0) if isinstance(n, LoopIndex) and n.name == v else n)
+            if isinstance(s, (For, While)) and not _own_jumps(s.body):  # a break must stay in a loop
+                body = _inlined(s.body, s.var, 0.0 if isinstance(s, For) else 1.0)
                 yield dataclasses.replace(
                     program, body=_replace_block(program.body, path, stmts[:k] + body + stmts[k + 1 :])
                 )
+            if isinstance(s, While) and s.count > 1:
+                new = stmts[:k] + (dataclasses.replace(s, count=s.count - 1),) + stmts[k + 1 :]
+                yield dataclasses.replace(program, body=_replace_block(program.body, path, new))
+            if isinstance(s, For):
                 if s.runtime:
                     new = (
                         stmts[:k] + (dataclasses.replace(s, runtime=False, count=program.loop_count),) + stmts[k + 1 :]
@@ -113,13 +130,36 @@ def statement_candidates(program):
         yield dataclasses.replace(program, loop_count=program.loop_count - 1)
     if program.vectors:
         yield dataclasses.replace(program, vectors=tuple((n, Load("xv")) for n, _ in program.vectors))
+    if program.matrices and any(init != IDENTITY for _, init in program.matrices):
+        yield dataclasses.replace(program, matrices=tuple((n, IDENTITY) for n, _ in program.matrices))
     yield dataclasses.replace(program, scalars=tuple((n, Const(1.0)) for n, _ in program.scalars))
+
+
+def _own_jumps(stmts) -> bool:
+    """Whether ``stmts`` hold a ``break``/``continue`` of their own loop (not of a loop nested inside)."""
+    for s in stmts:
+        if isinstance(s, Jump) or (isinstance(s, If) and (_own_jumps(s.body) or _own_jumps(s.orelse))):
+            return True
+    return False
+
+
+def _inlined(body, var: str, first: float):
+    """A loop's body run once outside it: its counter reads ``first``; a condition on the counter becomes parity."""
+
+    def replace(n):
+        if isinstance(n, LoopIndex) and n.name == var:
+            return Const(first)
+        if isinstance(n, Cond) and n.kind == "counter" and n.var == var:
+            return Cond("parity")
+        return n
+
+    return rebuild(body, replace)
 
 
 def _unused_dropped(program):
     """``program`` without its unused helpers and locals, if it has any."""
     nodes = list(iter_nodes(program.body)) + [
-        n for _, init in program.scalars + program.vectors for n in iter_nodes(init)
+        n for _, init in program.scalars + program.vectors + program.matrices for n in iter_nodes(init)
     ]
     nodes += [n for h in program.helpers for n in iter_nodes(h.body)]
     called = {n.helper for n in nodes if isinstance(n, (Call, CallStore))}
@@ -139,31 +179,41 @@ def _unused_dropped(program):
         yield dataclasses.replace(program, helpers=helpers, body=body)
     scalars = tuple((n, e) for n, e in program.scalars if n in named)
     vectors = tuple((n, e) for n, e in program.vectors if n in named)
-    if scalars != program.scalars or vectors != program.vectors:
-        yield dataclasses.replace(program, scalars=scalars, vectors=vectors)
+    matrices = tuple((n, e) for n, e in program.matrices if n in named)
+    if scalars != program.scalars or vectors != program.vectors or matrices != program.matrices:
+        yield dataclasses.replace(program, scalars=scalars, vectors=vectors, matrices=matrices)
 
 
-def _is_scalar(node) -> bool:
-    if isinstance(node, (Const, LoopIndex, Component, Call, Kink)):
-        return True
+_MATRIX_OPS = {"madd", "mmul", "transpose", "spdinv"}
+_VECTOR_OPS = {"vadd", "vsub", "scale", "cross", "matvec"}
+IDENTITY = MakeMat(tuple(Const(1.0 if k in (0, 4, 8) else 0.0) for k in range(9)))
+_LEAF = {SCALAR: Const(1.0), VEC3: Load("xv"), MAT33: IDENTITY}
+
+
+def _type(node) -> str:
+    """What an expression is: `SCALAR`, `VEC3` or `MAT33`."""
     if isinstance(node, Local):
-        return node.type == SCALAR
+        return node.type
     if isinstance(node, Load):
-        return node.array != "xv"
-    if isinstance(node, Unary):
-        return True
-    if isinstance(node, Binary):
-        return node.op in ("add", "sub", "mul", "div", "dot")
-    return False
+        return VEC3 if node.array == "xv" else SCALAR
+    if isinstance(node, (MakeVec, Rotate)):
+        return VEC3
+    if isinstance(node, MakeMat):
+        return MAT33
+    if isinstance(node, (Unary, Binary)):
+        return MAT33 if node.op in _MATRIX_OPS else VEC3 if node.op in _VECTOR_OPS else SCALAR
+    return SCALAR  # Const, LoopIndex, Component, Call, Kink, Select
 
 
 def expression_candidates(program):
     """Each expression node replaced, one at a time, by an operand of its type or by a constant/leaf."""
-    targets = [n for n in iter_nodes(program) if isinstance(n, (Unary, Binary, Kink, Call, Component, MakeVec))]
+    kinds = (Unary, Binary, Kink, Call, Component, MakeVec, MakeMat, Rotate, Select)
+    targets = [n for n in iter_nodes(program) if isinstance(n, kinds)]
     for target in targets:
-        scalar = _is_scalar(target)
-        options = [c for c in _operands(target) if _is_scalar(c) == scalar]
-        options.append(Const(1.0) if scalar else Load("xv"))
+        kind = _type(target)
+        options = [c for c in _operands(target) if _type(c) == kind]
+        if target != _LEAF[kind]:
+            options.append(_LEAF[kind])
         for option in options:
             yield _substitute(program, target, option)
 
@@ -171,9 +221,11 @@ def expression_candidates(program):
 def _operands(node):
     if isinstance(node, Unary):
         return [node.arg]
-    if isinstance(node, (Binary, Kink)):
+    if isinstance(node, (Binary, Kink, Select)):
         return [node.lhs, node.rhs]
-    if isinstance(node, (Call, MakeVec)):
+    if isinstance(node, Rotate):
+        return [node.vec, node.axis, node.offset, node.angle]
+    if isinstance(node, (Call, MakeVec, MakeMat)):
         return list(node.args if isinstance(node, Call) else node.items)
     if isinstance(node, Component):
         return [node.vec]
