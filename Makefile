@@ -63,7 +63,7 @@ test-matrix:
 # `make test` runs in .venv; the low end (constraints/torch-low.txt, a CUDA build from PyPI that runs on CPU) runs
 # the torch test files in .venv-torch-low (cold, download included: ~4-6 min; then ~1 min).
 TORCH_TESTS := tests/test_torch_bridge.py tests/test_torch_compile.py tests/test_torch_views.py \
-	tests/test_torch_ddp.py tests/test_torch_optional.py
+	tests/test_torch_ddp.py tests/test_torch_optional.py tests/test_torch_wrap.py
 TORCH_LOW_STAMP := .venv-torch-low/.installed-torch-low-$(WARP)
 $(TORCH_LOW_STAMP): pyproject.toml $(CONSTRAINTS) constraints/torch-low.txt
 	$(MAKE) --no-print-directory install VENV=.venv-torch-low WARP=$(WARP) EXTRAS=test

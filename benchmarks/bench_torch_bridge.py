@@ -20,7 +20,12 @@ the per-call cost is the bridge's own: forward + backward of the seed op (a kern
 launch) in eager mode (calling the op), through its registered operator called directly in eager mode
 (``torch.ops.warp_zerostore.<name>``, what ``torch.compile``'s ``eager`` backend runs; target <= 1.05 of eager),
 and under ``torch.compile(fullgraph=True)`` per backend, whose graphs hold the forward and backward operators
-(target <= 1.0 of eager). Also the time to make an op (which registers its two operators, once) and the
+(target <= 1.0 of eager). The reference: the same math as a registered operator written purely in torch (forward
+and backward operators, fake, autograd formula, registered the way the bridge registers), eager and compiled the
+same way in the same interleaved run; its compiled/eager ratio is what any opaque registered op pays under
+torch.compile, and each bridged ratio minus the reference's (``ratio_beyond_reference``), or the time compiling
+adds to a bridged op minus what it adds to the reference (``extra_us_beyond_reference``, ``extra_cpu_us_...``),
+is what the bridge adds beyond that. Also the time to make an op (which registers its two operators, once) and the
 registration alone, and the machine's load average before and after (a shared machine: read the ratios, and
 the CPU-time ones, ``cpu_median_s``, which leave out the time a thread waited for a core).
 
@@ -58,6 +63,53 @@ def bridged_function(
     y: wp.array(dtype=wp.float32),
 ):
     wp.launch(op_kernel, dim=x0.shape, inputs=[x0, x1, x2, y])
+
+
+# The reference (issue 21): the same math as a registered operator written purely in torch, registered the way the
+# bridge registers (``torch.library.Library``, a fake, an autograd formula whose backward is an operator of its
+# own), so that its compiled/eager ratio is what any opaque registered op pays under torch.compile.
+_reference_lib = torch.library.Library("warp_zerostore_bench", "DEF")
+_reference_lib.define("seed_reference(Tensor x0, Tensor x1, Tensor x2) -> Tensor")
+_reference_lib.define("seed_reference_backward(Tensor x0, Tensor x1, Tensor x2, Tensor grad_y) -> Tensor[]")
+
+
+def _reference_forward(x0, x1, x2):
+    return (x0 * x0) * (x1 * x1) * (x2 * x2)
+
+
+def _reference_backward(x0, x1, x2, grad_y):
+    s0, s1, s2 = x0 * x0, x1 * x1, x2 * x2
+    return [2.0 * x0 * s1 * s2 * grad_y, 2.0 * x1 * s0 * s2 * grad_y, 2.0 * x2 * s0 * s1 * grad_y]
+
+
+_reference_lib.impl("seed_reference", _reference_forward, "CPU")
+_reference_lib.impl("seed_reference_backward", _reference_backward, "CPU")
+torch.library.register_fake(
+    "warp_zerostore_bench::seed_reference", lambda x0, x1, x2: torch.empty_like(x0), lib=_reference_lib
+)
+torch.library.register_fake(
+    "warp_zerostore_bench::seed_reference_backward",
+    lambda x0, x1, x2, grad_y: [torch.empty_like(x0), torch.empty_like(x1), torch.empty_like(x2)],
+    lib=_reference_lib,
+)
+reference_op = torch.ops.warp_zerostore_bench.seed_reference.default
+_reference_backward_op = torch.ops.warp_zerostore_bench.seed_reference_backward.default
+
+
+def _reference_setup_context(ctx, inputs, output):
+    ctx.save_for_backward(*inputs)
+
+
+def _reference_autograd(ctx, grad_y):
+    return tuple(_reference_backward_op(*ctx.saved_tensors, grad_y))
+
+
+torch.library.register_autograd(
+    "warp_zerostore_bench::seed_reference",
+    _reference_autograd,
+    setup_context=_reference_setup_context,
+    lib=_reference_lib,
+)
 
 
 class WPGradTape(torch.autograd.Function):
@@ -161,6 +213,9 @@ def registration_costs(repeats: int = 20) -> dict:
     return {"make_op_median_s": statistics.median(make), "register_median_s": statistics.median(register)}
 
 
+KINDS = ("kernel_op", "@op", "torch reference")
+
+
 def overhead(n: int, repeats: int, backends: list) -> dict:
     """Forward + backward per call at ``n`` elements, for a kernel_op and an @op: eager (the autograd.Function
     path), the registered operator called directly (what a compiled graph runs), and compiled per backend."""
@@ -169,9 +224,10 @@ def overhead(n: int, repeats: int, backends: list) -> dict:
         "kernel_op registered operator eager": lambda *xs: bridged.registered.forward(*xs).sum(),
         "@op eager": lambda *xs: bridged_function(*xs).sum(),
         "@op registered operator eager": lambda *xs: bridged_function.registered.forward(*xs).sum(),
+        "torch reference eager": lambda *xs: reference_op(*xs).sum(),
     }
     for backend in backends:
-        for kind in ("kernel_op", "@op"):
+        for kind in KINDS:
             losses[f"{kind} compiled {backend}"] = torch.compile(
                 losses[f"{kind} eager"], fullgraph=True, backend=backend
             )
@@ -201,10 +257,22 @@ def overhead(n: int, repeats: int, backends: list) -> dict:
     us = {k: v["median_s"] * 1e6 for k, v in timings.items()}
     cpu_us = {k: v["cpu_median_s"] * 1e6 for k, v in timings.items()}
     ratios, cpu_ratios = {}, {}
-    for kind in ("kernel_op", "@op"):
-        for side in ("registered operator eager", *(f"compiled {b}" for b in backends)):
+    for kind in KINDS:
+        sides = [f"compiled {b}" for b in backends]
+        if kind != "torch reference":
+            sides.insert(0, "registered operator eager")
+        for side in sides:
             ratios[f"{kind} {side} / eager"] = us[f"{kind} {side}"] / us[f"{kind} eager"]
             cpu_ratios[f"{kind} {side} / eager"] = cpu_us[f"{kind} {side}"] / cpu_us[f"{kind} eager"]
+    # what the bridge adds under compile beyond what any opaque registered op pays (the reference's): as a
+    # ratio difference, and in microseconds (compiled minus eager, the bridged op's minus the reference's)
+    beyond_reference, beyond_reference_us, beyond_reference_cpu_us = {}, {}, {}
+    for kind in ("kernel_op", "@op"):
+        for b in backends:
+            name, ref = f"{kind} compiled {b}", f"torch reference compiled {b}"
+            beyond_reference[name] = ratios[f"{name} / eager"] - ratios[f"{ref} / eager"]
+            for table, times in ((beyond_reference_us, us), (beyond_reference_cpu_us, cpu_us)):
+                table[name] = (times[name] - times[f"{kind} eager"]) - (times[ref] - times["torch reference eager"])
     return {
         "elements": n,
         "repeats": repeats,
@@ -212,6 +280,9 @@ def overhead(n: int, repeats: int, backends: list) -> dict:
         "cpu_median_us": cpu_us,
         "ratios": ratios,
         "cpu_ratios": cpu_ratios,
+        "ratio_beyond_reference": beyond_reference,
+        "extra_us_beyond_reference": beyond_reference_us,
+        "extra_cpu_us_beyond_reference": beyond_reference_cpu_us,
         "timings": timings,
     }
 
@@ -258,6 +329,13 @@ def main_overhead(args) -> None:
     for name, ratio in result["ratios"].items():
         target = 1.05 if "registered" in name else 1.0
         print(f"ratio {name}: {ratio:.3f}, CPU time {result['cpu_ratios'][name]:.3f} (target <= {target})")
+    print("what the bridge adds under compile beyond what the torch reference (any opaque registered op) pays:")
+    for name, extra in result["ratio_beyond_reference"].items():
+        print(
+            f"{name:>28}: ratio minus the reference's {extra:+.3f}; time added by compiling minus the reference's "
+            f"{result['extra_us_beyond_reference'][name]:+.0f} us (CPU time "
+            f"{result['extra_cpu_us_beyond_reference'][name]:+.0f} us)"
+        )
     print(f"load average (1, 5, 15 min) before {load_before}, after {os.getloadavg()}")
     report(
         f"torch_bridge_overhead-threads{torch.get_num_threads()}",

@@ -505,6 +505,14 @@ def tape_entries(tape) -> list:
     return list(tape.launches)
 
 
+def hold_source(array, source, storage_base: int, storage_nbytes: int) -> None:
+    """What ``wp.from_torch`` sets on an array over a tensor's memory: a reference keeping the tensor (and so the
+    memory) alive, and the bounds of its whole allocation (APIC capture uses them to match views of one buffer)."""
+    array._tensor = source
+    array._storage_base_ptr = storage_base
+    array._storage_nbytes = storage_nbytes
+
+
 def retains_grad(array) -> bool:
     """Whether the array was created with ``retain_grad=True`` (Warp >= 1.13), which no store adjoint zeroes."""
     return bool(getattr(array, "retain_grad", False))

@@ -270,7 +270,7 @@ class WarpOp:
         ]
         for out, tensor, grad_output in zip(self.outputs, outputs, grad_outputs):
             _, dtype = self._layout(out, by_name)
-            array = warp.from_torch(tensor, dtype=dtype, requires_grad=False)
+            array = arrays.wrap(tensor, dtype)
             if arrays.is_differentiable(dtype):
                 # a copy: store adjoints that zero what they read must not zero the caller's grad_output
                 grad = arrays.attach_grad(array, tensor, zero=grad_output is None)
