@@ -26,7 +26,14 @@ WARNED = {
     "while_index": ("k", "s += x[k] * x[k]"),
     "branch_after": ("s", "if s > 0.2:"),
 }
-SILENT = ["sum_stored", "fresh_each_iteration", "while_counter_in_test", "reassigned_after", "constant_bound"]
+SILENT = [
+    "sum_stored",
+    "fresh_each_iteration",
+    "while_counter_in_test",
+    "while_branch_inside",
+    "reassigned_after",
+    "constant_bound",
+]
 
 
 @pytest.fixture(scope="module")
@@ -92,3 +99,16 @@ def test_uses_whose_adjoint_reads_no_value_are_not_warned_and_are_right(built, n
 def test_kernels_not_opted_in_or_without_backward_are_not_warned(built, name):
     _, caught = built
     assert not _warnings_for(caught, name)
+
+
+def test_a_constant_loop_with_a_break_counts_as_runtime_bound(built):
+    """Warp unrolls a constant range, but not one with a ``break``: the carried local is warned at its first
+    value use (the break's test; besides the break's own warning) and the gradient is wrong; ``constant_bound`` (the same loop without the break) is the silent twin."""
+    module, caught = built
+    kernel = module.constant_bound_with_break
+    lines, first = inspect.getsourcelines(kernel.func)
+    [want] = [first + i for i, text in enumerate(lines) if text.strip().startswith("if s > 100.0:")]
+    found = [w for w in _warnings_for(caught, "constant_bound_with_break") if "run-time bound" in str(w.message)]
+    assert [w.lineno for w in found] == [want] and "reads 's'" in str(found[0].message)
+    assert not np.allclose(_gradient(kernel, X), _central_differences(kernel, X), atol=1e-2)
+    assert not _warnings_for(caught, "constant_bound")

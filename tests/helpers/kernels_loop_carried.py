@@ -91,6 +91,17 @@ def while_counter_in_test(x: wp.array(dtype=float), n: int, y: wp.array(dtype=fl
 
 
 @wp.kernel(zero_store=True)
+def while_branch_inside(x: wp.array(dtype=float), n: int, y: wp.array(dtype=float)):
+    k = int(0)
+    while k < n:  # Warp replays a while loop's iterations in forward order: after the body's last assignment of
+        k = k + 1  # k, a test on it and an index are right
+        if k == 2:
+            y[0] += x[k] * x[k]
+        else:
+            y[0] += 3.0 * x[k]
+
+
+@wp.kernel(zero_store=True)
 def reassigned_after(x: wp.array(dtype=float), n: int, y: wp.array(dtype=float)):
     s = float(0.0)
     for k in range(n):
@@ -104,6 +115,16 @@ def constant_bound(x: wp.array(dtype=float), n: int, y: wp.array(dtype=float)):
     s = float(0.0)
     for k in range(3):
         s += x[k] * x[k]
+    y[0] = s * s
+
+
+@wp.kernel(zero_store=True)
+def constant_bound_with_break(x: wp.array(dtype=float), n: int, y: wp.array(dtype=float)):
+    s = float(0.0)
+    for k in range(3):  # a constant bound, but Warp does not unroll a loop with a break: dynamic
+        s += x[k] * x[k]
+        if s > 100.0:
+            break
     y[0] = s * s
 
 

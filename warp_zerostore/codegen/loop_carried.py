@@ -19,9 +19,14 @@ from __future__ import annotations
 import ast
 import dataclasses
 
+import warp
+
 #: Warp unrolls a constant ``range`` of up to this many iterations (its ``max_unroll`` default); a longer one is a
 #: dynamic loop. A module option can change it: the check assumes the default.
 MAX_UNROLL = 16
+
+#: Warp 1.13+ unrolls a constant loop with ``continue``; before, such a loop is dynamic. A ``break`` always is.
+_UNROLLS_CONTINUE = tuple(int(p) for p in warp.config.version.split(".")[:2]) > (1, 12)
 
 # Calls whose adjoint reads no argument's value (constructors, casts, copies, sums, accumulations, selections).
 _LINEAR_CALLS = frozenset(
@@ -53,9 +58,21 @@ def _call_name(node: ast.Call) -> str:
     return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
 
 
+def _jumps(body: list, kinds: tuple) -> bool:
+    """Whether ``body`` holds a jump of ``kinds`` that targets its own loop (directly or in an ``if``)."""
+    for stmt in body:
+        if isinstance(stmt, kinds):
+            return True
+        if isinstance(stmt, ast.If) and (_jumps(stmt.body, kinds) or _jumps(stmt.orelse, kinds)):
+            return True
+    return False
+
+
 def _is_dynamic(loop) -> bool:
     if isinstance(loop, ast.While):
         return True
+    if _jumps(loop.body, (ast.Break,) if _UNROLLS_CONTINUE else (ast.Break, ast.Continue)):
+        return True  # Warp does not unroll a loop it could leave early
     it = loop.iter
     if not (isinstance(it, ast.Call) and _call_name(it) == "range"):
         return True
@@ -78,9 +95,10 @@ def _assigned(body: list) -> set:
     return out
 
 
-def _value_uses(expr, names: set, constants: set) -> list:
+def _value_uses(expr, names: set, constants: set, tests_right: frozenset = frozenset()) -> list:
     """``(name, line)`` of each of ``names`` in ``expr`` where an adjoint reads its value (``constants``: names
-    whose gradient is never used, the kernel's scalar arguments: a product with one is linear)."""
+    whose gradient is never used, the kernel's scalar arguments: a product with one is linear; ``tests_right``:
+    names whose comparisons and ternary tests the backward replays right)."""
     out = []
     for parent in ast.walk(expr):
         operands = []
@@ -101,6 +119,12 @@ def _value_uses(expr, names: set, constants: set) -> list:
             operands = [parent.slice]  # an index: the adjoint goes to another element
         elif isinstance(parent, (ast.IfExp, ast.Compare)):
             operands = [parent.test] if isinstance(parent, ast.IfExp) else [parent.left, *parent.comparators]
+            names_here = names - tests_right
+            for operand in operands:
+                out.extend(
+                    (n.id, n.lineno) for n in ast.walk(operand) if isinstance(n, ast.Name) and n.id in names_here
+                )
+            continue
         for operand in operands:
             for node in ast.walk(operand):
                 if isinstance(node, ast.Name) and node.id in names:
@@ -135,9 +159,15 @@ class _Checker:
         self.arrays = arrays  # array arguments: stores into them bind no local
         self.constants = scalars  # scalar arguments: their gradient is never used
         self.defined: set = arrays | scalars  # names bound so far, in source order
+        # lines of the `while` loops the statement being checked is in: Warp's backward replays a while loop's
+        # iterations in forward order, so a test there on a local it carries (`if w == 2`) is replayed right
+        self.whiles: set = set()
+
+    def _tests_right(self, wrong: dict) -> frozenset:
+        return frozenset(name for name, loop_line in wrong.items() if loop_line in self.whiles)
 
     def _use(self, expr, wrong: dict) -> None:
-        for name, line in _value_uses(expr, set(wrong), self.constants):
+        for name, line in _value_uses(expr, set(wrong), self.constants, self._tests_right(wrong)):
             self.found.add(Finding(name, line, wrong[name]))
 
     def block(self, body: list, wrong: dict) -> dict:
@@ -151,7 +181,10 @@ class _Checker:
             return self._loop(stmt, wrong)
         if isinstance(stmt, ast.If):
             self._use(stmt.test, wrong)
+            right = self._tests_right(wrong)
             for name in _value_names(stmt.test, wrong):
+                if name in right:
+                    continue
                 self.found.add(Finding(name, stmt.lineno, wrong[name]))  # the backward takes another branch
             then = self.block(stmt.body, dict(wrong))
             other = self.block(stmt.orelse, dict(wrong))
@@ -207,9 +240,30 @@ class _Checker:
         carried = {name: loop.lineno for name in assigned & self.defined}
         self.defined |= target
         inside = {**{k: v for k, v in wrong.items() if k not in target}, **carried}
-        self.block(loop.body, inside)
+        if isinstance(loop, ast.While):
+            self._while_body(loop, inside, set(carried))
+        else:
+            self.block(loop.body, inside)
         # after the loop, every local the body assigned holds its value from before the loop
         return {**wrong, **{name: loop.lineno for name in assigned}}
+
+    def _while_body(self, loop, wrong: dict, carried: set) -> None:
+        """A ``while`` body: Warp's backward replays its iterations in forward order, and each iteration's adjoints
+        then read the locals as the whole iteration left them. So a carried local is wrong only in the statements
+        up to its last assignment in the body (``s = s * x[k]``, ``x[k]`` before ``k += 1``), and its tests are
+        right (the branch taken is replayed).
+        """
+        self.whiles.add(loop.lineno)
+        for i, stmt in enumerate(loop.body):
+            later = _assigned(loop.body[i:])
+            wrong = dict(wrong)
+            for name in carried:
+                if name in later:
+                    wrong[name] = loop.lineno
+                elif wrong.get(name) == loop.lineno:
+                    del wrong[name]
+            wrong = self.statement(stmt, wrong)
+        self.whiles.discard(loop.lineno)
 
 
 def _names(expr) -> list:
