@@ -73,3 +73,58 @@ def test_an_unflagged_kernel_is_not_warned(built):
     """Importing the package changes nothing for kernels that do not opt in."""
     _, caught = built
     assert not [w for w in caught if "dot_then_assign_stock" in str(w.message)]
+
+
+# A break/continue after other statements of its iteration (the fuzzer's loop-jump finding).
+XS = np.array([0.5, -0.7, 1.1])
+
+
+@pytest.fixture(scope="module")
+def jumps():
+    sys.modules.pop("tests.helpers.kernels_loop_jumps", None)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        module = importlib.import_module("tests.helpers.kernels_loop_jumps")
+        wp.load_module(module, device="cpu")
+    return module, [w for w in caught if issubclass(w.category, wp.AdjointWarning)]
+
+
+def _jump_gradient(kernel, x, n=3):
+    """x.grad of sum(y) (y starts at 0), and y."""
+    xa = wp.array(x, dtype=float, requires_grad=True)
+    y = wp.zeros(len(x), dtype=float, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(kernel, dim=len(x), inputs=[xa, y, n])
+    tape.backward(grads={y: wp.ones(len(x), dtype=float)})
+    return xa.grad.numpy().astype(np.float64), y.numpy().astype(np.float64)
+
+
+def test_a_jump_after_a_statement_of_its_iteration_is_warned_and_wrong(jumps):
+    module, caught = jumps
+    [warning] = [w for w in caught if "'break_after_store'" in str(w.message)]
+    lines, first = inspect.getsourcelines(module.break_after_store.func)
+    assert warning.lineno == first + len(lines) - 1 and "'break' at line" in str(warning.message)
+    got, y = _jump_gradient(module.break_after_store, XS)
+    assert np.allclose(y, XS * XS) and np.allclose(got, 0.0)  # Warp's: nothing; the right one is 2x
+    [warning] = [w for w in caught if "'for_break_first'" in str(w.message)]
+    got, y = _jump_gradient(module.for_break_first, XS)
+    assert np.allclose(y, 2 * XS * XS) and np.allclose(got, 0.0)  # the right one is 4x
+    [warning] = [w for w in caught if "'continue_after_update'" in str(w.message)]
+    assert "comes after line" in str(warning.message)
+    got, y = _jump_gradient(module.continue_after_update, XS)
+    assert np.allclose(y, 3 * XS * XS) and not np.allclose(got, 6 * XS)
+
+
+@pytest.mark.parametrize("name, calls", [("continue_first", 2), ("break_after_counter", 1)])
+def test_jumps_that_stay_right_are_not_warned(jumps, name, calls):
+    """A jump first in its iteration, or after only a counter's step: right, and silent."""
+    module, caught = jumps
+    assert not [w for w in caught if f"'{name}'" in str(w.message)]
+    got, y = _jump_gradient(getattr(module, name), XS)
+    assert np.allclose(y, calls * XS * XS) and np.allclose(got, calls * 2 * XS)
+
+
+def test_an_unflagged_kernel_with_a_jump_is_not_warned(jumps):
+    _, caught = jumps
+    assert not [w for w in caught if "break_after_store_stock" in str(w.message)]

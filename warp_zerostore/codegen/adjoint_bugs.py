@@ -9,6 +9,15 @@ reads the value count: an argument of a call (not a constructor, cast, ``atomic_
 operand of a product. A component read (``v[0] * v[0]``) copies the value first and stays right, and so does a
 sum (``v + w``), whose adjoint reads no value (both checked against central differences in tests/test_fuzz.py).
 
+Loops with ``break``/``continue``, which Warp does not unroll: its backward replays each iteration's forward code,
+jump included, so a jump skips the adjoints of the statements before it in that iteration (``while ...: y[i] +=
+x[i] * x[i]; if c: continue`` loses that iteration's gradient). A ``for`` loop's backward moreover runs every
+iteration of its ``range`` in reverse, those after a ``break`` too, and stops at the first one (in reverse) whose
+replay breaks: any ``break`` in a run-time ``for`` loop is wrong in general. A ``continue`` or a ``while``'s
+``break`` that comes first in its iteration is right (``if k == 0: continue``), and so are statements that only
+count (``w = w + 1``); Warp 1.13 and later unroll a constant-bound loop with ``continue`` but no ``break``,
+which is then right too. (Each checked against central differences, tests/test_adjoint_warnings.py.)
+
 What the fuzzer also found and this module does not warn about: a local carried through a loop with a run-time
 bound. A source-only check cannot tell an integer counter, or a product with a value that needs no gradient,
 from a differentiable value: on Newton's 2,139 kernels it would warn 538 times.
@@ -19,7 +28,9 @@ from __future__ import annotations
 import ast
 import dataclasses
 
-__all__ = ["AdjointWarning", "Finding", "find"]
+import warp
+
+__all__ = ["AdjointWarning", "Finding", "JumpFinding", "find"]
 
 
 class AdjointWarning(UserWarning):
@@ -39,6 +50,31 @@ class Finding:
             f"assignment first, so that use's adjoint reads the new value and the gradient is wrong (stock Warp "
             f"and zero_store alike; docs/known-issues.md). Assign the component on a copy (w = wp.vec3({self.name}), "
             f"or the matrix type), or before using '{self.name}'."
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class JumpFinding:
+    name: str  # "break" or "continue"
+    line: int  # the jump, in the kernel's source
+    use_line: int  # the first statement before it in its iteration whose adjoint it skips (0: a for loop's break)
+
+    def message(self, kernel: str, location: str) -> str:
+        if not self.use_line:  # a break in a for loop
+            why = (
+                f"the 'break' at line {self.line} ends a for loop whose backward Warp runs over every iteration of "
+                f"its range in reverse, replaying the break: iterations after it get adjoints and those before it "
+                f"may not"
+            )
+        else:
+            why = (
+                f"the '{self.name}' at line {self.line} comes after line {self.use_line} in the same loop iteration; "
+                f"Warp's backward replays the jump too and skips the adjoints of the statements before it"
+            )
+        return (
+            f"kernel '{kernel}' ({location}): {why}, so the gradient is wrong (stock Warp and zero_store alike; "
+            f"docs/known-issues.md). Test the condition first in the iteration of a while loop, or set a flag and "
+            f"guard the rest of the body with it instead of jumping."
         )
 
 
@@ -83,8 +119,13 @@ def _statements(body: list) -> list:
 
 
 def find(tree: ast.AST) -> list:
-    """The `Finding`s in a kernel's ``ast.Module`` (as Warp parsed it); array arguments are never locals."""
+    """The `Finding`s and `JumpFinding`s in a kernel's ``ast.Module`` (as Warp parsed it)."""
     function = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef))
+    return sorted(_component_findings(function) + _jump_findings(function), key=lambda f: (f.line, f.name))
+
+
+def _component_findings(function: ast.FunctionDef) -> list:
+    """A component of a local assigned after the local was used whole; array arguments are never locals."""
     arguments = {a.arg for a in function.args.args}
     found, used = [], {}  # local -> line of its first whole, value-reading use
     for stmt in _statements(function.body):
@@ -104,4 +145,76 @@ def find(tree: ast.AST) -> list:
         for part in parts:
             for name, line in _value_uses(part):
                 used.setdefault(name, line)
-    return sorted(set(found), key=lambda f: (f.line, f.name))
+    return list(set(found))
+
+
+# Warp 1.13+ unrolls a constant-bound loop whose body has `continue` but no `break` (1.12 did not; 1.19 checked).
+_UNROLLS_CONTINUE = tuple(int(p) for p in warp.config.version.split(".")[:2]) > (1, 12)
+_MAX_UNROLL = 16  # Warp's default module option
+
+
+def _jump_findings(function: ast.FunctionDef) -> list:
+    """Each ``break`` of a ``for`` loop Warp does not unroll, and each other jump reached after a statement (other
+    than a counter's step) of its iteration."""
+    found = []
+    for loop in ast.walk(function):
+        if isinstance(loop, (ast.For, ast.While)) and not _unrolled(loop):
+            for jump, before in _jumps(loop.body, []):
+                kind = type(jump).__name__.lower()
+                effects = [s for s in before for s in _simple_statements(s) if not _is_counter_step(s)]
+                if kind == "break" and isinstance(loop, ast.For):
+                    found.append(JumpFinding(kind, jump.lineno, 0))
+                elif effects:
+                    found.append(JumpFinding(kind, jump.lineno, effects[0].lineno))
+    return found
+
+
+def _jumps(body: list, before: list):
+    """``(jump, statements run before it in its iteration)`` for the jumps of this loop (not of nested loops)."""
+    seen = list(before)
+    for stmt in body:
+        if isinstance(stmt, (ast.Break, ast.Continue)):
+            yield stmt, seen
+        elif isinstance(stmt, ast.If):
+            yield from _jumps(stmt.body, seen)
+            yield from _jumps(stmt.orelse, seen)
+        seen = seen + [stmt]
+
+
+def _simple_statements(stmt: ast.stmt) -> list:
+    if isinstance(stmt, (ast.If, ast.For, ast.While)):
+        return [s for part in (stmt.body, stmt.orelse) for child in part for s in _simple_statements(child)]
+    return [] if isinstance(stmt, (ast.Break, ast.Continue, ast.Pass)) else [stmt]
+
+
+def _is_counter_step(stmt: ast.stmt) -> bool:
+    """``w = w + 1``, ``w += 1``, ``w = int(...)``: integer bookkeeping, no adjoint to lose."""
+    if isinstance(stmt, ast.AugAssign):
+        return _is_int(stmt.value)
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+        value = stmt.value
+        if isinstance(value, ast.Call) and _call_name(value) == "int":
+            return True
+        return (
+            isinstance(value, ast.BinOp)
+            and isinstance(value.op, (ast.Add, ast.Sub))
+            and isinstance(value.left, ast.Name)
+            and value.left.id == stmt.targets[0].id
+            and _is_int(value.right)
+        )
+    return False
+
+
+def _is_int(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and type(node.value) is int
+
+
+def _unrolled(loop: ast.stmt) -> bool:
+    """Whether Warp unrolls ``loop`` (constant ``range``, no ``break``, on a Warp that unrolls ``continue``)."""
+    if not (_UNROLLS_CONTINUE and isinstance(loop, ast.For) and isinstance(loop.iter, ast.Call)):
+        return False
+    args = loop.iter.args
+    if _call_name(loop.iter) != "range" or not args or not all(_is_int(a) for a in args):
+        return False
+    own_breaks = [j for j, _ in _jumps(loop.body, []) if isinstance(j, ast.Break)]
+    return not own_breaks and len(range(*(a.value for a in args))) <= _MAX_UNROLL

@@ -30,15 +30,18 @@ from .nodes import (
     For,
     Helper,
     If,
+    Jump,
     Kink,
     Load,
     Local,
     LoopIndex,
     MakeVec,
     Program,
+    Select,
     SetComponent,
     Store,
     Unary,
+    While,
 )
 from .walk import iter_nodes, rebuild
 
@@ -60,8 +63,15 @@ FEATURES = (
     "atomics",  # wp.atomic_add(acc, i % 2, ...)
     "helpers",  # @wp.func helpers returning a value
     "helper_stores",  # @wp.func helpers that store into y[i]
+    "while_loops",  # w = int(0); while w < 3: w = w + 1; ...
+    "break",  # if <cond>: break, inside a loop (cond: parity, a threshold, or the loop counter == c)
+    "continue",  # if <cond>: continue, inside a loop
+    "ternaries",  # (a if e > t else b)
+    "where",  # wp.where(e > t, a, b)
 )
-DEFAULT_FEATURES = frozenset(FEATURES)
+#: The features drawn when none are named: those whose CI campaign stays quick and clean on every supported Warp.
+#: The rest (the later entries of `FEATURES`) are drawn when named (``features=...``, ``fuzz --features``).
+DEFAULT_FEATURES = frozenset(FEATURES[: FEATURES.index("helper_stores") + 1])
 
 UNARY_OPS = ("sin", "cos", "tanh", "neg", "exp", "log", "sqrt")
 CONSTANTS = (1.0, 0.5, -0.5, 2.0, -1.0, 0.25, 1.5, -2.0, 0.75, -0.25, 1.25, -0.75, -1.5, 1.75, -1.25, -1.75)
@@ -146,6 +156,9 @@ def scalar_expr(draw, scope: _Scope, depth: int):
     if scope.helpers:
         k, arity = _item(draw, scope.helpers)
         nodes.append(lambda: Call(k, tuple(sub() for _ in range(arity))))
+    forms = [form for feature, form in (("ternaries", "ternary"), ("where", "where")) if scope.has(feature)]
+    if forms:
+        nodes.append(lambda: Select(_item(draw, forms), Cond("threshold", sub(), -1), sub(), sub()))
     return _pick(draw, nodes)
 
 
@@ -202,17 +215,35 @@ def statement(draw, scope: _Scope, depth: int):
             return If(cond, body, _block(draw, scope, depth - 1) if draw(_BOOL) else ())
 
         choices.append(branch)
-    loops = [kind for kind in ("static_loops", "runtime_loops") if scope.has(kind)]
+    loops = [kind for kind in ("static_loops", "runtime_loops", "while_loops") if scope.has(kind)]
     if depth > 0 and loops:
 
         def loop():
-            runtime = _item(draw, loops) == "runtime_loops"
-            var = f"k{len(scope.loops)}"
+            kind = _item(draw, loops)
+            var = f"{'w' if kind == 'while_loops' else 'k'}{len(scope.loops)}"
             inner = dataclasses.replace(scope, loops=scope.loops + (var,))
-            return For(var, 1 + draw(_INDEX[3]), runtime, _block(draw, inner, depth - 1))
+            if kind == "while_loops":
+                return While(var, 1 + draw(_INDEX[3]), _block(draw, inner, depth - 1))
+            return For(var, 1 + draw(_INDEX[3]), kind == "runtime_loops", _block(draw, inner, depth - 1))
 
         choices.append(loop)
+    jumps = [kind for kind in ("break", "continue") if scope.has(kind)]
+    if scope.loops and jumps:
+        choices.append(lambda: If(jump_condition(draw, scope), (Jump(_item(draw, jumps)),), ()))
     return _pick(draw, choices)
+
+
+def jump_condition(draw, scope: _Scope) -> Cond:
+    """What a ``break``/``continue`` waits for: the innermost loop's counter at a value (it may never come), the
+    thread's parity, or a threshold (a kink site, so the trip count changes nowhere near the drawn inputs)."""
+    return _pick(
+        draw,
+        [
+            lambda: Cond("counter", var=scope.loops[-1], value=draw(_INDEX[4])),
+            lambda: Cond("parity"),
+            lambda: Cond("threshold", scalar_expr(draw, scope, 1), -1),
+        ],
+    )
 
 
 def helpers(draw, features: frozenset):

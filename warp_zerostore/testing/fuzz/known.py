@@ -28,6 +28,13 @@ KNOWN = {
     "component-assign-after-use": (ALL, BOTH, "gradient", ("setcomponent(=)",)),
     # a local reassigned inside a runtime-bound loop, used nonlinearly after it: Warp's loop adjoint is wrong.
     "runtime-loop-carried-local": (ALL, BOTH, "gradient", ("assign(=)", "for(runtime)")),
+    # the same through a while loop (a counter-bound `while`: Warp's loop adjoint, as for a runtime bound).
+    "while-loop-carried-local": (ALL, BOTH, "gradient", ("assign(=)", "while")),
+    "while-loop-carried-augmented-local": (ALL, BOTH, "gradient", ("assign(+=)", "while")),
+    # a break/continue taken after other statements of its iteration: Warp's backward replays the jump too and
+    # skips those statements' adjoints (a constant-bound loop with only `continue` is unrolled, and right, on 1.19).
+    "loop-break-after-statements": (ALL, BOTH, "gradient", ("break",)),
+    "loop-continue-after-statements": (ALL, BOTH, "gradient", ("continue",)),
     # a valid kernel Warp cannot build: static loops (each `for k0 in range(1)`) in both branches of an if.
     "static-loops-in-both-branches": (("1.12.1", "1.19.0"), BOTH, "build", ("for(static)", "if(parity)")),
     # two stores to one element: Warp <= 1.12 keeps the overwritten store's gradient (what zero_store fixes).

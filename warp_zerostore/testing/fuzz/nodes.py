@@ -87,7 +87,30 @@ class Call:
     args: Tuple[Expr, ...]
 
 
-Expr = Union[Const, Local, LoopIndex, Load, Unary, Binary, Kink, Component, MakeVec, Call]
+@dataclass(frozen=True)
+class Cond:
+    """``i % 2 == 0`` (kind "parity", no kink at all), ``expr > t`` with ``t`` the threshold of ``site`` (kind
+    "threshold"), or ``var == value`` on an enclosing loop's counter (kind "counter", no kink: an integer)."""
+
+    kind: str
+    expr: Expr = None
+    site: int = -1
+    var: str = ""
+    value: int = 0
+
+
+@dataclass(frozen=True)
+class Select:
+    """``lhs if cond else rhs`` (form "ternary") or ``wp.where(cond, lhs, rhs)`` (form "where"): a scalar chosen
+    by a threshold condition, whose threshold the oracle places like a branch's."""
+
+    form: str
+    cond: Cond
+    lhs: Expr
+    rhs: Expr
+
+
+Expr = Union[Const, Local, LoopIndex, Load, Unary, Binary, Kink, Component, MakeVec, Call, Select]
 
 
 @dataclass(frozen=True)
@@ -120,15 +143,6 @@ class Store:
 
 
 @dataclass(frozen=True)
-class Cond:
-    """``i % 2 == 0`` (kind "parity", no kink at all) or ``expr > t`` with ``t`` the threshold of ``site``."""
-
-    kind: str
-    expr: Expr = None
-    site: int = -1
-
-
-@dataclass(frozen=True)
 class If:
     cond: Cond
     body: Tuple[Stmt, ...]
@@ -147,6 +161,23 @@ class For:
 
 
 @dataclass(frozen=True)
+class While:
+    """``var = int(0)``, then ``while var < count:`` whose body starts with ``var = var + 1`` (the counter moves
+    before the body, so a ``continue`` cannot skip it); ``LoopIndex(var)`` reads 1 ... count."""
+
+    var: str
+    count: int
+    body: Tuple[Stmt, ...]
+
+
+@dataclass(frozen=True)
+class Jump:
+    """``break`` or ``continue`` (``kind``) of the innermost enclosing loop; drawn only as an ``If``'s body."""
+
+    kind: str
+
+
+@dataclass(frozen=True)
 class CallStore:
     """A call of the ``helper``-th ``@wp.func``, which stores its result into ``y[i]`` (helpers that store)."""
 
@@ -154,7 +185,7 @@ class CallStore:
     args: Tuple[Expr, ...]
 
 
-Stmt = Union[Assign, SetComponent, Store, If, For, CallStore]
+Stmt = Union[Assign, SetComponent, Store, If, For, While, Jump, CallStore]
 
 
 @dataclass(frozen=True)

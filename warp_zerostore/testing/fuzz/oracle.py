@@ -23,14 +23,17 @@ from .nodes import (
     Const,
     For,
     If,
+    Jump,
     Kink,
     Load,
     Local,
     LoopIndex,
     MakeVec,
     Program,
+    Select,
     SetComponent,
     Store,
+    While,
 )
 
 #: Input arrays of every drawn kernel, with their element shapes, and the outputs compared.
@@ -75,8 +78,12 @@ class Kinked(Exception):
     """Variants of one run took different sides of a kink: the program is not differentiable there."""
 
 
-class _Return(Exception):
-    pass
+class _Break(Exception):
+    """``break``: leaves the innermost loop (all variants at once: the condition that led here is uniform)."""
+
+
+class _Continue(Exception):
+    """``continue``: on to the innermost loop's next iteration."""
 
 
 @dataclass
@@ -154,6 +161,8 @@ class Interpreter:
         if isinstance(e, Call):
             helper = self.program.helpers[e.helper]
             return self.call(helper, [self.expr(a) for a in e.args])
+        if isinstance(e, Select):  # both sides are pure, so evaluating only the chosen one is exact
+            return self.expr(e.lhs if self.holds(e.cond) else e.rhs)
         return UNARY[e.op](self.expr(e.arg))
 
     def call(self, helper, args):
@@ -185,23 +194,39 @@ class Interpreter:
         elif isinstance(s, CallStore):
             self.y[:, self.i] = self.call(self.program.helpers[s.helper], [self.expr(a) for a in s.args])
         elif isinstance(s, If):
-            if s.cond.kind == "parity":
-                taken = self.i % 2 == 0
-            else:
-                above = self.side(s.cond.site, self.expr(s.cond.expr) * np.ones(self.inputs["x"].shape[0]))
-                taken = bool(_uniform(above))
-            self.block(s.body if taken else s.orelse)
+            self.block(s.body if self.holds(s.cond) else s.orelse)
         elif isinstance(s, For):
-            for k in range(self.program.loop_count if s.runtime else s.count):
-                self.loops[s.var] = k
-                self.block(s.body)
-            self.loops.pop(s.var, None)
+            self.loop(s.var, range(self.program.loop_count if s.runtime else s.count), s.body)
+        elif isinstance(s, While):  # the counter moves first: iterations read 1 ... count
+            self.loop(s.var, range(1, s.count + 1), s.body)
+        elif isinstance(s, Jump):
+            raise _Break() if s.kind == "break" else _Continue()
         else:
             raise TypeError(f"oracle: unknown statement {s!r}")
 
     def block(self, stmts):
         for s in stmts:
             self.stmt(s)
+
+    def holds(self, cond) -> bool:
+        """Whether ``cond`` holds on this thread (the same for every variant, or `Kinked`)."""
+        if cond.kind == "parity":
+            return self.i % 2 == 0
+        if cond.kind == "counter":
+            return self.loops[cond.var] == cond.value
+        above = self.side(cond.site, self.expr(cond.expr) * np.ones(self.inputs["x"].shape[0]))
+        return bool(_uniform(above))
+
+    def loop(self, var: str, counts, body):
+        for k in counts:
+            self.loops[var] = k
+            try:
+                self.block(body)
+            except _Continue:
+                continue
+            except _Break:
+                break
+        self.loops.pop(var, None)
 
 
 def _uniform(above: np.ndarray) -> bool:

@@ -18,15 +18,19 @@ from .nodes import (
     Const,
     For,
     If,
+    Jump,
     Kink,
     Load,
     Local,
     LoopIndex,
     MakeVec,
     Program,
+    Select,
     SetComponent,
     Store,
+    While,
 )
+from .walk import iter_nodes
 
 SAFE_FORMS = {
     "sin": "wp.sin({a})",
@@ -90,6 +94,9 @@ class Printer:
             return f"{VEC_TYPE[self.program.dtype]}({', '.join(self.expr(a) for a in e.items)})"
         if isinstance(e, Call):
             return f"{self.prefix}{e.helper}({', '.join(self.expr(a) for a in e.args)})"
+        if isinstance(e, Select):
+            a, b, c = self.expr(e.lhs), self.expr(e.rhs), self.cond(e.cond)
+            return f"({a} if {c} else {b})" if e.form == "ternary" else f"wp.where({c}, {a}, {b})"
         return SAFE_FORMS[e.op].format(a=self.expr(e.arg))
 
     def stmt(self, s, indent: str) -> list:
@@ -105,19 +112,28 @@ class Printer:
             args = "".join(f", {self.expr(a)}" for a in s.args)
             return [f"{indent}{self.prefix}{s.helper}(y, i{args})"]
         if isinstance(s, If):
-            if s.cond.kind == "parity":
-                head = f"{indent}if i % 2 == 0:"
-            else:
-                t = literal(self.thresholds.get(s.cond.site, 0.0), self.program.dtype)
-                head = f"{indent}if {self.expr(s.cond.expr)} > {t}:"
-            lines = [head] + self.block(s.body, indent + "    ")
+            lines = [f"{indent}if {self.cond(s.cond)}:"] + self.block(s.body, indent + "    ")
             if s.orelse:
                 lines += [f"{indent}else:"] + self.block(s.orelse, indent + "    ")
             return lines
         if isinstance(s, For):
             bound = "n" if s.runtime else str(s.count)
             return [f"{indent}for {s.var} in range({bound}):"] + self.block(s.body, indent + "    ")
+        if isinstance(s, While):
+            inner = indent + "    "
+            head = [f"{indent}{s.var} = int(0)", f"{indent}while {s.var} < {s.count}:", f"{inner}{s.var} = {s.var} + 1"]
+            return head + [line for stmt in s.body for line in self.stmt(stmt, inner)]
+        if isinstance(s, Jump):
+            return [f"{indent}{s.kind}"]
         raise TypeError(f"printer: unknown statement {s!r}")
+
+    def cond(self, c) -> str:
+        if c.kind == "parity":
+            return "i % 2 == 0"
+        if c.kind == "counter":
+            return f"{c.var} == {c.value}"
+        t = literal(self.thresholds.get(c.site, 0.0), self.program.dtype)
+        return f"{self.expr(c.expr)} > {t}"
 
     def block(self, stmts, indent: str) -> list:
         lines = []
@@ -152,6 +168,8 @@ class Printer:
             lines.append(f"    {local} = {t}({self.expr(init)})")
         for local, init in self.program.vectors:
             lines.append(f"    {local} = {v}({self.expr(init)})")
+        for counter in sorted({n.var for n in iter_nodes(self.program.body) if isinstance(n, While)}):
+            lines.append(f"    {counter} = int(0)")  # declared at the top: a while loop may sit in a branch
         lines += self.block(self.program.body, "    ")
         return lines + [""]
 

@@ -22,12 +22,15 @@ from .nodes import (
     Const,
     For,
     If,
+    Jump,
     Kink,
     Load,
     Local,
     LoopIndex,
     MakeVec,
+    Select,
     Unary,
+    While,
 )
 from .walk import iter_nodes, rebuild
 
@@ -44,6 +47,12 @@ def constructs(program) -> tuple:
     for node in iter_nodes(program):
         if isinstance(node, For):
             labels.add("for(runtime)" if node.runtime else "for(static)")
+        elif isinstance(node, While):
+            labels.add("while")
+        elif isinstance(node, Jump):
+            labels.add(node.kind)
+        elif isinstance(node, Select):
+            labels.add(node.form)
         elif isinstance(node, If):
             labels.add(f"if({node.cond.kind})")
         elif isinstance(node, Load) and node.array == "y":
@@ -69,7 +78,7 @@ def _blocks(program):
             if isinstance(s, If):
                 visit(owner_path + ((k, "body"),), s.body)
                 visit(owner_path + ((k, "orelse"),), s.orelse)
-            elif isinstance(s, For):
+            elif isinstance(s, (For, While)):
                 visit(owner_path + ((k, "body"),), s.body)
 
     visit((), program.body)
@@ -95,11 +104,15 @@ def statement_candidates(program):
                 if s.cond.kind == "threshold":
                     new = stmts[:k] + (dataclasses.replace(s, cond=Cond("parity")),) + stmts[k + 1 :]
                     yield dataclasses.replace(program, body=_replace_block(program.body, path, new))
-            if isinstance(s, For):
-                body = rebuild(s.body, lambda n, v=s.var: Const(0.0) if isinstance(n, LoopIndex) and n.name == v else n)
+            if isinstance(s, (For, While)) and not _own_jumps(s.body):  # a break must stay in a loop
+                body = _inlined(s.body, s.var, 0.0 if isinstance(s, For) else 1.0)
                 yield dataclasses.replace(
                     program, body=_replace_block(program.body, path, stmts[:k] + body + stmts[k + 1 :])
                 )
+            if isinstance(s, While) and s.count > 1:
+                new = stmts[:k] + (dataclasses.replace(s, count=s.count - 1),) + stmts[k + 1 :]
+                yield dataclasses.replace(program, body=_replace_block(program.body, path, new))
+            if isinstance(s, For):
                 if s.runtime:
                     new = (
                         stmts[:k] + (dataclasses.replace(s, runtime=False, count=program.loop_count),) + stmts[k + 1 :]
@@ -114,6 +127,27 @@ def statement_candidates(program):
     if program.vectors:
         yield dataclasses.replace(program, vectors=tuple((n, Load("xv")) for n, _ in program.vectors))
     yield dataclasses.replace(program, scalars=tuple((n, Const(1.0)) for n, _ in program.scalars))
+
+
+def _own_jumps(stmts) -> bool:
+    """Whether ``stmts`` hold a ``break``/``continue`` of their own loop (not of a loop nested inside)."""
+    for s in stmts:
+        if isinstance(s, Jump) or (isinstance(s, If) and (_own_jumps(s.body) or _own_jumps(s.orelse))):
+            return True
+    return False
+
+
+def _inlined(body, var: str, first: float):
+    """A loop's body run once outside it: its counter reads ``first``; a condition on the counter becomes parity."""
+
+    def replace(n):
+        if isinstance(n, LoopIndex) and n.name == var:
+            return Const(first)
+        if isinstance(n, Cond) and n.kind == "counter" and n.var == var:
+            return Cond("parity")
+        return n
+
+    return rebuild(body, replace)
 
 
 def _unused_dropped(program):
@@ -144,7 +178,7 @@ def _unused_dropped(program):
 
 
 def _is_scalar(node) -> bool:
-    if isinstance(node, (Const, LoopIndex, Component, Call, Kink)):
+    if isinstance(node, (Const, LoopIndex, Component, Call, Kink, Select)):
         return True
     if isinstance(node, Local):
         return node.type == SCALAR
@@ -159,7 +193,7 @@ def _is_scalar(node) -> bool:
 
 def expression_candidates(program):
     """Each expression node replaced, one at a time, by an operand of its type or by a constant/leaf."""
-    targets = [n for n in iter_nodes(program) if isinstance(n, (Unary, Binary, Kink, Call, Component, MakeVec))]
+    targets = [n for n in iter_nodes(program) if isinstance(n, (Unary, Binary, Kink, Call, Component, MakeVec, Select))]
     for target in targets:
         scalar = _is_scalar(target)
         options = [c for c in _operands(target) if _is_scalar(c) == scalar]
@@ -171,7 +205,7 @@ def expression_candidates(program):
 def _operands(node):
     if isinstance(node, Unary):
         return [node.arg]
-    if isinstance(node, (Binary, Kink)):
+    if isinstance(node, (Binary, Kink, Select)):
         return [node.lhs, node.rhs]
     if isinstance(node, (Call, MakeVec)):
         return list(node.args if isinstance(node, Call) else node.items)
