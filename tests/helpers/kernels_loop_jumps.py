@@ -9,7 +9,7 @@ wp.set_module_options({"enable_backward": True})
 @wp.kernel(zero_store=True)
 def break_after_store(x: wp.array(dtype=float), y: wp.array(dtype=float), n: int):
     i = wp.tid()
-    for k in range(n):
+    for _k in range(n):
         y[i] = x[i] * x[i]
         if x[i] < 2.0:
             break  # line 15: the backward replays iteration n-1 first, which breaks before any adjoint
@@ -58,7 +58,7 @@ def break_after_counter(x: wp.array(dtype=float), y: wp.array(dtype=float), n: i
 @wp.kernel
 def break_after_store_stock(x: wp.array(dtype=float), y: wp.array(dtype=float), n: int):
     i = wp.tid()
-    for k in range(n):
+    for _k in range(n):
         y[i] = x[i] * x[i]
         if x[i] < 2.0:
             break
