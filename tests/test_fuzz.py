@@ -176,6 +176,7 @@ def test_an_in_place_update_is_right_on_a_snapshot_tape_and_reported_by_check(tm
 # The constructs beyond the default set: loops with jumps, while loops, ternaries and wp.where.
 LOOPS = {"float32", "stores", "augstores", "locals", "smooth", "static_loops", "runtime_loops", "while_loops"}
 FEATURE_SOURCE = {
+    "mat33": ("wp.mat33", "mat33"),
     "while_loops": ("while w", "while_loops"),
     "break": ("break", "break"),
     "continue": ("continue", "continue"),
@@ -189,7 +190,7 @@ def test_each_new_feature_is_drawn_and_only_when_named(feature):
     text, name = FEATURE_SOURCE[feature]
     on = campaign.draw(30, 3, LOOPS | {"branches", name})
     assert any(text in c.source() for c in on)
-    off = campaign.draw(30, 3, (LOOPS | {"branches", "break", "continue", "ternaries", "where"}) - {name})
+    off = campaign.draw(30, 3, (LOOPS | {"branches", "break", "continue", "ternaries", "where", "mat33"}) - {name})
     assert not any(text in c.source() for c in off)
     assert name not in __import__("warp_zerostore.testing.fuzz", fromlist=["x"]).DEFAULT_FEATURES
 
@@ -280,8 +281,9 @@ def test_the_shrinker_keeps_a_jump_inside_a_loop():
 
 @pytest.mark.matrix
 def test_fixed_seed_campaign_over_the_new_constructs_finds_nothing_unknown(tmp_path):
-    """Loops with jumps, while loops, ternaries and wp.where: one small build, checked like the default set."""
-    features = LOOPS | {"branches", "break", "continue", "ternaries", "where", "kinks"}
+    """Loops with jumps, while loops, ternaries, wp.where and mat33: one small build, checked like the default
+    set."""
+    features = LOOPS | {"branches", "break", "continue", "ternaries", "where", "kinks", "vec3", "mat33"}
     summary = campaign.run(
         minutes=60, seed=19, features=features, batch_size=12, max_batches=1, shrink_rounds=0, out=str(tmp_path)
     )
@@ -291,4 +293,57 @@ def test_fixed_seed_campaign_over_the_new_constructs_finds_nothing_unknown(tmp_p
         f"{f.variant} {f.kind} ({', '.join(f.constructs)}) on Warp {wp.config.version}:\n"
         + printer.source(f.failure.case.program, f.failure.case.thresholds)
         for f in unknown
+    )
+
+
+def test_reference_matrix_math_against_numpy():
+    from warp_zerostore.testing.fuzz.nodes import Component, MakeMat, MakeVec, SetComponent
+
+    x = INPUTS["x"]
+    xv = np.array([[0.5, -0.25, 1.0], [0.75, 0.5, -1.0], [0.25, 1.0, 0.5], [-0.5, 0.75, 0.25]])
+    inputs = dict(INPUTS, xv=xv)
+    # m = [[x, 1, .5], [x, x, 0], [.25, x, 2]] (its own thread's x); built for each thread and checked in float64
+    items = (Load("x"), Const(1.0), Const(0.5), Load("x"), Load("x"), Const(0.0), Const(0.25), Load("x"), Const(2.0))
+    m = MakeMat(items)
+
+    def matrices(j):
+        a = np.array([[x[j], 1.0, 0.5], [x[j], x[j], 0.0], [0.25, x[j], 2.0]])
+        return a, xv[j]
+
+    cases = {
+        Unary("det", m): lambda a, v: np.linalg.det(a),
+        Unary("det", Unary("spdinv", m)): lambda a, v: 1.0 / np.linalg.det(a @ a.T + np.eye(3)),
+        Component(Unary("transpose", m), (0, 2)): lambda a, v: a[2, 0],
+        Component(Binary("mmul", m, Unary("transpose", m)), (1, 2)): lambda a, v: (a @ a.T)[1, 2],
+        Component(Binary("matvec", m, Load("xv")), 0): lambda a, v: (a @ v)[0],
+        Binary("dot", Binary("matvec", Binary("madd", m, m), Load("xv")), MakeVec((Const(1.0),) * 3)): (
+            lambda a, v: np.sum(2 * a @ v)
+        ),
+    }
+    for expr, want in cases.items():
+        program = _loop_program((Store("y", "=", expr),))
+        got = oracle.run(program, {}, inputs).outputs["y"]
+        np.testing.assert_allclose(got, [want(*matrices(j)) for j in range(4)], rtol=1e-12, err_msg=str(expr))
+    # m[0, 1] = x * x on a mat33 local, read back through the determinant
+    program = Program(
+        "float64",
+        (),
+        (),
+        (),
+        (
+            SetComponent("m0", (0, 1), "=", Binary("mul", Load("x"), Load("x"))),
+            Store("y", "=", Unary("det", Local("m0", "m"))),
+        ),
+        matrices=(("m0", m),),
+    )
+    got = oracle.run(program, {}, inputs).outputs["y"]
+    for j in range(4):
+        a = matrices(j)[0]
+        a[0, 1] = x[j] * x[j]
+        assert np.isclose(got[j], np.linalg.det(a))
+    text = printer.source(program, {})
+    assert "m0 = wp.mat33d(x[i], wp.float64(1.0)," in text and "m0[0, 1] = (x[i] * x[i])" in text
+    assert "wp.determinant(m0)" in text
+    assert "wp.inverse(wp.mul(m0, wp.transpose(m0)) + wp.identity(n=3, dtype=wp.float64))" in printer.source(
+        _loop_program((Store("y", "=", Component(Unary("spdinv", Local("m0", "m")), (0, 0))),)), {}
     )

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from . import oracle
 from .nodes import (
+    MAT33,
     SCALAR,
     THREADS,
     VEC3,
@@ -35,6 +36,7 @@ from .nodes import (
     Load,
     Local,
     LoopIndex,
+    MakeMat,
     MakeVec,
     Program,
     Select,
@@ -68,6 +70,7 @@ FEATURES = (
     "continue",  # if <cond>: continue, inside a loop
     "ternaries",  # (a if e > t else b)
     "where",  # wp.where(e > t, a, b)
+    "mat33",  # mat33 locals, construction, +, wp.mul (matrix, matrix-vector), transpose, determinant, safe inverse
 )
 #: The features drawn when none are named: those whose CI campaign stays quick and clean on every supported Warp.
 #: The rest (the later entries of `FEATURES`) are drawn when named (``features=...``, ``fuzz --features``).
@@ -109,6 +112,7 @@ class _Scope:
     store_helpers: tuple = ()  # arities of storing helpers callable here (index, arity)
     depth: int = 2
     loads: bool = True  # helpers see only their parameters
+    matrices: tuple = ()
 
     def has(self, feature):
         return feature in self.features
@@ -159,6 +163,26 @@ def scalar_expr(draw, scope: _Scope, depth: int):
     forms = [form for feature, form in (("ternaries", "ternary"), ("where", "where")) if scope.has(feature)]
     if forms:
         nodes.append(lambda: Select(_item(draw, forms), Cond("threshold", sub(), -1), sub(), sub()))
+    if scope.has("mat33") and scope.loads:
+        msub = lambda: mat_expr(draw, scope, depth - 1)  # noqa: E731
+        nodes.append(lambda: Unary("det", msub()))
+        nodes.append(lambda: Component(msub(), (draw(_INDEX[3]), draw(_INDEX[3]))))
+    return _pick(draw, nodes)
+
+
+def mat_expr(draw, scope: _Scope, depth: int):
+    """A mat33 expression: a local or nine scalars, then sums, products, transposes and the safe inverse
+    (``printer.SAFE_FORMS["spdinv"]``: of ``m m^T + I``, never singular)."""
+    leaves = [lambda: MakeMat(tuple(scalar_expr(draw, scope, 0) for _ in range(9)))]
+    if scope.matrices:
+        leaves.append(lambda: Local(_item(draw, scope.matrices), MAT33))
+    if depth <= 0 or not draw(_BOOL):
+        return _pick(draw, leaves)
+    sub = lambda: mat_expr(draw, scope, depth - 1)  # noqa: E731
+    nodes = [
+        lambda: Binary(_item(draw, ("madd", "mmul")), sub(), sub()),
+        lambda: Unary(_item(draw, ("transpose", "spdinv")), sub()),
+    ]
     return _pick(draw, nodes)
 
 
@@ -175,6 +199,8 @@ def vec_expr(draw, scope: _Scope, depth: int):
         lambda: Binary("scale", ssub(), sub()),
         lambda: MakeVec((ssub(), ssub(), ssub())),
     ]
+    if scope.has("mat33"):
+        nodes.append(lambda: Binary("matvec", mat_expr(draw, scope, depth - 1), sub()))
     return _pick(draw, nodes)
 
 
@@ -199,6 +225,11 @@ def statement(draw, scope: _Scope, depth: int):
         choices.append(lambda: Assign(_item(draw, scope.vectors), VEC3, op(), vec_expr(draw, scope, scope.depth)))
     if scope.has("components") and scope.vectors:
         choices.append(lambda: SetComponent(_item(draw, scope.vectors), draw(_INDEX[3]), op(), expr()))
+    if scope.has("locals") and scope.matrices:
+        choices.append(lambda: Assign(_item(draw, scope.matrices), MAT33, op(), mat_expr(draw, scope, scope.depth)))
+    if scope.has("components") and scope.matrices:
+        pair = lambda: (draw(_INDEX[3]), draw(_INDEX[3]))  # noqa: E731
+        choices.append(lambda: SetComponent(_item(draw, scope.matrices), pair(), op(), expr()))
     if scope.store_helpers:
         k, arity = _item(draw, scope.store_helpers)
         choices.append(lambda: CallStore(k, tuple(expr() for _ in range(arity))))
@@ -344,10 +375,14 @@ def _cases(draw, features, dtypes, max_statements, max_depth, expr_depth):
     )
     scalar_init = tuple((n, scalar_expr(draw, base, 1)) for n in scalars)
     vector_init = tuple((n, vec_expr(draw, base, 1)) for n in vectors)
+    matrices = ("m0",) if "mat33" in features and draw(_BOOL) else ()
+    matrix_init = tuple((n, mat_expr(draw, base, 1)) for n in matrices)
+    scope = dataclasses.replace(scope, matrices=matrices)
     body = _block(draw, scope, max_depth, max_statements)
     if not any(isinstance(s, (Store, CallStore)) for s in iter_nodes(body)):
         body += (Store("y", "=", Local(scalars[0], SCALAR)),)  # make the locals reach an output
-    program = number_sites(Program(dtype, scalar_init, vector_init, helper_list, body, 1 + draw(_INDEX[3])))
+    program = Program(dtype, scalar_init, vector_init, helper_list, body, 1 + draw(_INDEX[3]), matrix_init)
+    program = number_sites(program)
     inputs, cot = draw(points())
     placements = [draw(_INDEX[3]) for _ in range(max(1, site_count(program)))]
     thresholds = oracle.place_thresholds(program, inputs, placements)

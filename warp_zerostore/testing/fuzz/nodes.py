@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Tuple, Union
 
-SCALAR, VEC3 = "f", "v"
+SCALAR, VEC3, MAT33 = "f", "v", "m"
 
 #: Threads per launch and the length of ``acc`` (atomics from several threads meet in each element).
 THREADS = 4
@@ -47,13 +47,13 @@ class Load:
 
 @dataclass(frozen=True)
 class Unary:
-    op: str  # sin cos tanh neg exp log sqrt (the last three in safe forms)
+    op: str  # sin cos tanh neg exp log sqrt (the last three in safe forms); of a mat33: transpose det spdinv
     arg: Expr
 
 
 @dataclass(frozen=True)
 class Binary:
-    op: str  # add sub mul div (safe), vadd vsub, scale (scalar * vec3), dot, cross
+    op: str  # add sub mul div (safe), vadd vsub, scale (scalar * vec3), dot, cross; madd mmul (mat33), matvec
     lhs: Expr
     rhs: Expr
 
@@ -70,12 +70,21 @@ class Kink:
 
 @dataclass(frozen=True)
 class Component:
+    """``vec[index]``, or ``m[row, col]`` of a mat33 (``index`` a pair)."""
+
     vec: Expr
-    index: int
+    index: Union[int, Tuple[int, int]]
 
 
 @dataclass(frozen=True)
 class MakeVec:
+    items: Tuple[Expr, ...]
+
+
+@dataclass(frozen=True)
+class MakeMat:
+    """``wp.mat33(...)`` of nine scalars, row by row."""
+
     items: Tuple[Expr, ...]
 
 
@@ -110,7 +119,7 @@ class Select:
     rhs: Expr
 
 
-Expr = Union[Const, Local, LoopIndex, Load, Unary, Binary, Kink, Component, MakeVec, Call, Select]
+Expr = Union[Const, Local, LoopIndex, Load, Unary, Binary, Kink, Component, MakeVec, MakeMat, Call, Select]
 
 
 @dataclass(frozen=True)
@@ -125,10 +134,10 @@ class Assign:
 
 @dataclass(frozen=True)
 class SetComponent:
-    """``v[index] = expr`` or ``v[index] += expr`` on a local vec3."""
+    """``v[index] = expr`` or ``v[index] += expr`` on a local vec3, or ``m[row, col] ...`` on a mat33 (a pair)."""
 
     name: str
-    index: int
+    index: Union[int, Tuple[int, int]]
     op: str
     expr: Expr
 
@@ -206,3 +215,4 @@ class Program:
     helpers: Tuple[Helper, ...]
     body: Tuple[Stmt, ...]
     loop_count: int = 2  # the runtime bound n
+    matrices: Tuple[Tuple[str, Expr], ...] = ()  # mat33 locals declared at the top (feature "mat33")

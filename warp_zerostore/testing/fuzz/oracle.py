@@ -28,6 +28,7 @@ from .nodes import (
     Load,
     Local,
     LoopIndex,
+    MakeMat,
     MakeVec,
     Program,
     Select,
@@ -54,6 +55,9 @@ UNARY = {
     "exp": lambda a: np.exp(np.tanh(a)),
     "log": lambda a: np.log(np.cosh(a)),
     "sqrt": lambda a: np.sqrt(np.cosh(a)),
+    "transpose": lambda m: np.swapaxes(m, -1, -2),
+    "det": lambda m: np.linalg.det(m),
+    "spdinv": lambda m: np.linalg.inv(m @ np.swapaxes(m, -1, -2) + np.eye(3)),
 }
 
 
@@ -71,6 +75,9 @@ BINARY = {
     "scale": lambda s, v: s[..., None] * v,
     "dot": _dot,
     "cross": lambda a, b: np.cross(a, b),
+    "madd": np.add,
+    "mmul": np.matmul,
+    "matvec": lambda m, v: np.einsum("...ij,...j->...i", m, v),
 }
 
 
@@ -112,6 +119,8 @@ class Interpreter:
                 self.env[name] = self.scalar(self.expr(init), variants)
             for name, init in self.program.vectors:
                 self.env[name] = np.broadcast_to(self.expr(init), (variants, 3)).astype(np.float64)
+            for name, init in self.program.matrices:
+                self.env[name] = np.broadcast_to(self.expr(init), (variants, 3, 3)).astype(np.float64)
             self.block(self.program.body)
         return Run({"y": y, "acc": acc}, self.sites)
 
@@ -154,10 +163,11 @@ class Interpreter:
             b = rhs + self.thresholds.get(e.site, 0.0)
             return (a if above[0] else b) if e.op == "max" else (b if above[0] else a)
         if isinstance(e, Component):
-            return self.expr(e.vec)[..., e.index]
-        if isinstance(e, MakeVec):
+            return self.expr(e.vec)[_at(e.index)]
+        if isinstance(e, (MakeVec, MakeMat)):
             variants = self.inputs["x"].shape[0]
-            return np.stack([self.scalar(self.expr(a), variants) for a in e.items], axis=-1)
+            items = np.stack([self.scalar(self.expr(a), variants) for a in e.items], axis=-1)
+            return items if isinstance(e, MakeVec) else items.reshape(variants, 3, 3)
         if isinstance(e, Call):
             helper = self.program.helpers[e.helper]
             return self.call(helper, [self.expr(a) for a in e.args])
@@ -181,7 +191,7 @@ class Interpreter:
         elif isinstance(s, SetComponent):
             v = self.env[s.name].copy()
             value = self.expr(s.expr)
-            v[..., s.index] = value if s.op == "=" else v[..., s.index] + value
+            v[_at(s.index)] = value if s.op == "=" else v[_at(s.index)] + value
             self.env[s.name] = v
         elif isinstance(s, Store):
             value = self.expr(s.expr)
@@ -227,6 +237,11 @@ class Interpreter:
             except _Break:
                 break
         self.loops.pop(var, None)
+
+
+def _at(index) -> tuple:
+    """A component's index over the variants axis: ``v[..., 1]``, ``m[..., 0, 2]``."""
+    return (Ellipsis,) + (index if isinstance(index, tuple) else (index,))
 
 
 def _uniform(above: np.ndarray) -> bool:

@@ -23,6 +23,7 @@ from .nodes import (
     Load,
     Local,
     LoopIndex,
+    MakeMat,
     MakeVec,
     Program,
     Select,
@@ -40,6 +41,10 @@ SAFE_FORMS = {
     "exp": "wp.exp(wp.tanh({a}))",
     "log": "wp.log(wp.cosh({a}))",
     "sqrt": "wp.sqrt(wp.cosh({a}))",
+    "transpose": "wp.transpose({a})",
+    "det": "wp.determinant({a})",
+    # the inverse of m m^T + I: symmetric positive definite, eigenvalues >= 1, so always defined and smooth
+    "spdinv": "wp.inverse(wp.mul({a}, wp.transpose({a})) + wp.identity(n=3, dtype={t}))",
 }
 BINARY_FORMS = {
     "add": "({a} + {b})",
@@ -51,9 +56,17 @@ BINARY_FORMS = {
     "scale": "({a} * {b})",
     "dot": "wp.dot({a}, {b})",
     "cross": "wp.cross({a}, {b})",
+    "madd": "({a} + {b})",
+    "mmul": "wp.mul({a}, {b})",
+    "matvec": "wp.mul({a}, {b})",
 }
 SCALAR_TYPE = {"float32": "wp.float32", "float64": "wp.float64"}
 VEC_TYPE = {"float32": "wp.vec3", "float64": "wp.vec3d"}
+MAT_TYPE = {"float32": "wp.mat33", "float64": "wp.mat33d"}
+
+
+def _index(index) -> str:
+    return ", ".join(map(str, index)) if isinstance(index, tuple) else str(index)
 
 
 def literal(value: float, dtype: str) -> str:
@@ -89,7 +102,9 @@ class Printer:
                 return f"wp.abs({self.expr(e.lhs)} - {t})"
             return f"wp.{e.op}({self.expr(e.lhs)}, {self.expr(e.rhs)} + {t})"
         if isinstance(e, Component):
-            return f"{self.expr(e.vec)}[{e.index}]"
+            return f"{self.expr(e.vec)}[{_index(e.index)}]"
+        if isinstance(e, MakeMat):
+            return f"{MAT_TYPE[self.program.dtype]}({', '.join(self.expr(a) for a in e.items)})"
         if isinstance(e, MakeVec):
             return f"{VEC_TYPE[self.program.dtype]}({', '.join(self.expr(a) for a in e.items)})"
         if isinstance(e, Call):
@@ -97,13 +112,13 @@ class Printer:
         if isinstance(e, Select):
             a, b, c = self.expr(e.lhs), self.expr(e.rhs), self.cond(e.cond)
             return f"({a} if {c} else {b})" if e.form == "ternary" else f"wp.where({c}, {a}, {b})"
-        return SAFE_FORMS[e.op].format(a=self.expr(e.arg))
+        return SAFE_FORMS[e.op].format(a=self.expr(e.arg), t=self.t)
 
     def stmt(self, s, indent: str) -> list:
         if isinstance(s, Assign):
             return [f"{indent}{s.name} {s.op} {self.expr(s.expr)}"]
         if isinstance(s, SetComponent):
-            return [f"{indent}{s.name}[{s.index}] {s.op} {self.expr(s.expr)}"]
+            return [f"{indent}{s.name}[{_index(s.index)}] {s.op} {self.expr(s.expr)}"]
         if isinstance(s, Store):
             if s.op == "atomic":
                 return [f"{indent}wp.atomic_add(acc, i % {ACC}, {self.expr(s.expr)})"]
@@ -168,6 +183,8 @@ class Printer:
             lines.append(f"    {local} = {t}({self.expr(init)})")
         for local, init in self.program.vectors:
             lines.append(f"    {local} = {v}({self.expr(init)})")
+        for local, init in self.program.matrices:
+            lines.append(f"    {local} = {self.expr(init)}")
         for counter in sorted({n.var for n in iter_nodes(self.program.body) if isinstance(n, While)}):
             lines.append(f"    {counter} = int(0)")  # declared at the top: a while loop may sit in a branch
         lines += self.block(self.program.body, "    ")

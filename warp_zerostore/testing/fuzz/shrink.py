@@ -13,7 +13,9 @@ import dataclasses
 from . import batch
 from .grammar import with_body
 from .nodes import (
+    MAT33,
     SCALAR,
+    VEC3,
     Binary,
     Call,
     CallStore,
@@ -27,6 +29,7 @@ from .nodes import (
     Load,
     Local,
     LoopIndex,
+    MakeMat,
     MakeVec,
     Select,
     Unary,
@@ -63,7 +66,7 @@ def constructs(program) -> tuple:
             labels.add({"=": "store", "+=": "augstore", "atomic": "atomic_add"}[node.op])
         elif type(node).__name__ in ("Assign", "SetComponent"):
             labels.add(f"{type(node).__name__.lower()}({node.op})")
-        elif isinstance(node, (CallStore, Call, MakeVec, Component)):
+        elif isinstance(node, (CallStore, Call, MakeVec, MakeMat, Component)):
             labels.add(type(node).__name__.lower())
     return tuple(sorted(labels))
 
@@ -126,6 +129,8 @@ def statement_candidates(program):
         yield dataclasses.replace(program, loop_count=program.loop_count - 1)
     if program.vectors:
         yield dataclasses.replace(program, vectors=tuple((n, Load("xv")) for n, _ in program.vectors))
+    if program.matrices and any(init != IDENTITY for _, init in program.matrices):
+        yield dataclasses.replace(program, matrices=tuple((n, IDENTITY) for n, _ in program.matrices))
     yield dataclasses.replace(program, scalars=tuple((n, Const(1.0)) for n, _ in program.scalars))
 
 
@@ -153,7 +158,7 @@ def _inlined(body, var: str, first: float):
 def _unused_dropped(program):
     """``program`` without its unused helpers and locals, if it has any."""
     nodes = list(iter_nodes(program.body)) + [
-        n for _, init in program.scalars + program.vectors for n in iter_nodes(init)
+        n for _, init in program.scalars + program.vectors + program.matrices for n in iter_nodes(init)
     ]
     nodes += [n for h in program.helpers for n in iter_nodes(h.body)]
     called = {n.helper for n in nodes if isinstance(n, (Call, CallStore))}
@@ -173,31 +178,41 @@ def _unused_dropped(program):
         yield dataclasses.replace(program, helpers=helpers, body=body)
     scalars = tuple((n, e) for n, e in program.scalars if n in named)
     vectors = tuple((n, e) for n, e in program.vectors if n in named)
-    if scalars != program.scalars or vectors != program.vectors:
-        yield dataclasses.replace(program, scalars=scalars, vectors=vectors)
+    matrices = tuple((n, e) for n, e in program.matrices if n in named)
+    if scalars != program.scalars or vectors != program.vectors or matrices != program.matrices:
+        yield dataclasses.replace(program, scalars=scalars, vectors=vectors, matrices=matrices)
 
 
-def _is_scalar(node) -> bool:
-    if isinstance(node, (Const, LoopIndex, Component, Call, Kink, Select)):
-        return True
+_MATRIX_OPS = {"madd", "mmul", "transpose", "spdinv"}
+_VECTOR_OPS = {"vadd", "vsub", "scale", "cross", "matvec"}
+IDENTITY = MakeMat(tuple(Const(1.0 if k in (0, 4, 8) else 0.0) for k in range(9)))
+_LEAF = {SCALAR: Const(1.0), VEC3: Load("xv"), MAT33: IDENTITY}
+
+
+def _type(node) -> str:
+    """What an expression is: `SCALAR`, `VEC3` or `MAT33`."""
     if isinstance(node, Local):
-        return node.type == SCALAR
+        return node.type
     if isinstance(node, Load):
-        return node.array != "xv"
-    if isinstance(node, Unary):
-        return True
-    if isinstance(node, Binary):
-        return node.op in ("add", "sub", "mul", "div", "dot")
-    return False
+        return VEC3 if node.array == "xv" else SCALAR
+    if isinstance(node, MakeVec):
+        return VEC3
+    if isinstance(node, MakeMat):
+        return MAT33
+    if isinstance(node, (Unary, Binary)):
+        return MAT33 if node.op in _MATRIX_OPS else VEC3 if node.op in _VECTOR_OPS else SCALAR
+    return SCALAR  # Const, LoopIndex, Component, Call, Kink, Select
 
 
 def expression_candidates(program):
     """Each expression node replaced, one at a time, by an operand of its type or by a constant/leaf."""
-    targets = [n for n in iter_nodes(program) if isinstance(n, (Unary, Binary, Kink, Call, Component, MakeVec, Select))]
+    kinds = (Unary, Binary, Kink, Call, Component, MakeVec, MakeMat, Select)
+    targets = [n for n in iter_nodes(program) if isinstance(n, kinds)]
     for target in targets:
-        scalar = _is_scalar(target)
-        options = [c for c in _operands(target) if _is_scalar(c) == scalar]
-        options.append(Const(1.0) if scalar else Load("xv"))
+        kind = _type(target)
+        options = [c for c in _operands(target) if _type(c) == kind]
+        if target != _LEAF[kind]:
+            options.append(_LEAF[kind])
         for option in options:
             yield _substitute(program, target, option)
 
@@ -207,7 +222,7 @@ def _operands(node):
         return [node.arg]
     if isinstance(node, (Binary, Kink, Select)):
         return [node.lhs, node.rhs]
-    if isinstance(node, (Call, MakeVec)):
+    if isinstance(node, (Call, MakeVec, MakeMat)):
         return list(node.args if isinstance(node, Call) else node.items)
     if isinstance(node, Component):
         return [node.vec]
