@@ -177,6 +177,7 @@ def test_an_in_place_update_is_right_on_a_snapshot_tape_and_reported_by_check(tm
 LOOPS = {"float32", "stores", "augstores", "locals", "smooth", "static_loops", "runtime_loops", "while_loops"}
 FEATURE_SOURCE = {
     "mat33": ("wp.mat33", "mat33"),
+    "quat": ("wp.quat_from_axis_angle(", "quat"),
     "while_loops": ("while w", "while_loops"),
     "break": ("break", "break"),
     "continue": ("continue", "continue"),
@@ -188,9 +189,11 @@ FEATURE_SOURCE = {
 @pytest.mark.parametrize("feature", sorted(FEATURE_SOURCE))
 def test_each_new_feature_is_drawn_and_only_when_named(feature):
     text, name = FEATURE_SOURCE[feature]
-    on = campaign.draw(30, 3, LOOPS | {"branches", name})
+    on = campaign.draw(30, 3, LOOPS | {"branches", "vec3", name})
     assert any(text in c.source() for c in on)
-    off = campaign.draw(30, 3, (LOOPS | {"branches", "break", "continue", "ternaries", "where", "mat33"}) - {name})
+    off = campaign.draw(
+        30, 3, (LOOPS | {"branches", "break", "continue", "ternaries", "where", "mat33", "quat"}) - {name}
+    )
     assert not any(text in c.source() for c in off)
     assert name not in __import__("warp_zerostore.testing.fuzz", fromlist=["x"]).DEFAULT_FEATURES
 
@@ -347,3 +350,26 @@ def test_reference_matrix_math_against_numpy():
     assert "wp.inverse(wp.mul(m0, wp.transpose(m0)) + wp.identity(n=3, dtype=wp.float64))" in printer.source(
         _loop_program((Store("y", "=", Component(Unary("spdinv", Local("m0", "m")), (0, 0))),)), {}
     )
+
+
+def test_reference_rotations_by_hand():
+    from warp_zerostore.testing.fuzz.nodes import Component, MakeVec, Rotate
+
+    # axis from (0, 0, 1): (cosh 0, 0, 1) / sqrt 2 = (1, 0, 1) / sqrt 2; rotating e_x by pi/2 about it
+    u = np.array([1.0, 0.0, 1.0]) / np.sqrt(2.0)
+    e = np.array([1.0, 0.0, 0.0])
+    angle = np.pi / 2
+    want = e * np.cos(angle) + np.cross(u, e) * np.sin(angle) + u * u.dot(e) * (1 - np.cos(angle))
+    np.testing.assert_allclose(oracle.rotate(np.array([0.0, 0.0, 1.0]), np.array(angle), e), want, atol=1e-15)
+    np.testing.assert_allclose(np.linalg.norm(want), 1.0)  # a rotation keeps lengths
+    axis = MakeVec((Const(0.0), Const(0.0), Const(1.0)))
+    vec, offset = MakeVec((Const(1.0), Const(0.0), Const(0.0))), MakeVec((Const(0.5), Const(0.5), Const(0.5)))
+    for op, shift in (("quat_rotate", 0.0), ("transform_vector", 0.0), ("transform_point", 0.5)):
+        rotated = Rotate(op, axis, Binary("mul", Load("x"), Const(2.0)), vec, offset)
+        program = _loop_program((Store("y", "=", Component(rotated, 1)),))
+        got = oracle.run(program, {}, INPUTS).outputs["y"]
+        want = [oracle.rotate(np.zeros(3) + [0, 0, 1], np.array(2 * x), e)[1] + shift for x in INPUTS["x"]]
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+        text = printer.source(program, {})
+        assert "wp.quat_from_axis_angle(wp.normalize(wp.vec3d(wp.cosh(wp.vec3d(" in text
+        assert (f"wp.{op}(wp.transformd(" in text) == (op != "quat_rotate")

@@ -39,6 +39,7 @@ from .nodes import (
     MakeMat,
     MakeVec,
     Program,
+    Rotate,
     Select,
     SetComponent,
     Store,
@@ -71,6 +72,7 @@ FEATURES = (
     "ternaries",  # (a if e > t else b)
     "where",  # wp.where(e > t, a, b)
     "mat33",  # mat33 locals, construction, +, wp.mul (matrix, matrix-vector), transpose, determinant, safe inverse
+    "quat",  # quat_from_axis_angle (a safe unit axis), quat_rotate, transform_point, transform_vector
 )
 #: The features drawn when none are named: those whose CI campaign stays quick and clean on every supported Warp.
 #: The rest (the later entries of `FEATURES`) are drawn when named (``features=...``, ``fuzz --features``).
@@ -163,6 +165,8 @@ def scalar_expr(draw, scope: _Scope, depth: int):
     forms = [form for feature, form in (("ternaries", "ternary"), ("where", "where")) if scope.has(feature)]
     if forms:
         nodes.append(lambda: Select(_item(draw, forms), Cond("threshold", sub(), -1), sub(), sub()))
+    if scope.has("quat") and scope.loads:
+        nodes.append(lambda: Component(rotation(draw, scope, depth - 1), draw(_INDEX[3])))
     if scope.has("mat33") and scope.loads:
         msub = lambda: mat_expr(draw, scope, depth - 1)  # noqa: E731
         nodes.append(lambda: Unary("det", msub()))
@@ -201,7 +205,17 @@ def vec_expr(draw, scope: _Scope, depth: int):
     ]
     if scope.has("mat33"):
         nodes.append(lambda: Binary("matvec", mat_expr(draw, scope, depth - 1), sub()))
+    if scope.has("quat"):
+        nodes.append(lambda: rotation(draw, scope, depth - 1))
     return _pick(draw, nodes)
+
+
+def rotation(draw, scope: _Scope, depth: int):
+    """A vec3 rotated by a quaternion (``quat_from_axis_angle``), directly or through a transform."""
+    vec = lambda: vec_expr(draw, scope, depth)  # noqa: E731
+    op = _item(draw, ("quat_rotate", "transform_point", "transform_vector"))
+    offset = Load("xv") if op == "quat_rotate" else vec()  # quat_rotate has none: not drawn, not printed
+    return Rotate(op, vec(), scalar_expr(draw, scope, depth), vec(), offset)
 
 
 def _block(draw, scope: _Scope, depth: int, max_size: int = 3):

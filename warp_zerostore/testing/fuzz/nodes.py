@@ -89,6 +89,19 @@ class MakeMat:
 
 
 @dataclass(frozen=True)
+class Rotate:
+    """``vec`` rotated by the quaternion of ``angle`` about a unit axis made of ``axis`` in a safe form
+    (``printer.SAFE_AXIS``): ``wp.quat_rotate`` (op "quat_rotate"), or through ``wp.transform(offset, q)``
+    (``transform_point``, ``transform_vector``)."""
+
+    op: str
+    axis: Expr
+    angle: Expr
+    vec: Expr
+    offset: Expr
+
+
+@dataclass(frozen=True)
 class Call:
     """A call of the kernel's ``helper``-th ``@wp.func``."""
 
@@ -119,7 +132,7 @@ class Select:
     rhs: Expr
 
 
-Expr = Union[Const, Local, LoopIndex, Load, Unary, Binary, Kink, Component, MakeVec, MakeMat, Call, Select]
+Expr = Union[Const, Local, LoopIndex, Load, Unary, Binary, Kink, Component, MakeVec, MakeMat, Rotate, Call, Select]
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ from .nodes import (
     MakeMat,
     MakeVec,
     Program,
+    Rotate,
     Select,
     SetComponent,
     Store,
@@ -79,6 +80,15 @@ BINARY = {
     "mmul": np.matmul,
     "matvec": lambda m, v: np.einsum("...ij,...j->...i", m, v),
 }
+
+
+def rotate(a, angle, v):
+    """``v`` rotated by ``angle`` about the unit axis of ``printer.SAFE_AXIS`` (Rodrigues' formula, no quaternion)."""
+    a = np.asarray(a, dtype=np.float64)
+    axis = np.stack(np.broadcast_arrays(np.cosh(a[..., 0]), a[..., 1], a[..., 2]), axis=-1)
+    u = axis / np.linalg.norm(axis, axis=-1, keepdims=True)
+    c, s = np.cos(angle)[..., None], np.sin(angle)[..., None]
+    return v * c + np.cross(u, v) * s + u * _dot(u, v)[..., None] * (1.0 - c)
 
 
 class Kinked(Exception):
@@ -168,6 +178,9 @@ class Interpreter:
             variants = self.inputs["x"].shape[0]
             items = np.stack([self.scalar(self.expr(a), variants) for a in e.items], axis=-1)
             return items if isinstance(e, MakeVec) else items.reshape(variants, 3, 3)
+        if isinstance(e, Rotate):
+            moved = rotate(self.expr(e.axis), self.expr(e.angle), self.expr(e.vec))
+            return moved + self.expr(e.offset) if e.op == "transform_point" else moved
         if isinstance(e, Call):
             helper = self.program.helpers[e.helper]
             return self.call(helper, [self.expr(a) for a in e.args])

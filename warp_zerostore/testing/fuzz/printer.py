@@ -26,6 +26,7 @@ from .nodes import (
     MakeMat,
     MakeVec,
     Program,
+    Rotate,
     Select,
     SetComponent,
     Store,
@@ -63,6 +64,9 @@ BINARY_FORMS = {
 SCALAR_TYPE = {"float32": "wp.float32", "float64": "wp.float64"}
 VEC_TYPE = {"float32": "wp.vec3", "float64": "wp.vec3d"}
 MAT_TYPE = {"float32": "wp.mat33", "float64": "wp.mat33d"}
+TRANSFORM_TYPE = {"float32": "wp.transform", "float64": "wp.transformd"}
+#: A unit axis from any vec3 ``a``: its first component through cosh keeps the length >= 1 (normalize is smooth).
+SAFE_AXIS = "wp.normalize({v}(wp.cosh({a}[0]), {a}[1], {a}[2]))"
 
 
 def _index(index) -> str:
@@ -107,6 +111,13 @@ class Printer:
             return f"{MAT_TYPE[self.program.dtype]}({', '.join(self.expr(a) for a in e.items)})"
         if isinstance(e, MakeVec):
             return f"{VEC_TYPE[self.program.dtype]}({', '.join(self.expr(a) for a in e.items)})"
+        if isinstance(e, Rotate):
+            dtype = self.program.dtype
+            axis = SAFE_AXIS.format(v=VEC_TYPE[dtype], a=self.expr(e.axis))
+            q = f"wp.quat_from_axis_angle({axis}, {self.expr(e.angle)})"
+            if e.op == "quat_rotate":
+                return f"wp.quat_rotate({q}, {self.expr(e.vec)})"
+            return f"wp.{e.op}({TRANSFORM_TYPE[dtype]}({self.expr(e.offset)}, {q}), {self.expr(e.vec)})"
         if isinstance(e, Call):
             return f"{self.prefix}{e.helper}({', '.join(self.expr(a) for a in e.args)})"
         if isinstance(e, Select):

@@ -31,6 +31,7 @@ from .nodes import (
     LoopIndex,
     MakeMat,
     MakeVec,
+    Rotate,
     Select,
     Unary,
     While,
@@ -54,8 +55,8 @@ def constructs(program) -> tuple:
             labels.add("while")
         elif isinstance(node, Jump):
             labels.add(node.kind)
-        elif isinstance(node, Select):
-            labels.add(node.form)
+        elif isinstance(node, (Select, Rotate)):
+            labels.add(node.form if isinstance(node, Select) else node.op)
         elif isinstance(node, If):
             labels.add(f"if({node.cond.kind})")
         elif isinstance(node, Load) and node.array == "y":
@@ -195,7 +196,7 @@ def _type(node) -> str:
         return node.type
     if isinstance(node, Load):
         return VEC3 if node.array == "xv" else SCALAR
-    if isinstance(node, MakeVec):
+    if isinstance(node, (MakeVec, Rotate)):
         return VEC3
     if isinstance(node, MakeMat):
         return MAT33
@@ -206,7 +207,7 @@ def _type(node) -> str:
 
 def expression_candidates(program):
     """Each expression node replaced, one at a time, by an operand of its type or by a constant/leaf."""
-    kinds = (Unary, Binary, Kink, Call, Component, MakeVec, MakeMat, Select)
+    kinds = (Unary, Binary, Kink, Call, Component, MakeVec, MakeMat, Rotate, Select)
     targets = [n for n in iter_nodes(program) if isinstance(n, kinds)]
     for target in targets:
         kind = _type(target)
@@ -222,6 +223,8 @@ def _operands(node):
         return [node.arg]
     if isinstance(node, (Binary, Kink, Select)):
         return [node.lhs, node.rhs]
+    if isinstance(node, Rotate):
+        return [node.vec, node.axis, node.offset, node.angle]
     if isinstance(node, (Call, MakeVec, MakeMat)):
         return list(node.args if isinstance(node, Call) else node.items)
     if isinstance(node, Component):
