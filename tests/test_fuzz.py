@@ -12,7 +12,7 @@ from hypothesis import given, settings
 
 import warp_zerostore as wp
 from warp_zerostore.testing import kernels
-from warp_zerostore.testing.fuzz import FEATURES, batch, campaign, known, oracle, printer, shrink
+from warp_zerostore.testing.fuzz import DEFAULT_FEATURES, FEATURES, batch, campaign, known, oracle, printer, shrink
 from warp_zerostore.testing.fuzz.nodes import (
     Assign,
     Binary,
@@ -195,7 +195,7 @@ def test_each_new_feature_is_drawn_and_only_when_named(feature):
         30, 3, (LOOPS | {"branches", "break", "continue", "ternaries", "where", "mat33", "quat"}) - {name}
     )
     assert not any(text in c.source() for c in off)
-    assert name not in __import__("warp_zerostore.testing.fuzz", fromlist=["x"]).DEFAULT_FEATURES
+    assert name in FEATURES and name not in DEFAULT_FEATURES
 
 
 def _loop_program(body, loop_count=3):

@@ -14,7 +14,11 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--minutes", type=float, default=1.0, help="how long to fuzz (default 1)")
     parser.add_argument("--seed", type=int, default=0, help="the campaign's seed (default 0)")
     parser.add_argument(
-        "--features", nargs="+", default=None, metavar="FEATURE", help="the constructs to draw (default: all)"
+        "--features",
+        nargs="+",
+        default=None,
+        metavar="FEATURE",
+        help="the constructs to draw (default: all but the opt-in while_loops, break, continue, ternaries, where, mat33, quat)",
     )
     parser.add_argument("--out", default="fuzz-repros", help="where repro scripts go (default ./fuzz-repros)")
     parser.add_argument("--batch", type=int, default=64, help="kernels per Warp build (default 64)")
