@@ -18,6 +18,9 @@ replay breaks: any ``break`` in a run-time ``for`` loop is wrong in general. A `
 count (``w = w + 1``); Warp 1.13 and later unroll a constant-bound loop with ``continue`` but no ``break``,
 which is then right too. (Each checked against central differences, tests/test_adjoint_warnings.py.)
 
+On Warp 1.12 a ternary ``a if c else b`` has no adjoint at all (the gradient through it is zero; 1.9, 1.10 and
+1.19 are right, ``wp.where`` is right everywhere): each is warned there.
+
 What the fuzzer also found and this module does not warn about: a local carried through a loop with a run-time
 bound. A source-only check cannot tell an integer counter, or a product with a value that needs no gradient,
 from a differentiable value: on Newton's 2,139 kernels it would warn 538 times.
@@ -30,7 +33,7 @@ import dataclasses
 
 import warp
 
-__all__ = ["AdjointWarning", "Finding", "JumpFinding", "find"]
+__all__ = ["AdjointWarning", "Finding", "JumpFinding", "TernaryFinding", "find"]
 
 
 class AdjointWarning(UserWarning):
@@ -78,6 +81,23 @@ class JumpFinding:
         )
 
 
+@dataclasses.dataclass(frozen=True)
+class TernaryFinding:
+    name: str  # "ternary"
+    line: int
+
+    def message(self, kernel: str, location: str) -> str:
+        return (
+            f"kernel '{kernel}' ({location}): Warp {warp.config.version} gives the ternary (a if c else b) at line "
+            f"{self.line} no adjoint: the gradient through it is zero (stock Warp and zero_store alike; "
+            f"docs/known-issues.md). Write wp.where(c, a, b) instead."
+        )
+
+
+# Warp 1.12 drops a ternary's adjoint (1.12.1 checked; 1.10 and 1.19 are right).
+_TERNARY_WITHOUT_ADJOINT = warp.config.version.startswith("1.12.")
+
+
 # Calls whose adjoint does not read the value of an argument passed whole.
 _LINEAR_CALLS = frozenset(
     {"vec2", "vec3", "vec4", "vector", "mat22", "mat33", "mat44", "matrix", "quat", "transform", "copy"}
@@ -121,7 +141,10 @@ def _statements(body: list) -> list:
 def find(tree: ast.AST) -> list:
     """The `Finding`s and `JumpFinding`s in a kernel's ``ast.Module`` (as Warp parsed it)."""
     function = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef))
-    return sorted(_component_findings(function) + _jump_findings(function), key=lambda f: (f.line, f.name))
+    found = _component_findings(function) + _jump_findings(function)
+    if _TERNARY_WITHOUT_ADJOINT:
+        found += [TernaryFinding("ternary", n.lineno) for n in ast.walk(function) if isinstance(n, ast.IfExp)]
+    return sorted(found, key=lambda f: (f.line, f.name))
 
 
 def _component_findings(function: ast.FunctionDef) -> list:

@@ -35,6 +35,8 @@ KNOWN = {
     # skips those statements' adjoints (a constant-bound loop with only `continue` is unrolled, and right, on 1.19).
     "loop-break-after-statements": (ALL, BOTH, "gradient", ("break",)),
     "loop-continue-after-statements": (ALL, BOTH, "gradient", ("continue",)),
+    # `a if c else b`: Warp 1.12 drops the ternary's adjoint (zero gradient through it); wp.where is right.
+    "ternary-no-adjoint": (("1.12.1",), BOTH, "gradient", ("ternary",)),
     # a valid kernel Warp cannot build: static loops (each `for k0 in range(1)`) in both branches of an if.
     "static-loops-in-both-branches": (("1.12.1", "1.19.0"), BOTH, "build", ("for(static)", "if(parity)")),
     # two stores to one element: Warp <= 1.12 keeps the overwritten store's gradient (what zero_store fixes).
