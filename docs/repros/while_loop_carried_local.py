@@ -1,7 +1,7 @@
 """Fuzzer finding (stock Warp and zero_store alike): a local carried through a `while` loop, used nonlinearly.
 
 Like a run-time-bound `for` loop (runtime_loop_carried_local.py): Warp's backward of the loop does not restore
-the value each iteration saw. Expected: d(sum y)/dx by hand (n = 2). Checked on Warp 1.9.1 and 1.19.0.
+the value each iteration saw. Expected: d(sum y)/dx by hand (n = 2). Checked on Warp 1.9.1, 1.10.1, 1.12.1, 1.19.0.
 """
 
 import numpy as np
