@@ -456,10 +456,10 @@ def _cases(draw, features, dtypes, max_statements, max_depth, expr_depth):
     matrix_init = tuple((n, mat_expr(draw, base, 1)) for n in matrices)
     scope = dataclasses.replace(scope, matrices=matrices)
     body = _block(draw, scope, max_depth, max_statements)
-    if helper_list and {"nested_helpers", "helper_tuples", "func_grad"} & features:
-        body = _call_last_helper(draw, scope, helper_list, body)
     if not any(isinstance(s, (Store, CallStore)) for s in iter_nodes(body)):
         body += (Store("y", "=", Local(scalars[0], SCALAR)),)  # make the locals reach an output
+    if helper_list and {"nested_helpers", "helper_tuples", "func_grad"} & features:
+        body = _call_last_helper(draw, scope, helper_list, body)
     program = Program(dtype, scalar_init, vector_init, helper_list, body, 1 + draw(_INDEX[3]), matrix_init)
     program = number_sites(program)
     inputs, cot = draw(points())
@@ -470,16 +470,26 @@ def _cases(draw, features, dtypes, max_statements, max_depth, expr_depth):
 
 
 def _call_last_helper(draw, scope: _Scope, helper_list, body):
-    """``body``, preceded by a call of the last helper if it never calls it (the top of a nested chain, a tuple
-    or func_grad helper: the new helper features are then exercised, not just printed)."""
+    """``body`` with a call of its last helper if it never calls it (the top of a nested chain, a tuple or
+    func_grad helper: the new helper features are then exercised, not just printed), added to the last
+    top-level store of ``y[i]`` (so its gradient reaches an output); without one, ``a0 += h(...)`` first."""
     k = len(helper_list) - 1
     helper = helper_list[k]
     if helper.stores or any(isinstance(n, (Call, Unpack)) and n.helper == k for n in iter_nodes(body)):
         return body
     args = tuple(scalar_expr(draw, scope, 1) for _ in range(helper.arity))
+    last = max((j for j, s in enumerate(body) if isinstance(s, Store) and s.array == "y"), default=None)
     if helper.second is not None:
-        return (Unpack(k, args, scope.scalars[:2]),) + body
-    return (Assign(scope.scalars[0], SCALAR, "+=", Call(k, args)),) + body
+        unpack = Unpack(k, args, scope.scalars[:2])
+        if last is None:
+            return (unpack,) + body
+        value = Binary("mul", Local(scope.scalars[0], SCALAR), Local(scope.scalars[1], SCALAR))
+        store = dataclasses.replace(body[last], expr=Binary("add", body[last].expr, value))
+        return body[:last] + (unpack, store) + body[last + 1 :]
+    if last is None:
+        return (Assign(scope.scalars[0], SCALAR, "+=", Call(k, args)),) + body
+    store = dataclasses.replace(body[last], expr=Binary("add", body[last].expr, Call(k, args)))
+    return body[:last] + (store,) + body[last + 1 :]
 
 
 def with_body(case: Case, program: Program, placements=(0,)) -> Case | None:
