@@ -441,6 +441,23 @@ def test_reference_of_nested_and_tuple_helpers_by_hand():
     assert kept and all(names == ["a0", "a1"] for names in kept)
 
 
+@pytest.mark.matrix
+def test_fixed_seed_campaign_over_the_new_helper_features_finds_nothing_unknown(tmp_path):
+    """Nested helpers, tuple helpers and helpers with a @wp.func_grad, with locals and stores: one small build,
+    checked like the default set (on 1.9.1, a func_grad helper called from a helper is a known build error)."""
+    features = HELPERS | set(HELPER_FEATURE_SOURCE)
+    summary = campaign.run(
+        minutes=60, seed=19, features=features, batch_size=12, max_batches=1, shrink_rounds=0, out=str(tmp_path)
+    )
+    assert summary.kernels == 12
+    unknown = [f for f in summary.findings if not f.known and not f.warned]
+    assert not unknown, "\n\n".join(
+        f"{f.variant} {f.kind} ({', '.join(f.constructs)}) on Warp {wp.config.version}:\n"
+        + printer.source(f.failure.case.program, f.failure.case.thresholds)
+        for f in unknown
+    )
+
+
 def test_func_grad_adjoints_are_derived_exactly():
     from warp_zerostore.testing.fuzz.nodes import Helper
 
