@@ -486,3 +486,23 @@ def test_func_grad_adjoints_are_derived_exactly():
                 np.testing.assert_allclose(exact, fd, rtol=1e-6, atol=1e-8)
                 checked += 1
     assert checked >= 20
+
+
+def test_the_func_grad_build_error_of_1_9_is_known_only_through_a_helper():
+    from warp_zerostore.testing.fuzz import Case
+    from warp_zerostore.testing.fuzz.nodes import Call, Helper
+
+    grad = Helper(1, Unary("sin", Local("p0", "f")), grad=True)
+    store = (Store("y", "=", Call(1, (Load("x"),))),)
+
+    def failure(helpers, version, kind="build"):
+        case = Case(Program("float32", (), (), helpers, store), {}, INPUTS, COT)
+        return known.match(batch.Failure(case, "zero_store", kind), version)
+
+    through_helper = (grad, Helper(1, Call(0, (Local("p0", "f"),))))
+    assert "nested call(func_grad)" in shrink.constructs(Program("float32", (), (), through_helper, store))
+    assert failure(through_helper, "1.9.1") == "func-grad-helper-called-from-func"
+    assert failure(through_helper, "1.10.1") == ""  # builds there
+    assert failure(through_helper, "1.9.1", "gradient") == ""
+    from_kernel = (Helper(1, Local("p0", "f")), grad)  # the func_grad helper called from the kernel: builds
+    assert failure(from_kernel, "1.9.1") == ""
