@@ -383,3 +383,126 @@ def test_reference_rotations_by_hand():
         text = printer.source(program, {})
         assert "wp.quat_from_axis_angle(wp.normalize(wp.vec3d(wp.cosh(wp.vec3d(" in text
         assert (f"wp.{op}(wp.transformd(" in text) == (op != "quat_rotate")
+
+
+# The helper features beyond the default set: nested value helpers, tuple helpers, helpers with a @wp.func_grad.
+HELPERS = {"float32", "float64", "helpers", "locals", "stores", "smooth"}
+HELPER_FEATURE_SOURCE = {
+    "nested_helpers": r"def fuzzed_h\d\(.*\):\n    return .*fuzzed_h\d\(",
+    "helper_tuples": r"a\d, a\d = fuzzed_h\d\(",
+    "func_grad": r"@wp\.func_grad\(fuzzed_h\d\)\ndef adj_fuzzed_h\d\(",
+}
+
+
+@pytest.mark.parametrize("feature", sorted(HELPER_FEATURE_SOURCE))
+def test_each_new_helper_feature_is_drawn_and_only_when_named(feature):
+    import re
+
+    pattern = re.compile(HELPER_FEATURE_SOURCE[feature])
+    on = campaign.draw(30, 3, HELPERS | {feature})
+    assert sum(bool(pattern.search(c.source())) for c in on) >= 5
+    off = campaign.draw(30, 3, HELPERS | (set(HELPER_FEATURE_SOURCE) - {feature}))
+    assert not any(pattern.search(c.source()) for c in off)
+    assert feature in FEATURES and feature not in DEFAULT_FEATURES
+    for case in on:  # the oracle runs every drawn kernel, kink-free
+        assert all(
+            np.isfinite(v).all() for v in oracle.run(case.program, case.thresholds, case.inputs).outputs.values()
+        )
+
+
+def test_reference_of_nested_and_tuple_helpers_by_hand():
+    from warp_zerostore.testing.fuzz.nodes import Call, Helper, Unpack
+
+    x = INPUTS["x"]
+    p0, p1 = Local("p0", "f"), Local("p1", "f")
+    # h0(p0) = p0 * p0; h1(p0, p1) = sin(h0(p0)) + p1; y = h1(x, x)  ->  sin(x^2) + x, dy/dx = 2x cos(x^2) + 1
+    helpers = (Helper(1, Binary("mul", p0, p0)), Helper(2, Binary("add", Unary("sin", Call(0, (p0,))), p1)))
+    program = Program("float64", (), (), helpers, (Store("y", "=", Call(1, (Load("x"), Load("x")))),))
+    ref = oracle.reference(program, {}, INPUTS, COT)
+    np.testing.assert_allclose(ref.outputs["y"], np.sin(x * x) + x, rtol=1e-12)
+    np.testing.assert_allclose(ref.grads["x"], COT["y"] * (2 * x * np.cos(x * x) + 1), rtol=1e-6)
+    assert "    return (wp.sin(fuzzed_h0(p0)) + p1)" in printer.source(program, {})
+    assert shrink.constructs(program) == ("add", "call", "mul", "nested call", "sin", "store")
+    # h0(p0, p1) = (p1, p0 * p0): a0, a1 = h0(x, a0) swaps through the call; y = a0 * a1 = a0_init * x^2
+    helpers = (Helper(2, p1, second=Binary("mul", p0, p0)),)
+    body = (
+        Unpack(0, (Load("x"), Local("a0", "f")), ("a0", "a1")),
+        Store("y", "=", Binary("mul", Local("a0", "f"), Local("a1", "f"))),
+    )
+    program = Program("float64", (("a0", Const(0.5)), ("a1", Const(2.0))), (), helpers, body)
+    ref = oracle.reference(program, {}, INPUTS, COT)
+    np.testing.assert_allclose(ref.outputs["y"], 0.5 * x * x, rtol=1e-12)
+    np.testing.assert_allclose(ref.grads["x"], COT["y"] * x, rtol=1e-6)
+    text = printer.source(program, {})
+    assert "    return p1, (p0 * p0)" in text and "    a0, a1 = fuzzed_h0(x[i], a0)" in text
+    assert "unpack" in shrink.constructs(program)
+    smaller = list(shrink.statement_candidates(program))  # the unpack's locals are not dropped as unused
+    kept = [[n for n, _ in p.scalars] for p in smaller if any(isinstance(s, Unpack) for s in p.body)]
+    assert kept and all(names == ["a0", "a1"] for names in kept)
+
+
+@pytest.mark.matrix
+def test_fixed_seed_campaign_over_the_new_helper_features_finds_nothing_unknown(tmp_path):
+    """Nested helpers, tuple helpers and helpers with a @wp.func_grad, with locals and stores: one small build,
+    checked like the default set (on 1.9.1, a func_grad helper called from a helper is a known build error)."""
+    features = HELPERS | set(HELPER_FEATURE_SOURCE)
+    summary = campaign.run(
+        minutes=60, seed=19, features=features, batch_size=12, max_batches=1, shrink_rounds=0, out=str(tmp_path)
+    )
+    assert summary.kernels == 12
+    unknown = [f for f in summary.findings if not f.known and not f.warned]
+    assert not unknown, "\n\n".join(
+        f"{f.variant} {f.kind} ({', '.join(f.constructs)}) on Warp {wp.config.version}:\n"
+        + printer.source(f.failure.case.program, f.failure.case.thresholds)
+        for f in unknown
+    )
+
+
+def test_func_grad_adjoints_are_derived_exactly():
+    from warp_zerostore.testing.fuzz.nodes import Helper
+
+    p0, p1 = Local("p0", "f"), Local("p1", "f")
+    # h(p0, p1) = p0 * sin(p1): the printed adjoint, term by term
+    body = Binary("mul", p0, Unary("sin", p1))
+    assert printer.derivative(body, "p0") == Unary("sin", p1)
+    assert printer.derivative(body, "p1") == Binary("mul", p0, Unary("cos", p1))
+    program = Program("float32", (), (), (Helper(2, body, grad=True),), (Store("y", "=", Load("x")),))
+    text = printer.source(program, {})
+    assert "@wp.func_grad(fuzzed_h0)\ndef adj_fuzzed_h0(p0: wp.float32, p1: wp.float32, adj_ret: wp.float32):" in text
+    assert "    wp.adjoint[p0] += wp.sin(p1) * adj_ret\n    wp.adjoint[p1] += (p0 * wp.cos(p1)) * adj_ret" in text
+    # every drawn func_grad helper: its derivative (run by the oracle) against central differences of its body
+    checked = 0
+    rng = np.random.default_rng(0)
+    for case in campaign.draw(40, 5, {"float64", "func_grad", "stores"}):
+        for helper in case.program.helpers:
+            interpreter = oracle.Interpreter(case.program, {}, {"x": np.zeros((1, 4))})
+            interpreter.env = {}
+            point = rng.uniform(-1.0, 1.0, helper.arity)
+            for j in range(helper.arity):
+                step = np.eye(helper.arity)[j] * 1e-6
+                up, down = (interpreter.call(helper, list(point + sign * step)) for sign in (1, -1))
+                fd = (up - down) / 2e-6
+                exact = interpreter.call(Helper(helper.arity, printer.derivative(helper.body, f"p{j}")), point)
+                np.testing.assert_allclose(exact, fd, rtol=1e-6, atol=1e-8)
+                checked += 1
+    assert checked >= 20
+
+
+def test_the_func_grad_build_error_of_1_9_is_known_only_through_a_helper():
+    from warp_zerostore.testing.fuzz import Case
+    from warp_zerostore.testing.fuzz.nodes import Call, Helper
+
+    grad = Helper(1, Unary("sin", Local("p0", "f")), grad=True)
+    store = (Store("y", "=", Call(1, (Load("x"),))),)
+
+    def failure(helpers, version, kind="build"):
+        case = Case(Program("float32", (), (), helpers, store), {}, INPUTS, COT)
+        return known.match(batch.Failure(case, "zero_store", kind), version)
+
+    through_helper = (grad, Helper(1, Call(0, (Local("p0", "f"),))))
+    assert "nested call(func_grad)" in shrink.constructs(Program("float32", (), (), through_helper, store))
+    assert failure(through_helper, "1.9.1") == "func-grad-helper-called-from-func"
+    assert failure(through_helper, "1.10.1") == ""  # builds there
+    assert failure(through_helper, "1.9.1", "gradient") == ""
+    from_kernel = (Helper(1, Local("p0", "f")), grad)  # the func_grad helper called from the kernel: builds
+    assert failure(from_kernel, "1.9.1") == ""

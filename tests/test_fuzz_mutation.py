@@ -91,3 +91,32 @@ def test_a_builtin_adjoint_patched_wrong_is_found():
 
 def test_no_false_alarm_on_the_builtin_budget_unmutated():
     assert batch.check_batch(_with_tanh()) == []
+
+
+# Helpers with a hand-written @wp.func_grad, whose adjoint the printer derives from the helper's body: right as
+# printed (no failure), and caught when every derivative is planted off by a factor 1.5 (printer.FUNC_GRAD_FORM).
+FUNC_GRAD = {"float32", "func_grad", "smooth", "stores", "locals"}
+WRONG_FUNC_GRAD = "    wp.adjoint[{p}] += {t}(1.5) * {d} * adj_ret"
+
+
+def _with_func_grad():
+    cases = [c for c in campaign.draw(2 * BUDGET, 10, FUNC_GRAD) if any(h.grad for h in c.program.helpers)]
+    assert len(cases) >= BUDGET
+    return cases[:BUDGET]
+
+
+@newest_only
+def test_a_helpers_func_grad_off_by_a_factor_is_found(monkeypatch):
+    cases = _with_func_grad()
+    monkeypatch.setattr(printer, "FUNC_GRAD_FORM", WRONG_FUNC_GRAD)
+    assert "wp.float32(1.5) * " in batch.module_source(cases)
+    failures = batch.check_batch(cases)
+    assert {(f.variant, f.kind) for f in failures} == {("stock", "gradient"), ("zero_store", "gradient")}
+    assert len(failures) >= 4  # two cases or more, each in both variants
+
+
+@newest_only
+def test_a_helpers_func_grad_as_derived_is_right():
+    cases = _with_func_grad()
+    assert "@wp.func_grad(" in batch.module_source(cases)
+    assert batch.check_batch(cases) == []

@@ -44,6 +44,7 @@ from .nodes import (
     SetComponent,
     Store,
     Unary,
+    Unpack,
     While,
 )
 from .walk import iter_nodes, rebuild
@@ -73,6 +74,9 @@ FEATURES = (
     "where",  # wp.where(e > t, a, b)
     "mat33",  # mat33 locals, construction, +, wp.mul (matrix, matrix-vector), transpose, determinant, safe inverse
     "quat",  # quat_from_axis_angle (a safe unit axis), quat_rotate, transform_point, transform_vector
+    "nested_helpers",  # value helpers whose bodies call earlier value helpers (helper k calls helpers < k)
+    "helper_tuples",  # helpers returning two values (return a, b), unpacked into two locals (a0, a1 = h(...))
+    "func_grad",  # value helpers with a hand-written @wp.func_grad, its adjoint derived from the helper's body
 )
 #: The features drawn when none are named: those whose CI campaign stays quick and clean on every supported Warp.
 #: The rest (the later entries of `FEATURES`) are drawn when named (``features=...``, ``fuzz --features``).
@@ -112,6 +116,7 @@ class _Scope:
     loops: tuple = ()
     helpers: tuple = ()  # (index, arity) of value helpers callable here
     store_helpers: tuple = ()  # arities of storing helpers callable here (index, arity)
+    tuple_helpers: tuple = ()  # (index, arity) of helpers returning two values, called here by `Unpack`
     depth: int = 2
     loads: bool = True  # helpers see only their parameters
     matrices: tuple = ()
@@ -247,6 +252,15 @@ def statement(draw, scope: _Scope, depth: int):
     if scope.store_helpers:
         k, arity = _item(draw, scope.store_helpers)
         choices.append(lambda: CallStore(k, tuple(expr() for _ in range(arity))))
+    if scope.tuple_helpers and len(scope.scalars) > 1:
+
+        def unpack():
+            k, arity = _item(draw, scope.tuple_helpers)
+            first = _item(draw, scope.scalars)
+            second = _item(draw, tuple(n for n in scope.scalars if n != first))
+            return Unpack(k, tuple(expr() for _ in range(arity)), (first, second))
+
+        choices.append(unpack)
     if not choices:  # a feature set without any statement: at least store something
         choices.append(lambda: Store("y", "=", expr()))
     if depth > 0 and scope.has("branches"):
@@ -291,15 +305,61 @@ def jump_condition(draw, scope: _Scope) -> Cond:
     )
 
 
+#: The features that draw ``@wp.func`` helpers; all but ``helper_stores`` draw helpers that return values.
+HELPER_FEATURES = ("helpers", "helper_stores", "nested_helpers", "helper_tuples", "func_grad")
+
+
 def helpers(draw, features: frozenset):
+    """The kernel's ``@wp.func`` helpers: storing ones, plain value ones (with ``nested_helpers``, helper ``k``'s
+    body may call value helpers ``< k``), tuple ones (``helper_tuples``), ones with a ``@wp.func_grad``."""
     found = []
-    if "helpers" in features or "helper_stores" in features:
-        for _ in range(draw(_INDEX[3])):
-            arity = 1 + draw(_INDEX[2])
-            scope = _Scope(features, tuple(f"p{j}" for j in range(arity)), (), loads=False)
-            stores = "helper_stores" in features and ("helpers" not in features or draw(_BOOL))
-            found.append(Helper(arity, scalar_expr(draw, scope, 2), stores))
+    if not any(f in features for f in HELPER_FEATURES):
+        return ()
+    nested = "nested_helpers" in features
+    values = any(f in features for f in HELPER_FEATURES if f != "helper_stores")
+    kinds = [k for k, f in (("plain", "helpers"), ("plain", "nested_helpers")) if f in features][:1]
+    kinds += [k for k, f in (("tuple", "helper_tuples"), ("grad", "func_grad")) if f in features]
+    least = 2 if nested else 1 if ("helper_tuples" in features or "func_grad" in features) else 0
+    for _ in range(draw(_INDEX[3]) + least):  # nested: at least two helpers (one for tuples or func_grad)
+        arity = 1 + draw(_INDEX[2])
+        callable_here = tuple((k, h.arity) for k, h in enumerate(found) if _returns_one(h)) if nested else ()
+        scope = _Scope(features, tuple(f"p{j}" for j in range(arity)), (), helpers=callable_here, loads=False)
+        stores = "helper_stores" in features and (not values or draw(_BOOL))
+        kind = "plain" if stores else _item(draw, kinds)
+        if kind == "grad":
+            body = grad_expr(draw, arity, 2)
+            if not any(isinstance(n, Local) for n in iter_nodes(body)):  # not a constant: a gradient to check
+                body = Binary("mul", Local("p0", SCALAR), body)
+            found.append(Helper(arity, body, grad=True))
+            continue
+        body = scalar_expr(draw, scope, 2)
+        if callable_here and draw(_BOOL):  # make the nested call likely: call(...) op body
+            k, arity_k = _item(draw, callable_here)
+            call = Call(k, tuple(scalar_expr(draw, scope, 1) for _ in range(arity_k)))
+            body = Binary(_item(draw, ("add", "sub", "mul")), call, body)
+        second = scalar_expr(draw, scope, 2) if kind == "tuple" else None
+        found.append(Helper(arity, body, stores, second))
     return tuple(found)
+
+
+def _returns_one(helper: Helper) -> bool:
+    return not helper.stores and helper.second is None
+
+
+def grad_expr(draw, arity: int, depth: int):
+    """The body of a helper with a ``@wp.func_grad``: parameters and constants under add/sub/mul, sin/cos and
+    neg, so that ``printer.derivative`` derives its adjoint exactly."""
+    leaves = [lambda: Local(f"p{draw(_INDEX[arity])}", SCALAR), lambda: Const(_item(draw, CONSTANTS))]
+    if depth <= 0 or not draw(_BOOL):
+        return _pick(draw, leaves)
+    sub = lambda: grad_expr(draw, arity, depth - 1)  # noqa: E731
+    return _pick(
+        draw,
+        [
+            lambda: Binary(_item(draw, ("mul", "add", "sub")), sub(), sub()),
+            lambda: Unary(_item(draw, ("sin", "cos", "neg")), sub()),
+        ],
+    )
 
 
 def number_sites(program: Program) -> Program:
@@ -341,7 +401,8 @@ def kernels(features=None, *, max_statements: int = 5, max_depth: int = 2, expr_
 
     Args:
         features: A subset of `FEATURES` (None: `DEFAULT_FEATURES`, which leaves out the opt-in constructs:
-            while loops, break/continue, ternaries, wp.where, mat33, quat).
+            while loops, break/continue, ternaries, wp.where, mat33, quat, nested helpers, tuple helpers,
+            helpers with a ``@wp.func_grad``).
         max_statements: The most statements in the kernel's body (and in each nested block).
         max_depth: The deepest nesting of branches and loops.
         expr_depth: The deepest nesting of an expression.
@@ -377,15 +438,17 @@ def kernels(features=None, *, max_statements: int = 5, max_depth: int = 2, expr_
 def _cases(draw, features, dtypes, max_statements, max_depth, expr_depth):
     dtype = _item(draw, dtypes)
     helper_list = helpers(draw, features)
-    scalars = tuple(f"a{j}" for j in range(1 + draw(_INDEX[2])))
+    tuples = any(h.second is not None for h in helper_list)  # unpacking wants two locals
+    scalars = tuple(f"a{j}" for j in range(1 + tuples + draw(_INDEX[2])))
     vectors = ("v0",) if "vec3" in features and draw(_BOOL) else ()
     base = _Scope(features, (), (), loads=True)
     scope = _Scope(
         features,
         scalars,
         vectors,
-        helpers=tuple((k, h.arity) for k, h in enumerate(helper_list) if not h.stores),
+        helpers=tuple((k, h.arity) for k, h in enumerate(helper_list) if _returns_one(h)),
         store_helpers=tuple((k, h.arity) for k, h in enumerate(helper_list) if h.stores),
+        tuple_helpers=tuple((k, h.arity) for k, h in enumerate(helper_list) if h.second is not None),
         depth=expr_depth,
     )
     scalar_init = tuple((n, scalar_expr(draw, base, 1)) for n in scalars)
@@ -396,6 +459,8 @@ def _cases(draw, features, dtypes, max_statements, max_depth, expr_depth):
     body = _block(draw, scope, max_depth, max_statements)
     if not any(isinstance(s, (Store, CallStore)) for s in iter_nodes(body)):
         body += (Store("y", "=", Local(scalars[0], SCALAR)),)  # make the locals reach an output
+    if helper_list and {"nested_helpers", "helper_tuples", "func_grad"} & features:
+        body = _call_last_helper(draw, scope, helper_list, body)
     program = Program(dtype, scalar_init, vector_init, helper_list, body, 1 + draw(_INDEX[3]), matrix_init)
     program = number_sites(program)
     inputs, cot = draw(points())
@@ -403,6 +468,29 @@ def _cases(draw, features, dtypes, max_statements, max_depth, expr_depth):
     thresholds = oracle.place_thresholds(program, inputs, placements)
     assume(thresholds is not None)
     return Case(program, thresholds, inputs, cot)
+
+
+def _call_last_helper(draw, scope: _Scope, helper_list, body):
+    """``body`` with a call of its last helper if it never calls it (the top of a nested chain, a tuple or
+    func_grad helper: the new helper features are then exercised, not just printed), added to the last
+    top-level store of ``y[i]`` (so its gradient reaches an output); without one, ``a0 += h(...)`` first."""
+    k = len(helper_list) - 1
+    helper = helper_list[k]
+    if helper.stores or any(isinstance(n, (Call, Unpack)) and n.helper == k for n in iter_nodes(body)):
+        return body
+    args = tuple(scalar_expr(draw, scope, 1) for _ in range(helper.arity))
+    last = max((j for j, s in enumerate(body) if isinstance(s, Store) and s.array == "y"), default=None)
+    if helper.second is not None:
+        unpack = Unpack(k, args, scope.scalars[:2])
+        if last is None:
+            return (unpack,) + body
+        value = Binary("mul", Local(scope.scalars[0], SCALAR), Local(scope.scalars[1], SCALAR))
+        store = dataclasses.replace(body[last], expr=Binary("add", body[last].expr, value))
+        return body[:last] + (unpack, store) + body[last + 1 :]
+    if last is None:
+        return (Assign(scope.scalars[0], SCALAR, "+=", Call(k, args)),) + body
+    store = dataclasses.replace(body[last], expr=Binary("add", body[last].expr, Call(k, args)))
+    return body[:last] + (store,) + body[last + 1 :]
 
 
 def with_body(case: Case, program: Program, placements=(0,)) -> Case | None:

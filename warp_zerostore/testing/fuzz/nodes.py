@@ -200,6 +200,16 @@ class Jump:
 
 
 @dataclass(frozen=True)
+class Unpack:
+    """``t0, t1 = h(args)``: a call of the ``helper``-th ``@wp.func``, which returns two values (a tuple helper),
+    unpacked into the scalar locals ``targets`` (two distinct names)."""
+
+    helper: int
+    args: Tuple[Expr, ...]
+    targets: Tuple[str, str]
+
+
+@dataclass(frozen=True)
 class CallStore:
     """A call of the ``helper``-th ``@wp.func``, which stores its result into ``y[i]`` (helpers that store)."""
 
@@ -207,17 +217,22 @@ class CallStore:
     args: Tuple[Expr, ...]
 
 
-Stmt = Union[Assign, SetComponent, Store, If, For, While, Jump, CallStore]
+Stmt = Union[Assign, SetComponent, Store, If, For, While, Jump, CallStore, Unpack]
 
 
 @dataclass(frozen=True)
 class Helper:
     """``@wp.func`` of scalar parameters ``p0 ... p{arity-1}`` returning ``body``; with ``stores``, it takes
-    ``y`` and ``i`` too and stores ``body`` into ``y[i]`` instead of returning it."""
+    ``y`` and ``i`` too and stores ``body`` into ``y[i]`` instead of returning it; with ``second``, it returns
+    ``body, second`` (a tuple helper, called only by `Unpack`); with ``grad``, it has a hand-written
+    ``@wp.func_grad`` whose adjoint the printer derives from ``body`` (``printer.derivative``: ``body`` is then
+    made of parameters, constants, add/sub/mul, sin/cos and neg only)."""
 
     arity: int
     body: Expr
     stores: bool = False
+    second: Expr = None
+    grad: bool = False
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,7 @@ from .nodes import (
     Select,
     SetComponent,
     Store,
+    Unpack,
     While,
 )
 
@@ -189,9 +190,12 @@ class Interpreter:
         return UNARY[e.op](self.expr(e.arg))
 
     def call(self, helper, args):
+        """The helper's value at ``args``; a tuple helper's two values as a pair."""
         saved = self.env
         self.env = {f"p{j}": a for j, a in enumerate(args)}
         try:
+            if helper.second is not None:
+                return self.expr(helper.body), self.expr(helper.second)
             return self.expr(helper.body)
         finally:
             self.env = saved
@@ -216,6 +220,10 @@ class Interpreter:
                 self.y[:, self.i] += value
         elif isinstance(s, CallStore):
             self.y[:, self.i] = self.call(self.program.helpers[s.helper], [self.expr(a) for a in s.args])
+        elif isinstance(s, Unpack):  # both values are computed before either local is assigned
+            values = self.call(self.program.helpers[s.helper], [self.expr(a) for a in s.args])
+            for name, value in zip(s.targets, values):
+                self.env[name] = np.broadcast_to(value, self.env[name].shape).astype(np.float64)
         elif isinstance(s, If):
             self.block(s.body if self.holds(s.cond) else s.orelse)
         elif isinstance(s, For):

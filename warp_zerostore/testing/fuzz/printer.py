@@ -30,6 +30,8 @@ from .nodes import (
     Select,
     SetComponent,
     Store,
+    Unary,
+    Unpack,
     While,
 )
 from .walk import iter_nodes
@@ -67,6 +69,45 @@ MAT_TYPE = {"float32": "wp.mat33", "float64": "wp.mat33d"}
 TRANSFORM_TYPE = {"float32": "wp.transform", "float64": "wp.transformd"}
 #: A unit axis from any vec3 ``a``: its first component through cosh keeps the length >= 1 (normalize is smooth).
 SAFE_AXIS = "wp.normalize({v}(wp.cosh({a}[0]), {a}[1], {a}[2]))"
+
+
+#: One line of a helper's ``@wp.func_grad``: ``d`` is the derivative of its body by the parameter ``p``
+#: (tests/test_fuzz.py plants a wrong factor here: the fuzzer must catch it).
+FUNC_GRAD_FORM = "    wp.adjoint[{p}] += {d} * adj_ret"
+
+
+def derivative(e, param: str):
+    """The derivative of a ``@wp.func_grad`` helper's body (`Const`, parameter `Local`, add/sub/mul, sin/cos/neg)
+    by the parameter ``param``, as an expression node; zeros are folded away (`Const(0.0)` if nothing is left)."""
+    zero, one = Const(0.0), Const(1.0)
+    if isinstance(e, Const):
+        return zero
+    if isinstance(e, Local):
+        return one if e.name == param else zero
+
+    def mul(a, b):
+        if zero in (a, b):
+            return zero
+        return b if a == one else a if b == one else Binary("mul", a, b)
+
+    def add(a, b, op="add"):
+        if b == zero:
+            return a
+        if a == zero:
+            return b if op == "add" else Unary("neg", b)
+        return Binary(op, a, b)
+
+    if isinstance(e, Binary) and e.op in ("add", "sub"):
+        return add(derivative(e.lhs, param), derivative(e.rhs, param), e.op)
+    if isinstance(e, Binary) and e.op == "mul":
+        return add(mul(derivative(e.lhs, param), e.rhs), mul(e.lhs, derivative(e.rhs, param)))
+    if isinstance(e, Unary) and e.op in ("sin", "cos", "neg"):
+        inner = derivative(e.arg, param)
+        if inner == zero:
+            return zero
+        outer = {"sin": Unary("cos", e.arg), "cos": Unary("neg", Unary("sin", e.arg)), "neg": Const(-1.0)}[e.op]
+        return mul(outer, inner)
+    raise TypeError(f"derivative: {e!r} is not of a func_grad helper's grammar")
 
 
 def _index(index) -> str:
@@ -137,6 +178,9 @@ class Printer:
         if isinstance(s, CallStore):
             args = "".join(f", {self.expr(a)}" for a in s.args)
             return [f"{indent}{self.prefix}{s.helper}(y, i{args})"]
+        if isinstance(s, Unpack):
+            args = ", ".join(self.expr(a) for a in s.args)
+            return [f"{indent}{s.targets[0]}, {s.targets[1]} = {self.prefix}{s.helper}({args})"]
         if isinstance(s, If):
             lines = [f"{indent}if {self.cond(s.cond)}:"] + self.block(s.body, indent + "    ")
             if s.orelse:
@@ -179,7 +223,18 @@ class Printer:
                     "",
                 ]
             else:
-                lines += [decorator, f"def {self.prefix}{k}({params}):", f"    return {self.expr(h.body)}", ""]
+                value = self.expr(h.body) + ("" if h.second is None else f", {self.expr(h.second)}")
+                lines += [decorator, f"def {self.prefix}{k}({params}):", f"    return {value}", ""]
+            if h.grad:
+                lines += [
+                    f"@wp.func_grad({self.prefix}{k})",
+                    f"def adj_{self.prefix}{k}({params}, adj_ret: {self.t}):",
+                    *(
+                        FUNC_GRAD_FORM.format(p=f"p{j}", d=self.expr(derivative(h.body, f"p{j}")), t=self.t)
+                        for j in range(h.arity)
+                    ),
+                    "",
+                ]
         return lines
 
     def kernel(self, name: str, decorator: str) -> list:

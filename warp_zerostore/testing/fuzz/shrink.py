@@ -34,6 +34,7 @@ from .nodes import (
     Rotate,
     Select,
     Unary,
+    Unpack,
     While,
 )
 from .walk import iter_nodes, rebuild
@@ -67,8 +68,14 @@ def constructs(program) -> tuple:
             labels.add({"=": "store", "+=": "augstore", "atomic": "atomic_add"}[node.op])
         elif type(node).__name__ in ("Assign", "SetComponent"):
             labels.add(f"{type(node).__name__.lower()}({node.op})")
-        elif isinstance(node, (CallStore, Call, MakeVec, MakeMat, Component)):
+        elif isinstance(node, (CallStore, Call, MakeVec, MakeMat, Component, Unpack)):
             labels.add(type(node).__name__.lower())
+    for helper in program.helpers:  # what the helpers are: a func_grad, a call of a helper from a helper
+        if helper.grad:
+            labels.add("func_grad")
+        for node in iter_nodes((helper.body, helper.second)):
+            if isinstance(node, Call):
+                labels.add("nested call(func_grad)" if program.helpers[node.helper].grad else "nested call")
     return tuple(sorted(labels))
 
 
@@ -161,17 +168,20 @@ def _unused_dropped(program):
     nodes = list(iter_nodes(program.body)) + [
         n for _, init in program.scalars + program.vectors + program.matrices for n in iter_nodes(init)
     ]
-    nodes += [n for h in program.helpers for n in iter_nodes(h.body)]
-    called = {n.helper for n in nodes if isinstance(n, (Call, CallStore))}
+    nodes += [n for h in program.helpers for n in iter_nodes((h.body, h.second))]
+    called = {n.helper for n in nodes if isinstance(n, (Call, CallStore, Unpack))}
     named = {n.name for n in nodes if isinstance(n, Local)}
     named |= {n.name for n in iter_nodes(program.body) if type(n).__name__ in ("Assign", "SetComponent")}
+    named |= {t for n in iter_nodes(program.body) if isinstance(n, Unpack) for t in n.targets}
     if len(called) < len(program.helpers):
         keep = sorted(called)
         renumber = {old: new for new, old in enumerate(keep)}
         helpers = tuple(program.helpers[k] for k in keep)
         body = rebuild(
             program.body,
-            lambda n: dataclasses.replace(n, helper=renumber[n.helper]) if isinstance(n, (Call, CallStore)) else n,
+            lambda n: (
+                dataclasses.replace(n, helper=renumber[n.helper]) if isinstance(n, (Call, CallStore, Unpack)) else n
+            ),
         )
         helpers = rebuild(
             helpers, lambda n: dataclasses.replace(n, helper=renumber[n.helper]) if isinstance(n, Call) else n
