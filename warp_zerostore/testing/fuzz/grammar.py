@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from . import oracle
 from .nodes import (
+    COLS,
     MAT33,
     SCALAR,
     THREADS,
@@ -42,6 +43,7 @@ from .nodes import (
     Rotate,
     Select,
     SetComponent,
+    StaticConst,
     Store,
     Unary,
     While,
@@ -73,6 +75,8 @@ FEATURES = (
     "where",  # wp.where(e > t, a, b)
     "mat33",  # mat33 locals, construction, +, wp.mul (matrix, matrix-vector), transpose, determinant, safe inverse
     "quat",  # quat_from_axis_angle (a safe unit axis), quat_rotate, transform_point, transform_vector
+    "static",  # wp.static(...): constants wp.static(0.5 * 1.5) and constant loop bounds range(wp.static(1 + 1))
+    "arrays2d",  # xm[(i + o) % 4, c] (2-D), xt[i, c0, c1] (3-D) loads; ym[i, c] stores, += and read-backs (2-D)
 )
 #: The features drawn when none are named: those whose CI campaign stays quick and clean on every supported Warp.
 #: The rest (the later entries of `FEATURES`) are drawn when named (``features=...``, ``fuzz --features``).
@@ -80,6 +84,8 @@ DEFAULT_FEATURES = frozenset(FEATURES[: FEATURES.index("helper_stores") + 1])
 
 UNARY_OPS = ("sin", "cos", "tanh", "neg", "exp", "log", "sqrt")
 CONSTANTS = (1.0, 0.5, -0.5, 2.0, -1.0, 0.25, 1.5, -2.0, 0.75, -0.25, 1.25, -0.75, -1.5, 1.75, -1.25, -1.75)
+#: Right factors of a ``wp.static(c * f)`` constant: every product with a `CONSTANTS` item is exact in float32.
+STATIC_FACTORS = (2.0, 0.5, 1.5, -3.0)
 
 
 @dataclass(frozen=True)
@@ -90,6 +96,7 @@ class Case:
     thresholds: dict
     inputs: dict  # "x", "xv", "y", "acc" -> float64 arrays (exact in float32)
     cotangents: dict  # "y", "acc" -> float64 arrays
+    # (with feature "arrays2d" the inputs have "xm", "xt", "ym" and the cotangents "ym" too: oracle.inputs_of)
 
     def source(self, name: str = "fuzzed") -> str:
         """The kernel (and its helpers) as Warp source text."""
@@ -146,6 +153,13 @@ def scalar_expr(draw, scope: _Scope, depth: int):
         leaves.append(lambda: Load("y"))
     if scope.has("vec3") and scope.loads:
         leaves.append(lambda: Component(vec_expr(draw, scope, 0), draw(_INDEX[3])))
+    if scope.has("static"):
+        leaves.append(lambda: StaticConst(_item(draw, CONSTANTS), _item(draw, STATIC_FACTORS)))
+    if scope.has("arrays2d") and scope.loads:
+        leaves.append(lambda: Load("xm", draw(_INDEX[THREADS]), (draw(_INDEX[COLS]),)))
+        leaves.append(lambda: Load("xt", draw(_INDEX[THREADS]), (draw(_INDEX[COLS]), draw(_INDEX[COLS]))))
+        if scope.has("readback"):
+            leaves.append(lambda: Load("ym", 0, (draw(_INDEX[COLS]),)))
     if depth <= 0 or not draw(_BOOL):
         return _pick(draw, leaves)
     sub = lambda: scalar_expr(draw, scope, depth - 1)  # noqa: E731
@@ -233,6 +247,10 @@ def statement(draw, scope: _Scope, depth: int):
         choices.append(lambda: Store("y", "+=", expr()))
     if scope.has("atomics"):
         choices.append(lambda: Store("acc", "atomic", expr()))
+    if scope.has("arrays2d") and scope.has("stores"):
+        choices.append(lambda: Store("ym", "=", expr(), (draw(_INDEX[COLS]),)))
+    if scope.has("arrays2d") and scope.has("augstores"):
+        choices.append(lambda: Store("ym", "+=", expr(), (draw(_INDEX[COLS]),)))
     if scope.has("locals") and scope.scalars:
         choices.append(lambda: Assign(_item(draw, scope.scalars), SCALAR, op(), expr()))
     if scope.has("locals") and scope.vectors:
@@ -269,7 +287,8 @@ def statement(draw, scope: _Scope, depth: int):
             inner = dataclasses.replace(scope, loops=scope.loops + (var,))
             if kind == "while_loops":
                 return While(var, 1 + draw(_INDEX[3]), _block(draw, inner, depth - 1))
-            return For(var, 1 + draw(_INDEX[3]), kind == "runtime_loops", _block(draw, inner, depth - 1))
+            static = kind == "static_loops" and scope.has("static") and draw(_BOOL)
+            return For(var, 1 + draw(_INDEX[3]), kind == "runtime_loops", _block(draw, inner, depth - 1), static)
 
         choices.append(loop)
     jumps = [kind for kind in ("break", "continue") if scope.has(kind)]
@@ -322,14 +341,18 @@ _VALUES = st.integers(-64, 64).map(lambda k: k / 64)
 
 
 @st.composite
-def points(draw):
-    """Inputs and cotangents, exact in float32 and float64 (multiples of 1/64 in [-1, 1])."""
-    shapes = dict(oracle.INPUTS)
-    inputs = {
-        n: np.array(draw(st.lists(_VALUES, min_size=int(np.prod(s)), max_size=int(np.prod(s))))).reshape(s)
-        for n, s in shapes.items()
-    }
-    cot = {n: np.array(draw(st.lists(_VALUES, min_size=shapes[n][0], max_size=shapes[n][0]))) for n in oracle.OUTPUTS}
+def points(draw, arrays: bool = False):
+    """Inputs and cotangents, exact in float32 and float64 (multiples of 1/64 in [-1, 1]); with ``arrays`` those
+    of feature "arrays2d" too (``oracle.ARRAY_INPUTS``)."""
+    shapes = {**oracle.INPUTS, **(oracle.ARRAY_INPUTS if arrays else {})}
+    outputs = oracle.OUTPUTS + (oracle.ARRAY_OUTPUTS if arrays else ())
+
+    def values(shape):
+        size = int(np.prod(shape))
+        return np.array(draw(st.lists(_VALUES, min_size=size, max_size=size))).reshape(shape)
+
+    inputs = {n: values(s) for n, s in shapes.items()}
+    cot = {n: values(shapes[n]) for n in outputs}
     return inputs, cot
 
 
@@ -350,7 +373,8 @@ def kernels(features=None, *, max_statements: int = 5, max_depth: int = 2, expr_
         A hypothesis strategy of `Case`s.
 
     Raises:
-        ValueError: ``features`` names something not in `FEATURES`.
+        ValueError: ``features`` names something not in `FEATURES`, or "static" where the installed Warp has no
+            ``wp.static``.
 
     Example:
         ```python
@@ -369,6 +393,14 @@ def kernels(features=None, *, max_statements: int = 5, max_depth: int = 2, expr_
     unknown = sorted(features - set(FEATURES))
     if unknown:
         raise ValueError(f"kernels: unknown features {unknown}; choose from {list(FEATURES)}.")
+    if "static" in features:
+        import warp  # noqa: PLC0415  (the grammar needs Warp only to ask this)
+
+        if not hasattr(warp, "static"):
+            raise ValueError(
+                f"kernels: feature 'static' needs wp.static, which Warp {warp.config.version} does not have "
+                "(1.9.1 and later do)."
+            )
     dtypes = [d for d in ("float32", "float64") if d in features] or ["float32"]
     return _cases(features, tuple(dtypes), max_statements, max_depth, expr_depth)
 
@@ -396,9 +428,10 @@ def _cases(draw, features, dtypes, max_statements, max_depth, expr_depth):
     body = _block(draw, scope, max_depth, max_statements)
     if not any(isinstance(s, (Store, CallStore)) for s in iter_nodes(body)):
         body += (Store("y", "=", Local(scalars[0], SCALAR)),)  # make the locals reach an output
-    program = Program(dtype, scalar_init, vector_init, helper_list, body, 1 + draw(_INDEX[3]), matrix_init)
+    arrays = "arrays2d" in features
+    program = Program(dtype, scalar_init, vector_init, helper_list, body, 1 + draw(_INDEX[3]), matrix_init, arrays)
     program = number_sites(program)
-    inputs, cot = draw(points())
+    inputs, cot = draw(points(arrays))
     placements = [draw(_INDEX[3]) for _ in range(max(1, site_count(program)))]
     thresholds = oracle.place_thresholds(program, inputs, placements)
     assume(thresholds is not None)
