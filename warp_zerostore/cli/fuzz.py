@@ -18,7 +18,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         nargs="+",
         default=None,
         metavar="FEATURE",
-        help="the constructs to draw (default: all but the opt-in while_loops, break, continue, ternaries, where, mat33, quat)",
+        help="the constructs to draw (default: all but the opt-in while_loops, break, continue, ternaries, where, mat33, quat, static, arrays2d)",
     )
     parser.add_argument("--out", default="fuzz-repros", help="where repro scripts go (default ./fuzz-repros)")
     parser.add_argument("--batch", type=int, default=64, help="kernels per Warp build (default 64)")
