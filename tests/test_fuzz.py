@@ -519,7 +519,8 @@ def test_known_issues_match_the_2d_forms_by_constructs():
 def test_a_2d_in_place_update_is_wrong_stock_and_right_flagged(tmp_path):
     """ym[i, 0] = xm[i, 0] * ym[i, 0]: the 1-D read-then-overwrite bug on a 2-D output (stock, every version;
     known as read-then-overwrite-2d); right flagged on the snapshot Tape. Its twin reads the column it never
-    stores (ym[i, 1]) and is right in both variants; the repro script prints the wrong gradient."""
+    stores (ym[i, 1]) and is right in both variants (stock on Warp <= 1.12: overwrite-accumulates-2d, its store
+    over a seeded element); the repro script prints the wrong gradient."""
     import subprocess
     import sys
 
@@ -532,8 +533,11 @@ def test_a_2d_in_place_update_is_wrong_stock_and_right_flagged(tmp_path):
         return Case(Program("float32", (), (), (), (Store("ym", "=", value, (0,)),), arrays=True), {}, inputs, cot)
 
     failures = batch.check_batch([case(0), case(1)])
-    assert [(f.case.program, f.variant, f.kind) for f in failures] == [(case(0).program, "stock", "gradient")]
+    old = wp.config.version in known.OLD  # Warp <= 1.12: any store over a seeded element keeps its gradient
+    want = [(case(0).program, "stock", "gradient")] + [(case(1).program, "stock", "gradient")] * old
+    assert [(f.case.program, f.variant, f.kind) for f in failures] == want
     assert known.match(failures[0]) == "read-then-overwrite-2d"
+    assert all(known.match(f) for f in failures[1:])  # by its labels (ym read back, ym stored): known either way
     script = tmp_path / "repro.py"
     script.write_text(repro.script(failures[0]))
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, check=True).stdout
