@@ -367,7 +367,7 @@ def kernels(features=None, *, max_statements: int = 5, max_depth: int = 2, expr_
 
     Args:
         features: A subset of `FEATURES` (None: `DEFAULT_FEATURES`, which leaves out the opt-in constructs:
-            while loops, break/continue, ternaries, wp.where, mat33, quat).
+            while loops, break/continue, ternaries, wp.where, mat33, quat, wp.static, 2-D/3-D arrays).
         max_statements: The most statements in the kernel's body (and in each nested block).
         max_depth: The deepest nesting of branches and loops.
         expr_depth: The deepest nesting of an expression.
