@@ -212,15 +212,16 @@ def run_case(case, kernel, device="cpu", make_tape=warp.Tape):
     float64."""
     dtype = warp.float32 if case.program.dtype == "float32" else warp.float64
     vec = warp.vec3 if case.program.dtype == "float32" else warp.vec3d
-    types = {"x": dtype, "xv": vec, "y": dtype, "acc": dtype}
+    shapes, names = oracle.inputs_of(case.program), oracle.outputs_of(case.program)
+    types = {n: vec if n == "xv" else dtype for n in shapes}  # x, xv, y, acc (and xm, xt, ym: feature "arrays2d")
     arrays = {n: warp.array(case.inputs[n], dtype=types[n], device=device, requires_grad=True) for n in types}
     tape = make_tape()
     with tape:
         warp.launch(kernel, dim=THREADS, inputs=[*arrays.values(), case.program.loop_count], device=device)
-    outputs = {n: arrays[n].numpy().astype(np.float64) for n in oracle.OUTPUTS}
-    grads = {n: warp.array(case.cotangents[n], dtype=dtype, device=device) for n in oracle.OUTPUTS}
-    tape.backward(grads={arrays[n]: grads[n] for n in oracle.OUTPUTS})
-    gradients = {n: arrays[n].grad.numpy().astype(np.float64).reshape(oracle.INPUTS[n]) for n in types}
+    outputs = {n: arrays[n].numpy().astype(np.float64) for n in names}
+    grads = {n: warp.array(case.cotangents[n], dtype=dtype, device=device) for n in names}
+    tape.backward(grads={arrays[n]: grads[n] for n in names})
+    gradients = {n: arrays[n].grad.numpy().astype(np.float64).reshape(shapes[n]) for n in types}
     return outputs, gradients
 
 

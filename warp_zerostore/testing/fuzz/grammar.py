@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from . import oracle
 from .nodes import (
+    COLS,
     MAT33,
     SCALAR,
     THREADS,
@@ -42,6 +43,7 @@ from .nodes import (
     Rotate,
     Select,
     SetComponent,
+    StaticConst,
     Store,
     Unary,
     Unpack,
@@ -77,6 +79,8 @@ FEATURES = (
     "nested_helpers",  # value helpers whose bodies call earlier value helpers (helper k calls helpers < k)
     "helper_tuples",  # helpers returning two values (return a, b), unpacked into two locals (a0, a1 = h(...))
     "func_grad",  # value helpers with a hand-written @wp.func_grad, its adjoint derived from the helper's body
+    "static",  # wp.static(...): constants wp.static(0.5 * 1.5) and constant loop bounds range(wp.static(1 + 1))
+    "arrays2d",  # xm[(i + o) % 4, c] (2-D), xt[i, c0, c1] (3-D) loads; ym[i, c] stores, += and read-backs (2-D)
 )
 #: The features drawn when none are named: those whose CI campaign stays quick and clean on every supported Warp.
 #: The rest (the later entries of `FEATURES`) are drawn when named (``features=...``, ``fuzz --features``).
@@ -84,6 +88,11 @@ DEFAULT_FEATURES = frozenset(FEATURES[: FEATURES.index("helper_stores") + 1])
 
 UNARY_OPS = ("sin", "cos", "tanh", "neg", "exp", "log", "sqrt")
 CONSTANTS = (1.0, 0.5, -0.5, 2.0, -1.0, 0.25, 1.5, -2.0, 0.75, -0.25, 1.25, -0.75, -1.5, 1.75, -1.25, -1.75)
+#: Right factors of a ``wp.static(c * f)`` constant: every product with a `CONSTANTS` item is exact in float32.
+STATIC_FACTORS = (2.0, 0.5, 1.5, -3.0)
+#: Largest output value an opt-in feature set may draw: read-backs and ``+=`` in nested (unrolled) loops compound
+#: (``y[i] += sqrt(cosh(y[i]))`` six times overflows float32), and a reference of ``inf`` is no finding.
+OUTPUT_BOUND = 1e4
 
 
 @dataclass(frozen=True)
@@ -94,6 +103,7 @@ class Case:
     thresholds: dict
     inputs: dict  # "x", "xv", "y", "acc" -> float64 arrays (exact in float32)
     cotangents: dict  # "y", "acc" -> float64 arrays
+    # (with feature "arrays2d" the inputs have "xm", "xt", "ym" and the cotangents "ym" too: oracle.inputs_of)
 
     def source(self, name: str = "fuzzed") -> str:
         """The kernel (and its helpers) as Warp source text."""
@@ -151,6 +161,13 @@ def scalar_expr(draw, scope: _Scope, depth: int):
         leaves.append(lambda: Load("y"))
     if scope.has("vec3") and scope.loads:
         leaves.append(lambda: Component(vec_expr(draw, scope, 0), draw(_INDEX[3])))
+    if scope.has("static"):
+        leaves.append(lambda: StaticConst(_item(draw, CONSTANTS), _item(draw, STATIC_FACTORS)))
+    if scope.has("arrays2d") and scope.loads:
+        leaves.append(lambda: Load("xm", draw(_INDEX[THREADS]), (draw(_INDEX[COLS]),)))
+        leaves.append(lambda: Load("xt", draw(_INDEX[THREADS]), (draw(_INDEX[COLS]), draw(_INDEX[COLS]))))
+        if scope.has("readback"):
+            leaves.append(lambda: Load("ym", 0, (draw(_INDEX[COLS]),)))
     if depth <= 0 or not draw(_BOOL):
         return _pick(draw, leaves)
     sub = lambda: scalar_expr(draw, scope, depth - 1)  # noqa: E731
@@ -238,6 +255,10 @@ def statement(draw, scope: _Scope, depth: int):
         choices.append(lambda: Store("y", "+=", expr()))
     if scope.has("atomics"):
         choices.append(lambda: Store("acc", "atomic", expr()))
+    if scope.has("arrays2d") and scope.has("stores"):
+        choices.append(lambda: Store("ym", "=", expr(), (draw(_INDEX[COLS]),)))
+    if scope.has("arrays2d") and scope.has("augstores"):
+        choices.append(lambda: Store("ym", "+=", expr(), (draw(_INDEX[COLS]),)))
     if scope.has("locals") and scope.scalars:
         choices.append(lambda: Assign(_item(draw, scope.scalars), SCALAR, op(), expr()))
     if scope.has("locals") and scope.vectors:
@@ -283,7 +304,8 @@ def statement(draw, scope: _Scope, depth: int):
             inner = dataclasses.replace(scope, loops=scope.loops + (var,))
             if kind == "while_loops":
                 return While(var, 1 + draw(_INDEX[3]), _block(draw, inner, depth - 1))
-            return For(var, 1 + draw(_INDEX[3]), kind == "runtime_loops", _block(draw, inner, depth - 1))
+            static = kind == "static_loops" and scope.has("static") and draw(_BOOL)
+            return For(var, 1 + draw(_INDEX[3]), kind == "runtime_loops", _block(draw, inner, depth - 1), static)
 
         choices.append(loop)
     jumps = [kind for kind in ("break", "continue") if scope.has(kind)]
@@ -382,14 +404,18 @@ _VALUES = st.integers(-64, 64).map(lambda k: k / 64)
 
 
 @st.composite
-def points(draw):
-    """Inputs and cotangents, exact in float32 and float64 (multiples of 1/64 in [-1, 1])."""
-    shapes = dict(oracle.INPUTS)
-    inputs = {
-        n: np.array(draw(st.lists(_VALUES, min_size=int(np.prod(s)), max_size=int(np.prod(s))))).reshape(s)
-        for n, s in shapes.items()
-    }
-    cot = {n: np.array(draw(st.lists(_VALUES, min_size=shapes[n][0], max_size=shapes[n][0]))) for n in oracle.OUTPUTS}
+def points(draw, arrays: bool = False):
+    """Inputs and cotangents, exact in float32 and float64 (multiples of 1/64 in [-1, 1]); with ``arrays`` those
+    of feature "arrays2d" too (``oracle.ARRAY_INPUTS``)."""
+    shapes = {**oracle.INPUTS, **(oracle.ARRAY_INPUTS if arrays else {})}
+    outputs = oracle.OUTPUTS + (oracle.ARRAY_OUTPUTS if arrays else ())
+
+    def values(shape):
+        size = int(np.prod(shape))
+        return np.array(draw(st.lists(_VALUES, min_size=size, max_size=size))).reshape(shape)
+
+    inputs = {n: values(s) for n, s in shapes.items()}
+    cot = {n: values(shapes[n]) for n in outputs}
     return inputs, cot
 
 
@@ -402,7 +428,7 @@ def kernels(features=None, *, max_statements: int = 5, max_depth: int = 2, expr_
     Args:
         features: A subset of `FEATURES` (None: `DEFAULT_FEATURES`, which leaves out the opt-in constructs:
             while loops, break/continue, ternaries, wp.where, mat33, quat, nested helpers, tuple helpers,
-            helpers with a ``@wp.func_grad``).
+            helpers with a ``@wp.func_grad``, wp.static, 2-D/3-D arrays).
         max_statements: The most statements in the kernel's body (and in each nested block).
         max_depth: The deepest nesting of branches and loops.
         expr_depth: The deepest nesting of an expression.
@@ -411,7 +437,8 @@ def kernels(features=None, *, max_statements: int = 5, max_depth: int = 2, expr_
         A hypothesis strategy of `Case`s.
 
     Raises:
-        ValueError: ``features`` names something not in `FEATURES`.
+        ValueError: ``features`` names something not in `FEATURES`, or "static" where the installed Warp has no
+            ``wp.static``.
 
     Example:
         ```python
@@ -430,6 +457,14 @@ def kernels(features=None, *, max_statements: int = 5, max_depth: int = 2, expr_
     unknown = sorted(features - set(FEATURES))
     if unknown:
         raise ValueError(f"kernels: unknown features {unknown}; choose from {list(FEATURES)}.")
+    if "static" in features:
+        import warp  # noqa: PLC0415  (the grammar needs Warp only to ask this)
+
+        if not hasattr(warp, "static"):
+            raise ValueError(
+                f"kernels: feature 'static' needs wp.static, which Warp {warp.config.version} does not have "
+                "(1.9.1 and later do)."
+            )
     dtypes = [d for d in ("float32", "float64") if d in features] or ["float32"]
     return _cases(features, tuple(dtypes), max_statements, max_depth, expr_depth)
 
@@ -461,12 +496,16 @@ def _cases(draw, features, dtypes, max_statements, max_depth, expr_depth):
         body += (Store("y", "=", Local(scalars[0], SCALAR)),)  # make the locals reach an output
     if helper_list and {"nested_helpers", "helper_tuples", "func_grad"} & features:
         body = _call_last_helper(draw, scope, helper_list, body)
-    program = Program(dtype, scalar_init, vector_init, helper_list, body, 1 + draw(_INDEX[3]), matrix_init)
+    arrays = "arrays2d" in features
+    program = Program(dtype, scalar_init, vector_init, helper_list, body, 1 + draw(_INDEX[3]), matrix_init, arrays)
     program = number_sites(program)
-    inputs, cot = draw(points())
+    inputs, cot = draw(points(arrays))
     placements = [draw(_INDEX[3]) for _ in range(max(1, site_count(program)))]
     thresholds = oracle.place_thresholds(program, inputs, placements)
     assume(thresholds is not None)
+    if features - DEFAULT_FEATURES:  # opt-in sets only: the default set's draws stay exactly as they were (CI)
+        outputs = oracle.run(program, thresholds, inputs).outputs
+        assume(all(np.all(np.abs(v) < OUTPUT_BOUND) for v in outputs.values()))
     return Case(program, thresholds, inputs, cot)
 
 

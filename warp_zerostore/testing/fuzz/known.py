@@ -23,6 +23,9 @@ KNOWN = {
     "read-then-overwrite": (ALL, ("stock",), "gradient", ("readback y[i]", "store")),
     "read-then-augstore": (ALL, ("stock",), "gradient", ("readback y[i]", "augstore")),
     "helper-store-readback": (ALL, ("stock",), "gradient", ("callstore", "readback y[i]")),
+    # the same on a 2-D output (feature "arrays2d"): ym[i, c] read, then ym[i, c] stored or augmented.
+    "read-then-overwrite-2d": (ALL, ("stock",), "gradient", ("readback ym[i, c]", "store ym")),
+    "read-then-augstore-2d": (ALL, ("stock",), "gradient", ("augstore ym", "readback ym[i, c]")),
     # a local vector's component updated after the vector was used: Warp's adjoint of the update is wrong.
     "component-update-after-use": (ALL, BOTH, "gradient", ("setcomponent(+=)",)),
     "component-assign-after-use": (ALL, BOTH, "gradient", ("setcomponent(=)",)),
@@ -54,6 +57,7 @@ KNOWN = {
     # two stores to one element: Warp <= 1.12 keeps the overwritten store's gradient (what zero_store fixes).
     "overwrite-accumulates": (OLD, ("stock",), "gradient", ("store",)),
     "overwrite-accumulates-in-helper": (OLD, ("stock",), "gradient", ("callstore",)),
+    "overwrite-accumulates-2d": (OLD, ("stock",), "gradient", ("store ym",)),
 }
 
 

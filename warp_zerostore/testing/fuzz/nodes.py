@@ -17,6 +17,8 @@ SCALAR, VEC3, MAT33 = "f", "v", "m"
 #: Threads per launch and the length of ``acc`` (atomics from several threads meet in each element).
 THREADS = 4
 ACC = 2
+#: Columns of the 2-D arrays ``xm`` and ``ym`` and both trailing extents of the 3-D ``xt`` (feature "arrays2d").
+COLS = 2
 
 
 @dataclass(frozen=True)
@@ -39,10 +41,22 @@ class LoopIndex:
 
 @dataclass(frozen=True)
 class Load:
-    """``x[(i + offset) % THREADS]``, ``xv[...]``, or ``y[i]`` (a read-back of this thread's own element)."""
+    """``x[(i + offset) % THREADS]``, ``xv[...]``, or ``y[i]`` (a read-back of this thread's own element); with
+    ``index`` (constant trailing indices, feature "arrays2d") ``xm[(i + offset) % THREADS, c]``,
+    ``xt[..., c0, c1]``, or ``ym[i, c]`` (a read-back of one of this thread's own elements)."""
 
     array: str
     offset: int = 0
+    index: Tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class StaticConst:
+    """``wp.static(lhs * rhs)`` cast to the kernel's dtype: a constant that Warp evaluates at codegen (feature
+    "static"); its value is ``lhs * rhs`` (exact: both are multiples of a power of two)."""
+
+    lhs: float
+    rhs: float
 
 
 @dataclass(frozen=True)
@@ -132,7 +146,9 @@ class Select:
     rhs: Expr
 
 
-Expr = Union[Const, Local, LoopIndex, Load, Unary, Binary, Kink, Component, MakeVec, MakeMat, Rotate, Call, Select]
+Expr = Union[
+    Const, StaticConst, Local, LoopIndex, Load, Unary, Binary, Kink, Component, MakeVec, MakeMat, Rotate, Call, Select
+]
 
 
 @dataclass(frozen=True)
@@ -157,11 +173,13 @@ class SetComponent:
 
 @dataclass(frozen=True)
 class Store:
-    """``y[i] = e``, ``y[i] += e`` (op "=" / "+="), or ``wp.atomic_add(acc, i % ACC, e)`` (op "atomic")."""
+    """``y[i] = e``, ``y[i] += e`` (op "=" / "+="), or ``wp.atomic_add(acc, i % ACC, e)`` (op "atomic"); with
+    ``index`` (feature "arrays2d") ``ym[i, c] = e`` or ``ym[i, c] += e``."""
 
     array: str
     op: str
     expr: Expr
+    index: Tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -174,12 +192,14 @@ class If:
 @dataclass(frozen=True)
 class For:
     """``for var in range(count)``, or ``range(n)`` when ``runtime``: ``n`` is the kernel argument, whose value is
-    the program's ``loop_count`` (``count`` is then unused)."""
+    the program's ``loop_count`` (``count`` is then unused); with ``static`` (feature "static") the constant bound
+    prints as ``range(wp.static((count - 1) + 1))``, evaluated at codegen."""
 
     var: str
     count: int
     runtime: bool
     body: Tuple[Stmt, ...]
+    static: bool = False
 
 
 @dataclass(frozen=True)
@@ -244,3 +264,4 @@ class Program:
     body: Tuple[Stmt, ...]
     loop_count: int = 2  # the runtime bound n
     matrices: Tuple[Tuple[str, Expr], ...] = ()  # mat33 locals declared at the top (feature "mat33")
+    arrays: bool = False  # the kernel takes xm (2-D), xt (3-D) and ym (2-D) too (feature "arrays2d")

@@ -14,6 +14,7 @@ import numpy as np
 
 from .nodes import (
     ACC,
+    COLS,
     THREADS,
     Assign,
     Binary,
@@ -34,6 +35,7 @@ from .nodes import (
     Rotate,
     Select,
     SetComponent,
+    StaticConst,
     Store,
     Unpack,
     While,
@@ -42,6 +44,20 @@ from .nodes import (
 #: Input arrays of every drawn kernel, with their element shapes, and the outputs compared.
 INPUTS = {"x": (THREADS,), "xv": (THREADS, 3), "y": (THREADS,), "acc": (ACC,)}
 OUTPUTS = ("y", "acc")
+#: The arrays a kernel of feature "arrays2d" takes too (after ``acc``), and the output among them.
+ARRAY_INPUTS = {"xm": (THREADS, COLS), "xt": (THREADS, COLS, COLS), "ym": (THREADS, COLS)}
+ARRAY_OUTPUTS = ("ym",)
+
+
+def inputs_of(program: Program) -> dict:
+    """The input arrays of ``program``'s kernel, in argument order, with their shapes."""
+    return {**INPUTS, **ARRAY_INPUTS} if program.arrays else dict(INPUTS)
+
+
+def outputs_of(program: Program) -> tuple:
+    """The output arrays of ``program``'s kernel, whose cotangents the gradient check pulls back."""
+    return OUTPUTS + ARRAY_OUTPUTS if program.arrays else OUTPUTS
+
 
 #: Smallest distance of every kink quantity from its threshold, relative to ``max(1, |threshold|)``.
 MARGIN = 0.05
@@ -123,8 +139,9 @@ class Interpreter:
         variants = self.inputs["x"].shape[0]
         y = self.inputs["y"].copy()
         acc = self.inputs["acc"].copy()
+        ym = self.inputs["ym"].copy() if "ym" in self.inputs else None
         for i in range(THREADS):
-            self.i, self.y, self.acc, self.loops = i, y, acc, {}
+            self.i, self.y, self.acc, self.ym, self.loops = i, y, acc, ym, {}
             self.env = {}
             for name, init in self.program.scalars:
                 self.env[name] = self.scalar(self.expr(init), variants)
@@ -133,7 +150,8 @@ class Interpreter:
             for name, init in self.program.matrices:
                 self.env[name] = np.broadcast_to(self.expr(init), (variants, 3, 3)).astype(np.float64)
             self.block(self.program.body)
-        return Run({"y": y, "acc": acc}, self.sites)
+        outputs = {"y": y, "acc": acc} if ym is None else {"y": y, "acc": acc, "ym": ym}
+        return Run(outputs, self.sites)
 
     @staticmethod
     def scalar(value, variants):
@@ -151,6 +169,8 @@ class Interpreter:
     def expr(self, e):
         if isinstance(e, Const):
             return np.float64(e.value)
+        if isinstance(e, StaticConst):
+            return np.float64(e.lhs * e.rhs)
         if isinstance(e, Local):
             return self.env[e.name]
         if isinstance(e, LoopIndex):
@@ -158,7 +178,9 @@ class Interpreter:
         if isinstance(e, Load):
             if e.array == "y":
                 return self.y[:, self.i].copy()
-            return self.inputs[e.array][:, (self.i + e.offset) % THREADS]
+            if e.array == "ym":
+                return self.ym[(slice(None), self.i) + tuple(e.index)].copy()
+            return self.inputs[e.array][(slice(None), (self.i + e.offset) % THREADS) + tuple(e.index)]
         if isinstance(e, Binary):
             return BINARY[e.op](self.expr(e.lhs), self.expr(e.rhs))
         if isinstance(e, Kink):
@@ -214,6 +236,9 @@ class Interpreter:
             value = self.expr(s.expr)
             if s.op == "atomic":
                 self.acc[:, self.i % ACC] += value
+            elif s.array == "ym":
+                at = (slice(None), self.i) + tuple(s.index)
+                self.ym[at] = value if s.op == "=" else self.ym[at] + value
             elif s.op == "=":
                 self.y[:, self.i] = value
             else:
@@ -328,8 +353,9 @@ class Reference:
 
 def reference(program: Program, thresholds, inputs: dict, cotangents: dict) -> Reference:
     """Forward run plus central differences of ``sum(c * outputs)`` along every input element, in one batch."""
-    names = list(INPUTS)
-    sizes = [int(np.prod(INPUTS[n])) for n in names]
+    shapes, outputs = inputs_of(program), outputs_of(program)
+    names = list(shapes)
+    sizes = [int(np.prod(shapes[n])) for n in names]
     total = sum(sizes)
     flat = np.concatenate([np.asarray(inputs[n], dtype=np.float64).ravel() for n in names])
     steps = STEP * np.maximum(1.0, np.abs(flat))
@@ -338,19 +364,20 @@ def reference(program: Program, thresholds, inputs: dict, cotangents: dict) -> R
     points[1 + total + np.arange(total), np.arange(total)] -= steps
     batched, start = {}, 0
     for name, size in zip(names, sizes):
-        batched[name] = points[:, start : start + size].reshape((-1,) + INPUTS[name])
+        batched[name] = points[:, start : start + size].reshape((-1,) + shapes[name])
         start += size
     result = Interpreter(program, thresholds, batched).run()
-    terms = sum(np.sum(cotangents[n] * result.outputs[n], axis=1) for n in OUTPUTS)
-    scale = sum(np.sum(np.abs(cotangents[n] * result.outputs[n]), axis=1) for n in OUTPUTS)
+    flat_sum = lambda a: a.reshape(a.shape[0], -1).sum(axis=1)  # noqa: E731
+    terms = sum(flat_sum(cotangents[n] * result.outputs[n]) for n in outputs)
+    scale = sum(flat_sum(np.abs(cotangents[n] * result.outputs[n])) for n in outputs)
     fd = (terms[1 : 1 + total] - terms[1 + total :]) / (2 * steps)
     rounding = ROUNDING_ULPS * np.finfo(np.float64).eps * scale[0] / steps
     grads, rounds, start = {}, {}, 0
     for name, size in zip(names, sizes):
-        grads[name] = fd[start : start + size].reshape(INPUTS[name])
-        rounds[name] = rounding[start : start + size].reshape(INPUTS[name])
+        grads[name] = fd[start : start + size].reshape(shapes[name])
+        rounds[name] = rounding[start : start + size].reshape(shapes[name])
         start += size
-    return Reference({n: result.outputs[n][0] for n in OUTPUTS}, grads, rounds)
+    return Reference({n: result.outputs[n][0] for n in outputs}, grads, rounds)
 
 
 def mismatch(actual: np.ndarray, expected: np.ndarray, dtype: str, rounding=0.0) -> float:

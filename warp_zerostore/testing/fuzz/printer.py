@@ -29,6 +29,7 @@ from .nodes import (
     Rotate,
     Select,
     SetComponent,
+    StaticConst,
     Store,
     Unary,
     Unpack,
@@ -67,6 +68,8 @@ SCALAR_TYPE = {"float32": "wp.float32", "float64": "wp.float64"}
 VEC_TYPE = {"float32": "wp.vec3", "float64": "wp.vec3d"}
 MAT_TYPE = {"float32": "wp.mat33", "float64": "wp.mat33d"}
 TRANSFORM_TYPE = {"float32": "wp.transform", "float64": "wp.transformd"}
+#: The kernel arguments of feature "arrays2d", between ``acc`` and ``n`` (``oracle.ARRAY_INPUTS``'s order).
+ARRAY_ARGS = "xm: wp.array2d(dtype={t}), xt: wp.array3d(dtype={t}), ym: wp.array2d(dtype={t}), "
 #: A unit axis from any vec3 ``a``: its first component through cosh keeps the length >= 1 (normalize is smooth).
 SAFE_AXIS = "wp.normalize({v}(wp.cosh({a}[0]), {a}[1], {a}[2]))"
 
@@ -130,15 +133,17 @@ class Printer:
     def expr(self, e) -> str:
         if isinstance(e, Const):
             return literal(e.value, self.program.dtype)
+        if isinstance(e, StaticConst):
+            return f"{self.t}(wp.static({float(e.lhs)!r} * {float(e.rhs)!r}))"
         if isinstance(e, Local):
             return e.name
         if isinstance(e, LoopIndex):
             return f"{self.t}({e.name})"
         if isinstance(e, Load):
-            if e.array == "y":
-                return "y[i]"
+            if e.array in ("y", "ym"):
+                return f"{e.array}[{', '.join(('i',) + tuple(map(str, e.index)))}]"
             index = "i" if e.offset == 0 else f"(i + {e.offset}) % {THREADS}"
-            return f"{e.array}[{index}]"
+            return f"{e.array}[{', '.join((index,) + tuple(map(str, e.index)))}]"
         if isinstance(e, Binary):
             return BINARY_FORMS[e.op].format(a=self.expr(e.lhs), b=self.expr(e.rhs))
         if isinstance(e, Kink):
@@ -174,7 +179,7 @@ class Printer:
         if isinstance(s, Store):
             if s.op == "atomic":
                 return [f"{indent}wp.atomic_add(acc, i % {ACC}, {self.expr(s.expr)})"]
-            return [f"{indent}y[i] {s.op} {self.expr(s.expr)}"]
+            return [f"{indent}{s.array}[{', '.join(('i',) + tuple(map(str, s.index)))}] {s.op} {self.expr(s.expr)}"]
         if isinstance(s, CallStore):
             args = "".join(f", {self.expr(a)}" for a in s.args)
             return [f"{indent}{self.prefix}{s.helper}(y, i{args})"]
@@ -187,7 +192,7 @@ class Printer:
                 lines += [f"{indent}else:"] + self.block(s.orelse, indent + "    ")
             return lines
         if isinstance(s, For):
-            bound = "n" if s.runtime else str(s.count)
+            bound = "n" if s.runtime else f"wp.static({s.count - 1} + 1)" if s.static else str(s.count)
             return [f"{indent}for {s.var} in range({bound}):"] + self.block(s.body, indent + "    ")
         if isinstance(s, While):
             inner = indent + "    "
@@ -242,7 +247,7 @@ class Printer:
         lines = [
             decorator,
             f"def {name}(x: wp.array(dtype={t}), xv: wp.array(dtype={v}), y: wp.array(dtype={t}), "
-            f"acc: wp.array(dtype={t}), n: int):",
+            f"acc: wp.array(dtype={t}), {ARRAY_ARGS.format(t=t) if self.program.arrays else ''}n: int):",
             "    i = wp.tid()",
         ]
         for local, init in self.program.scalars:

@@ -24,18 +24,14 @@ import numpy as np
 
 {source}
 
-x = wp.array({x}, dtype={t}, requires_grad=True)
-xv = wp.array({xv}, dtype={v}, requires_grad=True)
-y = wp.array({y}, dtype={t}, requires_grad=True)
-acc = wp.array({acc}, dtype={t}, requires_grad=True)
+{arrays}
 tape = {tape}
 with tape:
-    wp.launch(fuzzed, dim={threads}, inputs=[x, xv, y, acc, {n}])
-print("forward y:  ", y.numpy(), "  expected", np.array({ref_y}))
-print("forward acc:", acc.numpy(), "  expected", np.array({ref_acc}))
-tape.backward(grads={{y: wp.array({cot_y}, dtype={t}), acc: wp.array({cot_acc}, dtype={t})}})
+    wp.launch(fuzzed, dim={threads}, inputs=[{names}, {n}])
+{forward}
+tape.backward(grads={{{cotangents}}})
 expected = {expected}
-for name, a in (("x", x), ("xv", xv), ("y", y), ("acc", acc)):
+for name, a in ({pairs}):
     got = a.grad.numpy().reshape(np.shape(expected[name]))
     flag = "" if np.allclose(got, expected[name], rtol={tol}, atol={tol}) else "   <-- WRONG"
     print(f"{{name}}.grad: warp {{got.ravel()}}  expected {{np.ravel(expected[name])}}{{flag}}")
@@ -59,7 +55,18 @@ def script(failure) -> str:
         )
     printer = Printer(case.program, case.thresholds, "fuzzed_h")
     source = "\n".join(printer.helpers() + printer.kernel("fuzzed", decorator)).rstrip()
-    expected = "{" + ", ".join(f"{n!r}: {np.round(ref.grads[n], 9).tolist()}" for n in oracle.INPUTS) + "}"
+    shapes, outputs = oracle.inputs_of(case.program), oracle.outputs_of(case.program)
+    expected = "{" + ", ".join(f"{n!r}: {np.round(ref.grads[n], 9).tolist()}" for n in shapes) + "}"
+    t, v = SCALAR_TYPE[dtype], VEC_TYPE[dtype]
+    arrays = "\n".join(
+        f"{n} = wp.array({case.inputs[n].tolist()}, dtype={v if n == 'xv' else t}, requires_grad=True)" for n in shapes
+    )
+    width = max(len(n) for n in outputs) + 1
+    forward = "\n".join(
+        f'print("forward {n + ":":<{width}}", {n}.numpy(), "  expected", np.array({np.round(ref.outputs[n], 9).tolist()}))'
+        for n in outputs
+    )
+    cotangents = ", ".join(f"{n}: wp.array({case.cotangents[n].tolist()}, dtype={t})" for n in outputs)
     return _TEMPLATE.format(
         variant=failure.variant,
         kind=failure.kind,
@@ -68,18 +75,13 @@ def script(failure) -> str:
         import_line=import_line,
         tape=tape,
         source=source,
-        t=SCALAR_TYPE[dtype],
-        v=VEC_TYPE[dtype],
+        arrays=arrays,
+        names=", ".join(shapes),
+        forward=forward,
+        cotangents=cotangents,
+        pairs=", ".join(f"({n!r}, {n})" for n in shapes),
         threads=THREADS,
         n=case.program.loop_count,
-        x=case.inputs["x"].tolist(),
-        xv=case.inputs["xv"].tolist(),
-        y=case.inputs["y"].tolist(),
-        acc=case.inputs["acc"].tolist(),
-        cot_y=case.cotangents["y"].tolist(),
-        cot_acc=case.cotangents["acc"].tolist(),
-        ref_y=np.round(ref.outputs["y"], 9).tolist(),
-        ref_acc=np.round(ref.outputs["acc"], 9).tolist(),
         expected=expected,
         tol=oracle.TOLERANCE[dtype],
     )

@@ -33,6 +33,7 @@ from .nodes import (
     MakeVec,
     Rotate,
     Select,
+    StaticConst,
     Unary,
     Unpack,
     While,
@@ -52,6 +53,10 @@ def constructs(program) -> tuple:
     for node in iter_nodes(program):
         if isinstance(node, For):
             labels.add("for(runtime)" if node.runtime else "for(static)")
+            if node.static:
+                labels.add("wp.static")
+        elif isinstance(node, StaticConst):
+            labels.add("wp.static")
         elif isinstance(node, While):
             labels.add("while")
         elif isinstance(node, Jump):
@@ -62,10 +67,15 @@ def constructs(program) -> tuple:
             labels.add(f"if({node.cond.kind})")
         elif isinstance(node, Load) and node.array == "y":
             labels.add("readback y[i]")
+        elif isinstance(node, Load) and node.array == "ym":
+            labels.add("readback ym[i, c]")
+        elif isinstance(node, Load) and node.index:
+            labels.add(f"load {node.array}")
         elif isinstance(node, (Unary, Binary, Kink)):
             labels.add(node.op)
         elif type(node).__name__ in ("Store",):
-            labels.add({"=": "store", "+=": "augstore", "atomic": "atomic_add"}[node.op])
+            label = {"=": "store", "+=": "augstore", "atomic": "atomic_add"}[node.op]
+            labels.add(f"{label} {node.array}" if node.index else label)
         elif type(node).__name__ in ("Assign", "SetComponent"):
             labels.add(f"{type(node).__name__.lower()}({node.op})")
         elif isinstance(node, (CallStore, Call, MakeVec, MakeMat, Component, Unpack)):
@@ -131,6 +141,9 @@ def statement_candidates(program):
                     yield dataclasses.replace(program, body=_replace_block(program.body, path, new))
                 elif s.count > 1:
                     new = stmts[:k] + (dataclasses.replace(s, count=s.count - 1),) + stmts[k + 1 :]
+                    yield dataclasses.replace(program, body=_replace_block(program.body, path, new))
+                if s.static:
+                    new = stmts[:k] + (dataclasses.replace(s, static=False),) + stmts[k + 1 :]
                     yield dataclasses.replace(program, body=_replace_block(program.body, path, new))
     yield from _unused_dropped(program)
     if program.loop_count > 1:
@@ -217,7 +230,7 @@ def _type(node) -> str:
 
 def expression_candidates(program):
     """Each expression node replaced, one at a time, by an operand of its type or by a constant/leaf."""
-    kinds = (Unary, Binary, Kink, Call, Component, MakeVec, MakeMat, Rotate, Select)
+    kinds = (Unary, Binary, Kink, Call, Component, MakeVec, MakeMat, Rotate, Select, StaticConst)
     targets = [n for n in iter_nodes(program) if isinstance(n, kinds)]
     for target in targets:
         kind = _type(target)
