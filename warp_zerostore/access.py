@@ -43,8 +43,9 @@ class ArgumentAccess:
     reads: bool = False
     stores: bool = False
     accumulates: bool = False
-    #: a thread may read an element after storing into the argument (a later statement, a later loop
-    #: iteration, a helper): only then can what a launch read differ from the array before the launch
+    #: a thread may read an element after storing into the argument or accumulating into it (``a[i] += v``,
+    #: ``wp.atomic_add``; a later statement, a later loop iteration, a helper): only then can what a launch read
+    #: differ from the array before the launch
     reads_after_store: bool = False
 
     @property
@@ -161,7 +162,8 @@ class _Visitor(ast.NodeVisitor):
     visit_For = visit_While = _visit_loop  # noqa: N815
 
     def _note(self, name: str, access: ArgumentAccess, *, read: bool = False, store: bool = False) -> None:
-        if read and access.stores:
+        """``store``: any write, an accumulation included (a later read sees the new value all the same)."""
+        if read and access.writes:
             access.reads_after_store = True
         if self.loops:
             kinds = self.loops[-1].setdefault(name, set())
@@ -200,12 +202,13 @@ class _Visitor(ast.NodeVisitor):
             parameter = helper_parameter(helper, parent, node) if helper is not None else None
             inner = _helper_access(helper, parameter, self.depth, ndim) if parameter is not None else None
             if inner is not None:  # a @wp.func: what it does with its parameter
-                self._note(label, access, read=inner.reads, store=inner.stores)
+                self._note(label, access, read=inner.reads, store=inner.writes)
                 access.reads |= inner.reads
                 access.stores |= inner.stores
                 access.accumulates |= inner.accumulates
                 access.reads_after_store |= inner.reads_after_store
             elif name in _ACCUMULATING:
+                self._note(label, access, store=True)
                 access.accumulates = True
             elif name in _READING:
                 self._note(label, access, read=True)
@@ -269,6 +272,7 @@ class _Visitor(ast.NodeVisitor):
                 return
         if isinstance(outer.ctx, ast.Store):
             if isinstance(self.parents.get(outer), ast.AugAssign):
+                self._note(label, access, store=True)
                 access.accumulates = True  # Warp turns `a[i] += v` into an atomic add
             else:
                 self._note(label, access, store=True)

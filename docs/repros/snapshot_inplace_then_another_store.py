@@ -1,4 +1,5 @@
-"""Fuzzer finding (issue 19, features arrays2d/static): a bug of this package, not of Warp.
+"""Fuzzer finding (issue 19, features arrays2d/static): a bug of this package, not of Warp; fixed (every line
+prints no WRONG now; before the fix, all but ``one_store`` did).
 
 A flagged kernel (``zero_store=True``) on ``Tape(snapshot=True)`` gets a wrong gradient, without any warning,
 when a thread updates an element in place (``y[k] += ...``: it reads the value from before the launch), reads it
@@ -7,7 +8,9 @@ one again). With the in-place update as the array's only store it is right (``on
 store / read / store and ``+=`` / read / store on one element. Stock Warp 1.19 is right on a plain Tape for the
 other-element forms (the same-element form is stock's known read-then-overwrite bug). First seen on the 2-D output
 ``ym`` (``ym[i, 1] += x; for k in range(2): ym[i, 0] = ym[i, 1] / cosh(xt[i, 0, 1])``); 1-D forms below. Wrong on
-warp-lang 1.9.1, 1.12.1 and 1.19.0; ``Tape(check="warn")`` reports nothing.
+warp-lang 1.9.1, 1.12.1 and 1.19.0; ``Tape(check="warn")`` reported nothing. The cause: the backward replays the
+in-place update through the kernel's replay log, which loads the element, but the read twin did not count the
+update as a read, so the snapshot restored the launch's output there (docs/known-issues.md).
 
 Expected values: central differences of the kernel's own forward (float64).
 """

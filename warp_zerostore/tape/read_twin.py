@@ -8,7 +8,9 @@ argument it only reads; one, ``written``, for an argument it only writes):
 * ``written``: set after each statement that stores into ``x[idx]`` (``x[idx] = v``, ``x[idx] += v``,
   ``wp.atomic_*(x, idx, v)``), whatever the value stored: which elements a launch writes does not depend on
   the data (a store of the value already there is seen);
-* ``before``: set where ``x[idx]`` is read while ``written[idx]`` is still 0 (the launch's input value);
+* ``before``: set where ``x[idx]`` is read while ``written[idx]`` is still 0 (the launch's input value); in a
+  ``zero_store=True`` kernel that reads ``x`` back, ``x[idx] += v`` is such a read too (its backward replays the
+  update through the kernel's replay log, which loads the element);
 * ``after``: set where ``x[idx]`` is read after this launch stored into it (the value the launch wrote).
 
 Warp's backward replay re-reads arrays as they are at ``backward()`` time, so a read "after" is replayed right
@@ -52,6 +54,7 @@ from ..access import (
     is_truth_test,
     resolve_helper,
 )
+from ..options import effective_mode
 from .data_flow import marks_depend_on_data
 
 _log = logging.getLogger(__name__)
@@ -135,9 +138,14 @@ def _read_mark(label: str, index, kind: str) -> ast.stmt:
 class _ReadMarker:
     """Rewrites a function body: marks reads before, and stores after, each statement; follows helpers."""
 
-    def __init__(self, ndims: dict, namespace: dict, module_names: dict, depth: int, kinds: dict):
+    def __init__(
+        self, ndims: dict, namespace: dict, module_names: dict, depth: int, kinds: dict, logged: frozenset = frozenset()
+    ):
         self.ndims = ndims  # label -> ndim of the arguments being instrumented
         self.kinds = kinds  # label -> READ_WRITE, READ (one shadow, every read simply a read) or WRITE
+        # labels whose augmented stores (x[i] += v) the backward replays through the replay log of a flagged
+        # kernel: the replay loads x[i] (then logs x[i] + v), so the store reads the element too
+        self.logged = logged
         self.namespace = namespace  # the function's globals: resolves helper calls
         self.module_names = module_names  # name -> object the twin module must hold (helper twins)
         self.depth = depth
@@ -158,7 +166,9 @@ class _ReadMarker:
             return labels
         made = _helper_twin(
             helper,
-            tuple((p, self.ndims[label], self.kinds[label]) for p, label in zip(parameters, labels)),
+            tuple(
+                (p, self.ndims[label], self.kinds[label], label in self.logged) for p, label in zip(parameters, labels)
+            ),
             self.depth,
         )
         if made is None:
@@ -191,6 +201,17 @@ class _ReadMarker:
                     else:
                         marks.append(_read_mark(node.value.id, index, self.kinds[node.value.id]))
         return marks
+
+    def _augmented_reads(self, statement) -> list:
+        """``x[idx] += v`` of a logged ``x``: a read of ``x[idx]`` before the statement (see ``logged``)."""
+        target = statement.target
+        if not (isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name)):
+            return []
+        label = target.value.id
+        if label not in self.logged or self.kinds.get(label) != READ_WRITE:
+            return []
+        index = _element_index(target, self.ndims[label])
+        return [] if index is None else [_read_mark(label, index, READ_WRITE)]
 
     def _written(self, label: str, index) -> list:
         return [_set(_shadow(label, "written"), index, ast.Constant(value=1))] if self.kinds[label] != READ else []
@@ -243,6 +264,8 @@ class _ReadMarker:
             elif isinstance(statement, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
                 # `x[i].y = v` loads x[i] in the AST: count it as a read (conservative), the store as a write.
                 out.extend(self._reads([statement]))
+                if isinstance(statement, ast.AugAssign):
+                    out.extend(self._augmented_reads(statement))
                 after = self._stores(statement) + self._atomic_stores(statement)
             else:
                 out.extend(self._reads([statement]))
@@ -313,10 +336,11 @@ def _helper_twin(helper, parameters: tuple, depth: int):
         tree = ast.parse(_compat.function_source(helper))
         function = tree.body[0]
         function.decorator_list = []
-        ndims = {p: ndim for p, ndim, _ in parameters}
-        kinds = {p: kind for p, _, kind in parameters}
+        ndims = {p: ndim for p, ndim, _, _ in parameters}
+        kinds = {p: kind for p, _, kind, _ in parameters}
+        logged = frozenset(p for p, _, _, is_logged in parameters if is_logged)
         names: dict = {}
-        marker = _ReadMarker(ndims, _namespace(helper), names, depth + 1, kinds)
+        marker = _ReadMarker(ndims, _namespace(helper), names, depth + 1, kinds, logged)
         function.body = marker.body(function.body)
         whole = marker.whole | marker.used_otherwise(function)  # parameters the caller counts as read in whole
         _add_shadow_parameters(function, ndims, kinds)
@@ -359,7 +383,13 @@ def _build(kernel):
     arrays = {label for label, t in params if _compat.is_array_type(t)}
     _FIXED[id(kernel)] = (kernel, not marks_depend_on_data(function, arrays, _namespace(func)))
     names: dict = {}
-    marker = _ReadMarker(ndims, _namespace(func), names, 0, kinds)
+    # A flagged kernel's backward replays arrays it reads back through its replay log (codegen/replay.py)
+    logged = frozenset(
+        label
+        for label, kind in kinds.items()
+        if kind == READ_WRITE and access[label].reads_after_store and effective_mode(kernel) is True
+    )
+    marker = _ReadMarker(ndims, _namespace(func), names, 0, kinds, logged)
     function.body = marker.body(function.body)
     whole = (marker.whole | marker.used_otherwise(function)) & {label for label in kinds if kinds[label] != WRITE}
     # Every argument gets its shadows (a whole-argument read one is simply not looked at): helpers may take them.
@@ -398,7 +428,8 @@ def twin(kernel):
     """``(forward-only twin kernel, {label given shadows: kind}, {labels whose reads it cannot mark})`` or None
     (see the module docstring)."""
     cached = _CACHE.get(id(kernel))
-    if cached is not None and cached[0] is kernel:
+    mode = effective_mode(kernel)  # the twin follows the kernel's mode (its replay log): rebuilt if it changes
+    if cached is not None and cached[0] is kernel and cached[2] == mode:
         return cached[1]
     try:
         built = _build(kernel)
@@ -416,7 +447,7 @@ def twin(kernel):
             error,
         )
         built = None
-    _CACHE[id(kernel)] = (kernel, built)
+    _CACHE[id(kernel)] = (kernel, built, mode)
     return built
 
 
@@ -600,7 +631,7 @@ def element_reads(kernel, launch: dict) -> dict:
             type(error).__name__,
             error,
         )
-        _CACHE[id(kernel)] = (kernel, None)
+        _CACHE[id(kernel)] = (kernel, None, effective_mode(kernel))
         return {}
     out = {}
     for position, label, kind in _marked_positions(kernel, kinds):
