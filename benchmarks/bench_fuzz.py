@@ -46,7 +46,7 @@ def main():
     parser.add_argument("--kernels", type=int, default=128)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--seed", type=int, default=None, help="first batch's seed (default: the time)")
-    parser.add_argument("--features", nargs="+", default=None, help="the constructs to draw (default: all)")
+    parser.add_argument("--features", nargs="+", default=None, help="the constructs to draw (default: grammar.DEFAULT_FEATURES)")
     parser.add_argument("--parts", type=int, default=None, help="modules built at once (default: one per core)")
     args = parser.parse_args()
     warp.config.quiet = True
@@ -70,7 +70,7 @@ def main():
             "kernels_per_min": round(rate, 1),
             "kernels_per_batch": args.kernels,
             "modules_per_batch": parts,
-            "features": args.features or "all",
+            "features": args.features or "default",
             "failures": sum(r["failures"] for r in runs),
             "repeats": args.repeats,
             "seed": seed,
