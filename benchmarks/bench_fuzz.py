@@ -46,7 +46,9 @@ def main():
     parser.add_argument("--kernels", type=int, default=128)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--seed", type=int, default=None, help="first batch's seed (default: the time)")
-    parser.add_argument("--features", nargs="+", default=None, help="the constructs to draw (default: grammar.DEFAULT_FEATURES)")
+    parser.add_argument(
+        "--features", nargs="+", default=None, help="the constructs to draw (default: grammar.DEFAULT_FEATURES)"
+    )
     parser.add_argument("--parts", type=int, default=None, help="modules built at once (default: one per core)")
     args = parser.parse_args()
     warp.config.quiet = True

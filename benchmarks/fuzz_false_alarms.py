@@ -33,7 +33,9 @@ def main():
     parser.add_argument("--kernels", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--batch", type=int, default=128)
-    parser.add_argument("--features", nargs="+", default=None, help="the constructs to draw (default: grammar.DEFAULT_FEATURES)")
+    parser.add_argument(
+        "--features", nargs="+", default=None, help="the constructs to draw (default: grammar.DEFAULT_FEATURES)"
+    )
     parser.add_argument("--out", default="fuzz-false-alarms", help="where unexplained failures' repros go")
     args = parser.parse_args()
     warp.config.quiet = True
