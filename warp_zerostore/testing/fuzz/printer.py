@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from .nodes import (
     ACC,
+    STRUCT_FIELDS,
     THREADS,
     Assign,
     Binary,
@@ -16,6 +17,7 @@ from .nodes import (
     CallStore,
     Component,
     Const,
+    Field,
     For,
     If,
     Jump,
@@ -29,8 +31,10 @@ from .nodes import (
     Rotate,
     Select,
     SetComponent,
+    SetField,
     StaticConst,
     Store,
+    StructArg,
     Unary,
     Unpack,
     While,
@@ -77,6 +81,11 @@ SAFE_AXIS = "wp.normalize({v}(wp.cosh({a}[0]), {a}[1], {a}[2]))"
 #: One line of a helper's ``@wp.func_grad``: ``d`` is the derivative of its body by the parameter ``p``
 #: (tests/test_fuzz.py plants a wrong factor here: the fuzzer must catch it).
 FUNC_GRAD_FORM = "    wp.adjoint[{p}] += {d} * adj_ret"
+
+
+#: The body of a helper's ``@wp.func_replay``: the helper's own value again (tests/test_fuzz_mutation.py plants a
+#: wrong factor here: the fuzzer must catch it where the replay feeds a gradient).
+FUNC_REPLAY_FORM = "    return {value}"
 
 
 def derivative(e, param: str):
@@ -164,6 +173,10 @@ class Printer:
             if e.op == "quat_rotate":
                 return f"wp.quat_rotate({q}, {self.expr(e.vec)})"
             return f"wp.{e.op}({TRANSFORM_TYPE[dtype]}({self.expr(e.offset)}, {q}), {self.expr(e.vec)})"
+        if isinstance(e, Field):
+            return f"{e.struct}.{e.field}"
+        if isinstance(e, StructArg):
+            return e.name
         if isinstance(e, Call):
             return f"{self.prefix}{e.helper}({', '.join(self.expr(a) for a in e.args)})"
         if isinstance(e, Select):
@@ -176,6 +189,10 @@ class Printer:
             return [f"{indent}{s.name} {s.op} {self.expr(s.expr)}"]
         if isinstance(s, SetComponent):
             return [f"{indent}{s.name}[{_index(s.index)}] {s.op} {self.expr(s.expr)}"]
+        if isinstance(s, SetField):
+            value = self.expr(s.expr)
+            value = value if s.op == "=" else f"{s.struct}.{s.field} {s.op[0]} {value}"
+            return [f"{indent}{s.struct}.{s.field} = {value}"]
         if isinstance(s, Store):
             if s.op == "atomic":
                 return [f"{indent}wp.atomic_add(acc, i % {ACC}, {self.expr(s.expr)})"]
@@ -216,10 +233,19 @@ class Printer:
             lines += self.stmt(s, indent)
         return lines or [f"{indent}pass"]
 
+    def struct_type(self) -> list:
+        """The kernel's ``@wp.struct`` (feature "structs"): fields of the kernel's dtype, named by the prefix."""
+        if not self.program.structs and not any(h.struct for h in self.program.helpers):
+            return []
+        types = {"f": self.t, "v": VEC_TYPE[self.program.dtype]}
+        fields = [f"    {name}: {types[kind]}" for name, kind in STRUCT_FIELDS]
+        return ["@wp.struct", f"class {self.prefix}S:", *fields, ""]
+
     def helpers(self, decorator: str = "@wp.func") -> list:
-        lines = []
+        lines = self.struct_type()
         for k, h in enumerate(self.program.helpers):
             params = ", ".join(f"p{j}: {self.t}" for j in range(h.arity))
+            params += f", s: {self.prefix}S" if h.struct else ""
             if h.stores:
                 lines += [
                     decorator,
@@ -240,6 +266,13 @@ class Printer:
                     ),
                     "",
                 ]
+            if h.replay:
+                lines += [
+                    f"@wp.func_replay({self.prefix}{k})",
+                    f"def replay_{self.prefix}{k}({params}):",
+                    FUNC_REPLAY_FORM.format(value=self.expr(h.body)),
+                    "",
+                ]
         return lines
 
     def kernel(self, name: str, decorator: str) -> list:
@@ -256,6 +289,10 @@ class Printer:
             lines.append(f"    {local} = {v}({self.expr(init)})")
         for local, init in self.program.matrices:
             lines.append(f"    {local} = {self.expr(init)}")
+        for local, inits in self.program.structs:
+            lines.append(f"    {local} = {self.prefix}S()")
+            for (field, kind), init in zip(STRUCT_FIELDS, inits):
+                lines.append(f"    {local}.{field} = {(t if kind == 'f' else v)}({self.expr(init)})")
         for counter in sorted({n.var for n in iter_nodes(self.program.body) if isinstance(n, While)}):
             lines.append(f"    {counter} = int(0)")  # declared at the top: a while loop may sit in a branch
         lines += self.block(self.program.body, "    ")
