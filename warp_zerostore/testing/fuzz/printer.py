@@ -7,6 +7,8 @@ casts to the kernel's dtype, so float64 kernels never mix in float32 literals.
 
 from __future__ import annotations
 
+import itertools
+
 from .nodes import (
     ACC,
     STRUCT_FIELDS,
@@ -122,6 +124,12 @@ def derivative(e, param: str):
     raise TypeError(f"derivative: {e!r} is not of a func_grad helper's grammar")
 
 
+#: Numbers the helpers with a ``@wp.func_replay`` across the process: each gets a name never used before
+#: (``{prefix}{k}_r{n}``), because Warp cannot build a replay of a function whose name an earlier ``@wp.func``
+#: of the process had (docs/known-issues.md, func-replay-name-reused; batches and shrink rounds reuse names).
+_REPLAY_NAMES = itertools.count()
+
+
 def _index(index) -> str:
     return ", ".join(map(str, index)) if isinstance(index, tuple) else str(index)
 
@@ -138,6 +146,10 @@ class Printer:
         self.thresholds = thresholds
         self.prefix = helper_prefix
         self.t = SCALAR_TYPE[program.dtype]
+        self.names = [
+            f"{helper_prefix}{k}_r{next(_REPLAY_NAMES)}" if h.replay else f"{helper_prefix}{k}"
+            for k, h in enumerate(program.helpers)
+        ]
 
     def expr(self, e) -> str:
         if isinstance(e, Const):
@@ -178,7 +190,7 @@ class Printer:
         if isinstance(e, StructArg):
             return e.name
         if isinstance(e, Call):
-            return f"{self.prefix}{e.helper}({', '.join(self.expr(a) for a in e.args)})"
+            return f"{self.names[e.helper]}({', '.join(self.expr(a) for a in e.args)})"
         if isinstance(e, Select):
             a, b, c = self.expr(e.lhs), self.expr(e.rhs), self.cond(e.cond)
             return f"({a} if {c} else {b})" if e.form == "ternary" else f"wp.where({c}, {a}, {b})"
@@ -199,10 +211,10 @@ class Printer:
             return [f"{indent}{s.array}[{', '.join(('i',) + tuple(map(str, s.index)))}] {s.op} {self.expr(s.expr)}"]
         if isinstance(s, CallStore):
             args = "".join(f", {self.expr(a)}" for a in s.args)
-            return [f"{indent}{self.prefix}{s.helper}(y, i{args})"]
+            return [f"{indent}{self.names[s.helper]}(y, i{args})"]
         if isinstance(s, Unpack):
             args = ", ".join(self.expr(a) for a in s.args)
-            return [f"{indent}{s.targets[0]}, {s.targets[1]} = {self.prefix}{s.helper}({args})"]
+            return [f"{indent}{s.targets[0]}, {s.targets[1]} = {self.names[s.helper]}({args})"]
         if isinstance(s, If):
             lines = [f"{indent}if {self.cond(s.cond)}:"] + self.block(s.body, indent + "    ")
             if s.orelse:
@@ -249,17 +261,17 @@ class Printer:
             if h.stores:
                 lines += [
                     decorator,
-                    f"def {self.prefix}{k}(y: wp.array(dtype={self.t}), i: int, {params}):",
+                    f"def {self.names[k]}(y: wp.array(dtype={self.t}), i: int, {params}):",
                     f"    y[i] = {self.expr(h.body)}",
                     "",
                 ]
             else:
                 value = self.expr(h.body) + ("" if h.second is None else f", {self.expr(h.second)}")
-                lines += [decorator, f"def {self.prefix}{k}({params}):", f"    return {value}", ""]
+                lines += [decorator, f"def {self.names[k]}({params}):", f"    return {value}", ""]
             if h.grad:
                 lines += [
-                    f"@wp.func_grad({self.prefix}{k})",
-                    f"def adj_{self.prefix}{k}({params}, adj_ret: {self.t}):",
+                    f"@wp.func_grad({self.names[k]})",
+                    f"def adj_{self.names[k]}({params}, adj_ret: {self.t}):",
                     *(
                         FUNC_GRAD_FORM.format(p=f"p{j}", d=self.expr(derivative(h.body, f"p{j}")), t=self.t)
                         for j in range(h.arity)
@@ -268,8 +280,8 @@ class Printer:
                 ]
             if h.replay:
                 lines += [
-                    f"@wp.func_replay({self.prefix}{k})",
-                    f"def replay_{self.prefix}{k}({params}):",
+                    f"@wp.func_replay({self.names[k]})",
+                    f"def replay_{self.names[k]}({params}):",
                     FUNC_REPLAY_FORM.format(value=self.expr(h.body)),
                     "",
                 ]
