@@ -282,7 +282,7 @@ class Printer:
                 lines += [
                     f"@wp.func_replay({self.names[k]})",
                     f"def replay_{self.names[k]}({params}):",
-                    FUNC_REPLAY_FORM.format(value=self.expr(h.body)),
+                    FUNC_REPLAY_FORM.format(value=self.expr(h.body), t=self.t),
                     "",
                 ]
         return lines
