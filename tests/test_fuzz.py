@@ -13,7 +13,17 @@ from hypothesis import given, settings
 
 import warp_zerostore as wp
 from warp_zerostore.testing import kernels
-from warp_zerostore.testing.fuzz import DEFAULT_FEATURES, FEATURES, batch, campaign, known, oracle, printer, shrink, walk
+from warp_zerostore.testing.fuzz import (
+    DEFAULT_FEATURES,
+    FEATURES,
+    batch,
+    campaign,
+    known,
+    oracle,
+    printer,
+    shrink,
+    walk,
+)
 from warp_zerostore.testing.fuzz.nodes import (
     Assign,
     Binary,

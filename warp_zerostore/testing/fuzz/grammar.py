@@ -361,7 +361,9 @@ def helpers(draw, features: frozenset):
     nested = "nested_helpers" in features
     values = any(f in features for f in HELPER_FEATURES if f != "helper_stores")
     kinds = [k for k, f in (("plain", "helpers"), ("plain", "nested_helpers")) if f in features][:1]
-    kinds += [k for k, f in (("tuple", "helper_tuples"), ("grad", "func_grad"), ("replay", "func_replay")) if f in features]
+    kinds += [
+        k for k, f in (("tuple", "helper_tuples"), ("grad", "func_grad"), ("replay", "func_replay")) if f in features
+    ]
     least = 2 if nested else 1 if {"helper_tuples", "func_grad", "func_replay"} & features else 0
     for _ in range(draw(_INDEX[3]) + least):  # nested: at least two helpers (one for tuples or func_grad)
         arity = 1 + draw(_INDEX[2])

@@ -14,8 +14,8 @@ import numpy as np
 
 from .nodes import (
     ACC,
-    STRUCT_FIELDS,
     COLS,
+    STRUCT_FIELDS,
     THREADS,
     Assign,
     Binary,
