@@ -120,3 +120,32 @@ def test_a_helpers_func_grad_as_derived_is_right():
     cases = _with_func_grad()
     assert "@wp.func_grad(" in batch.module_source(cases)
     assert batch.check_batch(cases) == []
+
+
+# Helpers with a @wp.func_replay, which prints the helper's body again: right as printed (no failure), and caught
+# where the replayed value feeds an adjoint when the replay is planted off by a factor 1.5 (printer.FUNC_REPLAY_FORM).
+FUNC_REPLAY = {"float32", "func_replay", "smooth", "stores", "locals"}
+WRONG_FUNC_REPLAY = "    return {t}(1.5) * {value}"
+
+
+def _with_func_replay():
+    cases = [c for c in campaign.draw(2 * BUDGET, 11, FUNC_REPLAY) if any(h.replay for h in c.program.helpers)]
+    cases = cases[:BUDGET]
+    assert len(cases) >= 4
+    return cases
+
+
+def test_a_helpers_func_replay_off_by_a_factor_is_found(monkeypatch):
+    cases = _with_func_replay()
+    monkeypatch.setattr(printer, "FUNC_REPLAY_FORM", WRONG_FUNC_REPLAY)
+    assert "    return wp.float32(1.5) * " in batch.module_source(cases)
+    failures = batch.check_batch(cases)
+    assert failures and {f.kind for f in failures} == {"gradient"}
+    assert {f.variant for f in failures} == {"stock", "zero_store"}
+
+
+@newest_only
+def test_a_helpers_func_replay_as_printed_is_right():
+    cases = _with_func_replay()
+    assert "@wp.func_replay(" in batch.module_source(cases)
+    assert batch.check_batch(cases) == []

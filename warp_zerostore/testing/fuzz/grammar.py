@@ -29,6 +29,7 @@ from .nodes import (
     Component,
     Cond,
     Const,
+    Field,
     For,
     Helper,
     If,
@@ -43,8 +44,10 @@ from .nodes import (
     Rotate,
     Select,
     SetComponent,
+    SetField,
     StaticConst,
     Store,
+    StructArg,
     Unary,
     Unpack,
     While,
@@ -81,6 +84,8 @@ FEATURES = (
     "func_grad",  # value helpers with a hand-written @wp.func_grad, its adjoint derived from the helper's body
     "static",  # wp.static(...): constants wp.static(0.5 * 1.5) and constant loop bounds range(wp.static(1 + 1))
     "arrays2d",  # xm[(i + o) % 4, c] (2-D), xt[i, c0, c1] (3-D) loads; ym[i, c] stores, += and read-backs (2-D)
+    "structs",  # a @wp.struct local (fields a, b: scalars, v: vec3): s0.a = ..., s0.a = s0.a * ..., reads, h(.., s0)
+    "func_replay",  # value helpers with a @wp.func_replay that computes the helper's value again (its own body)
 )
 #: The features drawn when none are named: those whose CI campaign stays quick and clean on every supported Warp.
 #: The rest (the later entries of `FEATURES`) are drawn when named (``features=...``, ``fuzz --features``).
@@ -130,6 +135,8 @@ class _Scope:
     depth: int = 2
     loads: bool = True  # helpers see only their parameters
     matrices: tuple = ()
+    structs: tuple = ()  # struct locals (the kernel's s0) or parameters (a struct helper's s) readable here
+    struct_helpers: tuple = ()  # (index, arity) of value helpers that take the struct too, called here
 
     def has(self, feature):
         return feature in self.features
@@ -168,6 +175,9 @@ def scalar_expr(draw, scope: _Scope, depth: int):
         leaves.append(lambda: Load("xt", draw(_INDEX[THREADS]), (draw(_INDEX[COLS]), draw(_INDEX[COLS]))))
         if scope.has("readback"):
             leaves.append(lambda: Load("ym", 0, (draw(_INDEX[COLS]),)))
+    if scope.structs:
+        leaves.append(lambda: Field(_item(draw, scope.structs), _item(draw, ("a", "b"))))
+        leaves.append(lambda: Component(Field(_item(draw, scope.structs), "v"), draw(_INDEX[3])))
     if depth <= 0 or not draw(_BOOL):
         return _pick(draw, leaves)
     sub = lambda: scalar_expr(draw, scope, depth - 1)  # noqa: E731
@@ -184,6 +194,10 @@ def scalar_expr(draw, scope: _Scope, depth: int):
     if scope.helpers:
         k, arity = _item(draw, scope.helpers)
         nodes.append(lambda: Call(k, tuple(sub() for _ in range(arity))))
+    if scope.struct_helpers and scope.structs:
+        ks, arity_s = _item(draw, scope.struct_helpers)
+        struct = StructArg(_item(draw, scope.structs))
+        nodes.append(lambda: Call(ks, tuple(sub() for _ in range(arity_s)) + (struct,)))
     forms = [form for feature, form in (("ternaries", "ternary"), ("where", "where")) if scope.has(feature)]
     if forms:
         nodes.append(lambda: Select(_item(draw, forms), Cond("threshold", sub(), -1), sub(), sub()))
@@ -216,6 +230,8 @@ def vec_expr(draw, scope: _Scope, depth: int):
     leaves = [lambda: Load("xv", draw(_INDEX[THREADS]))]
     if scope.vectors:
         leaves.append(lambda: Local(_item(draw, scope.vectors), VEC3))
+    if scope.structs:
+        leaves.append(lambda: Field(_item(draw, scope.structs), "v"))
     if depth <= 0 or not draw(_BOOL):
         return _pick(draw, leaves)
     sub = lambda: vec_expr(draw, scope, depth - 1)  # noqa: E731
@@ -270,6 +286,10 @@ def statement(draw, scope: _Scope, depth: int):
     if scope.has("components") and scope.matrices:
         pair = lambda: (draw(_INDEX[3]), draw(_INDEX[3]))  # noqa: E731
         choices.append(lambda: SetComponent(_item(draw, scope.matrices), pair(), op(), expr()))
+    if scope.structs:
+        struct = lambda: _item(draw, scope.structs)  # noqa: E731
+        choices.append(lambda: SetField(struct(), _item(draw, ("a", "b")), _item(draw, ("=", "+=", "*=")), expr()))
+        choices.append(lambda: SetField(struct(), "v", op(), vec_expr(draw, scope, scope.depth)))
     if scope.store_helpers:
         k, arity = _item(draw, scope.store_helpers)
         choices.append(lambda: CallStore(k, tuple(expr() for _ in range(arity))))
@@ -328,20 +348,23 @@ def jump_condition(draw, scope: _Scope) -> Cond:
 
 
 #: The features that draw ``@wp.func`` helpers; all but ``helper_stores`` draw helpers that return values.
-HELPER_FEATURES = ("helpers", "helper_stores", "nested_helpers", "helper_tuples", "func_grad")
+HELPER_FEATURES = ("helpers", "helper_stores", "nested_helpers", "helper_tuples", "func_grad", "func_replay")
 
 
 def helpers(draw, features: frozenset):
     """The kernel's ``@wp.func`` helpers: storing ones, plain value ones (with ``nested_helpers``, helper ``k``'s
-    body may call value helpers ``< k``), tuple ones (``helper_tuples``), ones with a ``@wp.func_grad``."""
+    body may call value helpers ``< k``), tuple ones (``helper_tuples``), ones with a ``@wp.func_grad`` or a
+    ``@wp.func_replay``; with ``structs``, last, a value helper that takes the kernel's struct and reads its fields."""
     found = []
     if not any(f in features for f in HELPER_FEATURES):
-        return ()
+        return _struct_helper(draw, features, found)
     nested = "nested_helpers" in features
     values = any(f in features for f in HELPER_FEATURES if f != "helper_stores")
     kinds = [k for k, f in (("plain", "helpers"), ("plain", "nested_helpers")) if f in features][:1]
-    kinds += [k for k, f in (("tuple", "helper_tuples"), ("grad", "func_grad")) if f in features]
-    least = 2 if nested else 1 if ("helper_tuples" in features or "func_grad" in features) else 0
+    kinds += [
+        k for k, f in (("tuple", "helper_tuples"), ("grad", "func_grad"), ("replay", "func_replay")) if f in features
+    ]
+    least = 2 if nested else 1 if {"helper_tuples", "func_grad", "func_replay"} & features else 0
     for _ in range(draw(_INDEX[3]) + least):  # nested: at least two helpers (one for tuples or func_grad)
         arity = 1 + draw(_INDEX[2])
         callable_here = tuple((k, h.arity) for k, h in enumerate(found) if _returns_one(h)) if nested else ()
@@ -360,12 +383,26 @@ def helpers(draw, features: frozenset):
             call = Call(k, tuple(scalar_expr(draw, scope, 1) for _ in range(arity_k)))
             body = Binary(_item(draw, ("add", "sub", "mul")), call, body)
         second = scalar_expr(draw, scope, 2) if kind == "tuple" else None
-        found.append(Helper(arity, body, stores, second))
-    return tuple(found)
+        found.append(Helper(arity, body, stores, second, replay=kind == "replay"))
+    return _struct_helper(draw, features, found)
+
+
+def _struct_helper(draw, features: frozenset, found: list) -> tuple:
+    """``found`` and, with ``structs``, a value helper of scalars ``p0 ...`` and the struct ``s`` whose body reads
+    a field of ``s`` (if the drawn body reads none, ``field op body``)."""
+    if "structs" not in features:
+        return tuple(found)
+    arity = 1 + draw(_INDEX[2])
+    scope = _Scope(features, tuple(f"p{j}" for j in range(arity)), (), loads=False, structs=("s",))
+    body = scalar_expr(draw, scope, 2)
+    if not any(isinstance(n, Field) for n in iter_nodes(body)):
+        field = _pick(draw, [lambda: Field("s", _item(draw, ("a", "b"))), lambda: Component(Field("s", "v"), 1)])
+        body = Binary(_item(draw, ("add", "sub", "mul")), field, body)
+    return tuple(found) + (Helper(arity, body, struct=True),)
 
 
 def _returns_one(helper: Helper) -> bool:
-    return not helper.stores and helper.second is None
+    return not helper.stores and helper.second is None and not helper.struct
 
 
 def grad_expr(draw, arity: int, depth: int):
@@ -428,7 +465,8 @@ def kernels(features=None, *, max_statements: int = 5, max_depth: int = 2, expr_
     Args:
         features: A subset of `FEATURES` (None: `DEFAULT_FEATURES`, which leaves out the opt-in constructs:
             while loops, break/continue, ternaries, wp.where, mat33, quat, nested helpers, tuple helpers,
-            helpers with a ``@wp.func_grad``, wp.static, 2-D/3-D arrays).
+            helpers with a ``@wp.func_grad``, wp.static, 2-D/3-D arrays, a ``@wp.struct`` local, helpers with a
+            ``@wp.func_replay``).
         max_statements: The most statements in the kernel's body (and in each nested block).
         max_depth: The deepest nesting of branches and loops.
         expr_depth: The deepest nesting of an expression.
@@ -437,8 +475,8 @@ def kernels(features=None, *, max_statements: int = 5, max_depth: int = 2, expr_
         A hypothesis strategy of `Case`s.
 
     Raises:
-        ValueError: ``features`` names something not in `FEATURES`, or "static" where the installed Warp has no
-            ``wp.static``.
+        ValueError: ``features`` names something not in `FEATURES`, "static" where the installed Warp has no
+            ``wp.static``, or "func_replay" where it has no ``wp.func_replay``.
 
     Example:
         ```python
@@ -465,6 +503,14 @@ def kernels(features=None, *, max_statements: int = 5, max_depth: int = 2, expr_
                 f"kernels: feature 'static' needs wp.static, which Warp {warp.config.version} does not have "
                 "(1.9.1 and later do)."
             )
+    if "func_replay" in features:
+        import warp  # noqa: PLC0415
+
+        if not hasattr(warp, "func_replay"):
+            raise ValueError(
+                f"kernels: feature 'func_replay' needs wp.func_replay, which Warp {warp.config.version} does not "
+                "have (1.9.1 and later do)."
+            )
     dtypes = [d for d in ("float32", "float64") if d in features] or ["float32"]
     return _cases(features, tuple(dtypes), max_statements, max_depth, expr_depth)
 
@@ -485,19 +531,26 @@ def _cases(draw, features, dtypes, max_statements, max_depth, expr_depth):
         store_helpers=tuple((k, h.arity) for k, h in enumerate(helper_list) if h.stores),
         tuple_helpers=tuple((k, h.arity) for k, h in enumerate(helper_list) if h.second is not None),
         depth=expr_depth,
+        structs=("s0",) if "structs" in features else (),
+        struct_helpers=tuple((k, h.arity) for k, h in enumerate(helper_list) if h.struct),
     )
     scalar_init = tuple((n, scalar_expr(draw, base, 1)) for n in scalars)
     vector_init = tuple((n, vec_expr(draw, base, 1)) for n in vectors)
     matrices = ("m0",) if "mat33" in features and draw(_BOOL) else ()
     matrix_init = tuple((n, mat_expr(draw, base, 1)) for n in matrices)
     scope = dataclasses.replace(scope, matrices=matrices)
+    structs = tuple(
+        (n, (scalar_expr(draw, base, 1), scalar_expr(draw, base, 1), vec_expr(draw, base, 1))) for n in scope.structs
+    )
     body = _block(draw, scope, max_depth, max_statements)
     if not any(isinstance(s, (Store, CallStore)) for s in iter_nodes(body)):
         body += (Store("y", "=", Local(scalars[0], SCALAR)),)  # make the locals reach an output
-    if helper_list and {"nested_helpers", "helper_tuples", "func_grad"} & features:
+    if helper_list and {"nested_helpers", "helper_tuples", "func_grad", "structs", "func_replay"} & features:
         body = _call_last_helper(draw, scope, helper_list, body)
     arrays = "arrays2d" in features
-    program = Program(dtype, scalar_init, vector_init, helper_list, body, 1 + draw(_INDEX[3]), matrix_init, arrays)
+    program = Program(
+        dtype, scalar_init, vector_init, helper_list, body, 1 + draw(_INDEX[3]), matrix_init, arrays, structs
+    )
     program = number_sites(program)
     inputs, cot = draw(points(arrays))
     placements = [draw(_INDEX[3]) for _ in range(max(1, site_count(program)))]
@@ -518,6 +571,7 @@ def _call_last_helper(draw, scope: _Scope, helper_list, body):
     if helper.stores or any(isinstance(n, (Call, Unpack)) and n.helper == k for n in iter_nodes(body)):
         return body
     args = tuple(scalar_expr(draw, scope, 1) for _ in range(helper.arity))
+    args += (StructArg(scope.structs[0]),) if helper.struct else ()
     last = max((j for j, s in enumerate(body) if isinstance(s, Store) and s.array == "y"), default=None)
     if helper.second is not None:
         unpack = Unpack(k, args, scope.scalars[:2])

@@ -54,6 +54,15 @@ KNOWN = {
     # a valid kernel Warp 1.9.1 cannot build: a @wp.func with a @wp.func_grad called from another @wp.func (the
     # custom adjoint is called before the generated C++ declares it); 1.10.1, 1.12.1 and 1.19.0 build it, right.
     "func-grad-helper-called-from-func": (("1.9.1",), BOTH, "build", ("nested call(func_grad)",)),
+    # a value assigned to a field of a struct local (s = S(); s.a = x[i]) has no adjoint on Warp <= 1.12: zero
+    # gradient through the field, read directly or through a @wp.func taking the struct (feature "structs").
+    "struct-field-assign-no-adjoint": (OLD, BOTH, "gradient", ("struct",)),
+    # a field of a struct local assigned after the struct was passed whole to a @wp.func: the struct is one C++
+    # variable the assignment overwrites in place, and the call's adjoint reads the final value (as
+    # component-update-after-use; the package warns about flagged kernels).
+    "struct-field-assign-after-call": (ALL, BOTH, "gradient", ("setfield(=)", "struct arg")),
+    "struct-field-update-after-call": (ALL, BOTH, "gradient", ("setfield(+=)", "struct arg")),
+    "struct-field-scale-after-call": (ALL, BOTH, "gradient", ("setfield(*=)", "struct arg")),
     # two stores to one element: Warp <= 1.12 keeps the overwritten store's gradient (what zero_store fixes).
     "overwrite-accumulates": (OLD, ("stock",), "gradient", ("store",)),
     "overwrite-accumulates-in-helper": (OLD, ("stock",), "gradient", ("callstore",)),

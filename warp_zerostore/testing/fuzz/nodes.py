@@ -115,9 +115,28 @@ class Rotate:
     offset: Expr
 
 
+#: The fields of the kernel's ``@wp.struct`` (feature "structs"), in declaration order, with their types.
+STRUCT_FIELDS = (("a", SCALAR), ("b", SCALAR), ("v", VEC3))
+
+
+@dataclass(frozen=True)
+class Field:
+    """``s.a``, ``s.b`` (scalars) or ``s.v`` (a vec3) of the struct local or struct parameter ``struct``."""
+
+    struct: str
+    field: str
+
+
+@dataclass(frozen=True)
+class StructArg:
+    """The struct local ``name`` passed whole to a helper that takes a struct (its last argument)."""
+
+    name: str
+
+
 @dataclass(frozen=True)
 class Call:
-    """A call of the kernel's ``helper``-th ``@wp.func``."""
+    """A call of the kernel's ``helper``-th ``@wp.func`` (a `StructArg` last for a helper that takes a struct)."""
 
     helper: int
     args: Tuple[Expr, ...]
@@ -147,7 +166,22 @@ class Select:
 
 
 Expr = Union[
-    Const, StaticConst, Local, LoopIndex, Load, Unary, Binary, Kink, Component, MakeVec, MakeMat, Rotate, Call, Select
+    Const,
+    StaticConst,
+    Local,
+    LoopIndex,
+    Load,
+    Unary,
+    Binary,
+    Kink,
+    Component,
+    MakeVec,
+    MakeMat,
+    Rotate,
+    Call,
+    Select,
+    Field,
+    StructArg,
 ]
 
 
@@ -167,6 +201,17 @@ class SetComponent:
 
     name: str
     index: Union[int, Tuple[int, int]]
+    op: str
+    expr: Expr
+
+
+@dataclass(frozen=True)
+class SetField:
+    """``s.f = expr`` on the field ``field`` of the struct local ``struct``; op "+=" ("*=", a scalar field only)
+    prints as ``s.f = s.f + expr`` (``s.f * expr``): an update that reads the field it writes."""
+
+    struct: str
+    field: str
     op: str
     expr: Expr
 
@@ -237,7 +282,7 @@ class CallStore:
     args: Tuple[Expr, ...]
 
 
-Stmt = Union[Assign, SetComponent, Store, If, For, While, Jump, CallStore, Unpack]
+Stmt = Union[Assign, SetComponent, SetField, Store, If, For, While, Jump, CallStore, Unpack]
 
 
 @dataclass(frozen=True)
@@ -246,13 +291,17 @@ class Helper:
     ``y`` and ``i`` too and stores ``body`` into ``y[i]`` instead of returning it; with ``second``, it returns
     ``body, second`` (a tuple helper, called only by `Unpack`); with ``grad``, it has a hand-written
     ``@wp.func_grad`` whose adjoint the printer derives from ``body`` (``printer.derivative``: ``body`` is then
-    made of parameters, constants, add/sub/mul, sin/cos and neg only)."""
+    made of parameters, constants, add/sub/mul, sin/cos and neg only); with ``struct``, it takes the kernel's
+    struct as a last parameter ``s`` whose fields its body reads (feature "structs"); with ``replay``, it has a
+    ``@wp.func_replay`` that computes ``body`` again (feature "func_replay")."""
 
     arity: int
     body: Expr
     stores: bool = False
     second: Expr = None
     grad: bool = False
+    struct: bool = False
+    replay: bool = False
 
 
 @dataclass(frozen=True)
@@ -265,3 +314,5 @@ class Program:
     loop_count: int = 2  # the runtime bound n
     matrices: Tuple[Tuple[str, Expr], ...] = ()  # mat33 locals declared at the top (feature "mat33")
     arrays: bool = False  # the kernel takes xm (2-D), xt (3-D) and ym (2-D) too (feature "arrays2d")
+    # struct locals declared at the top (feature "structs"): name, initial values of the fields a, b, v
+    structs: Tuple[Tuple[str, Tuple[Expr, Expr, Expr]], ...] = ()

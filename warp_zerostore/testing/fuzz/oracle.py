@@ -15,6 +15,7 @@ import numpy as np
 from .nodes import (
     ACC,
     COLS,
+    STRUCT_FIELDS,
     THREADS,
     Assign,
     Binary,
@@ -22,6 +23,7 @@ from .nodes import (
     CallStore,
     Component,
     Const,
+    Field,
     For,
     If,
     Jump,
@@ -35,8 +37,10 @@ from .nodes import (
     Rotate,
     Select,
     SetComponent,
+    SetField,
     StaticConst,
     Store,
+    StructArg,
     Unpack,
     While,
 )
@@ -149,9 +153,20 @@ class Interpreter:
                 self.env[name] = np.broadcast_to(self.expr(init), (variants, 3)).astype(np.float64)
             for name, init in self.program.matrices:
                 self.env[name] = np.broadcast_to(self.expr(init), (variants, 3, 3)).astype(np.float64)
+            for name, inits in self.program.structs:  # a struct: a dict of its fields, replaced on every update
+                self.env[name] = {
+                    field: self.field_value(kind, self.expr(init), variants)
+                    for (field, kind), init in zip(STRUCT_FIELDS, inits)
+                }
             self.block(self.program.body)
         outputs = {"y": y, "acc": acc} if ym is None else {"y": y, "acc": acc, "ym": ym}
         return Run(outputs, self.sites)
+
+    @staticmethod
+    def field_value(kind, value, variants):
+        """A struct field's value over the variants: a scalar or a vec3."""
+        shape = (variants,) if kind == "f" else (variants, 3)
+        return np.broadcast_to(np.asarray(value, dtype=np.float64), shape).astype(np.float64)
 
     @staticmethod
     def scalar(value, variants):
@@ -204,6 +219,10 @@ class Interpreter:
         if isinstance(e, Rotate):
             moved = rotate(self.expr(e.axis), self.expr(e.angle), self.expr(e.vec))
             return moved + self.expr(e.offset) if e.op == "transform_point" else moved
+        if isinstance(e, Field):
+            return self.env[e.struct][e.field]
+        if isinstance(e, StructArg):  # passed by value: the helper only reads it
+            return self.env[e.name]
         if isinstance(e, Call):
             helper = self.program.helpers[e.helper]
             return self.call(helper, [self.expr(a) for a in e.args])
@@ -214,7 +233,9 @@ class Interpreter:
     def call(self, helper, args):
         """The helper's value at ``args``; a tuple helper's two values as a pair."""
         saved = self.env
-        self.env = {f"p{j}": a for j, a in enumerate(args)}
+        self.env = {f"p{j}": a for j, a in enumerate(args[: helper.arity])}
+        if helper.struct:
+            self.env["s"] = args[helper.arity]
         try:
             if helper.second is not None:
                 return self.expr(helper.body), self.expr(helper.second)
@@ -232,6 +253,13 @@ class Interpreter:
             value = self.expr(s.expr)
             v[_at(s.index)] = value if s.op == "=" else v[_at(s.index)] + value
             self.env[s.name] = v
+        elif isinstance(s, SetField):
+            fields = dict(self.env[s.struct])
+            value = self.expr(s.expr)
+            value = value if s.op == "=" else fields[s.field] + value if s.op == "+=" else fields[s.field] * value
+            kind = dict(STRUCT_FIELDS)[s.field]
+            fields[s.field] = self.field_value(kind, value, self.inputs["x"].shape[0])
+            self.env[s.struct] = fields
         elif isinstance(s, Store):
             value = self.expr(s.expr)
             if s.op == "atomic":

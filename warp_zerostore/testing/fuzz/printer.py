@@ -7,8 +7,11 @@ casts to the kernel's dtype, so float64 kernels never mix in float32 literals.
 
 from __future__ import annotations
 
+import itertools
+
 from .nodes import (
     ACC,
+    STRUCT_FIELDS,
     THREADS,
     Assign,
     Binary,
@@ -16,6 +19,7 @@ from .nodes import (
     CallStore,
     Component,
     Const,
+    Field,
     For,
     If,
     Jump,
@@ -29,8 +33,10 @@ from .nodes import (
     Rotate,
     Select,
     SetComponent,
+    SetField,
     StaticConst,
     Store,
+    StructArg,
     Unary,
     Unpack,
     While,
@@ -79,6 +85,11 @@ SAFE_AXIS = "wp.normalize({v}(wp.cosh({a}[0]), {a}[1], {a}[2]))"
 FUNC_GRAD_FORM = "    wp.adjoint[{p}] += {d} * adj_ret"
 
 
+#: The body of a helper's ``@wp.func_replay``: the helper's own value again (tests/test_fuzz_mutation.py plants a
+#: wrong factor here: the fuzzer must catch it where the replay feeds a gradient).
+FUNC_REPLAY_FORM = "    return {value}"
+
+
 def derivative(e, param: str):
     """The derivative of a ``@wp.func_grad`` helper's body (`Const`, parameter `Local`, add/sub/mul, sin/cos/neg)
     by the parameter ``param``, as an expression node; zeros are folded away (`Const(0.0)` if nothing is left)."""
@@ -113,6 +124,12 @@ def derivative(e, param: str):
     raise TypeError(f"derivative: {e!r} is not of a func_grad helper's grammar")
 
 
+#: Numbers the helpers with a ``@wp.func_replay`` across the process: each gets a name never used before
+#: (``{prefix}{k}_r{n}``), because Warp cannot build a replay of a function whose name an earlier ``@wp.func``
+#: of the process had (docs/known-issues.md, func-replay-name-reused; batches and shrink rounds reuse names).
+_REPLAY_NAMES = itertools.count()
+
+
 def _index(index) -> str:
     return ", ".join(map(str, index)) if isinstance(index, tuple) else str(index)
 
@@ -129,6 +146,10 @@ class Printer:
         self.thresholds = thresholds
         self.prefix = helper_prefix
         self.t = SCALAR_TYPE[program.dtype]
+        self.names = [
+            f"{helper_prefix}{k}_r{next(_REPLAY_NAMES)}" if h.replay else f"{helper_prefix}{k}"
+            for k, h in enumerate(program.helpers)
+        ]
 
     def expr(self, e) -> str:
         if isinstance(e, Const):
@@ -164,8 +185,12 @@ class Printer:
             if e.op == "quat_rotate":
                 return f"wp.quat_rotate({q}, {self.expr(e.vec)})"
             return f"wp.{e.op}({TRANSFORM_TYPE[dtype]}({self.expr(e.offset)}, {q}), {self.expr(e.vec)})"
+        if isinstance(e, Field):
+            return f"{e.struct}.{e.field}"
+        if isinstance(e, StructArg):
+            return e.name
         if isinstance(e, Call):
-            return f"{self.prefix}{e.helper}({', '.join(self.expr(a) for a in e.args)})"
+            return f"{self.names[e.helper]}({', '.join(self.expr(a) for a in e.args)})"
         if isinstance(e, Select):
             a, b, c = self.expr(e.lhs), self.expr(e.rhs), self.cond(e.cond)
             return f"({a} if {c} else {b})" if e.form == "ternary" else f"wp.where({c}, {a}, {b})"
@@ -176,16 +201,20 @@ class Printer:
             return [f"{indent}{s.name} {s.op} {self.expr(s.expr)}"]
         if isinstance(s, SetComponent):
             return [f"{indent}{s.name}[{_index(s.index)}] {s.op} {self.expr(s.expr)}"]
+        if isinstance(s, SetField):
+            value = self.expr(s.expr)
+            value = value if s.op == "=" else f"{s.struct}.{s.field} {s.op[0]} {value}"
+            return [f"{indent}{s.struct}.{s.field} = {value}"]
         if isinstance(s, Store):
             if s.op == "atomic":
                 return [f"{indent}wp.atomic_add(acc, i % {ACC}, {self.expr(s.expr)})"]
             return [f"{indent}{s.array}[{', '.join(('i',) + tuple(map(str, s.index)))}] {s.op} {self.expr(s.expr)}"]
         if isinstance(s, CallStore):
             args = "".join(f", {self.expr(a)}" for a in s.args)
-            return [f"{indent}{self.prefix}{s.helper}(y, i{args})"]
+            return [f"{indent}{self.names[s.helper]}(y, i{args})"]
         if isinstance(s, Unpack):
             args = ", ".join(self.expr(a) for a in s.args)
-            return [f"{indent}{s.targets[0]}, {s.targets[1]} = {self.prefix}{s.helper}({args})"]
+            return [f"{indent}{s.targets[0]}, {s.targets[1]} = {self.names[s.helper]}({args})"]
         if isinstance(s, If):
             lines = [f"{indent}if {self.cond(s.cond)}:"] + self.block(s.body, indent + "    ")
             if s.orelse:
@@ -216,28 +245,44 @@ class Printer:
             lines += self.stmt(s, indent)
         return lines or [f"{indent}pass"]
 
+    def struct_type(self) -> list:
+        """The kernel's ``@wp.struct`` (feature "structs"): fields of the kernel's dtype, named by the prefix."""
+        if not self.program.structs and not any(h.struct for h in self.program.helpers):
+            return []
+        types = {"f": self.t, "v": VEC_TYPE[self.program.dtype]}
+        fields = [f"    {name}: {types[kind]}" for name, kind in STRUCT_FIELDS]
+        return ["@wp.struct", f"class {self.prefix}S:", *fields, ""]
+
     def helpers(self, decorator: str = "@wp.func") -> list:
-        lines = []
+        lines = self.struct_type()
         for k, h in enumerate(self.program.helpers):
             params = ", ".join(f"p{j}: {self.t}" for j in range(h.arity))
+            params += f", s: {self.prefix}S" if h.struct else ""
             if h.stores:
                 lines += [
                     decorator,
-                    f"def {self.prefix}{k}(y: wp.array(dtype={self.t}), i: int, {params}):",
+                    f"def {self.names[k]}(y: wp.array(dtype={self.t}), i: int, {params}):",
                     f"    y[i] = {self.expr(h.body)}",
                     "",
                 ]
             else:
                 value = self.expr(h.body) + ("" if h.second is None else f", {self.expr(h.second)}")
-                lines += [decorator, f"def {self.prefix}{k}({params}):", f"    return {value}", ""]
+                lines += [decorator, f"def {self.names[k]}({params}):", f"    return {value}", ""]
             if h.grad:
                 lines += [
-                    f"@wp.func_grad({self.prefix}{k})",
-                    f"def adj_{self.prefix}{k}({params}, adj_ret: {self.t}):",
+                    f"@wp.func_grad({self.names[k]})",
+                    f"def adj_{self.names[k]}({params}, adj_ret: {self.t}):",
                     *(
                         FUNC_GRAD_FORM.format(p=f"p{j}", d=self.expr(derivative(h.body, f"p{j}")), t=self.t)
                         for j in range(h.arity)
                     ),
+                    "",
+                ]
+            if h.replay:
+                lines += [
+                    f"@wp.func_replay({self.names[k]})",
+                    f"def replay_{self.names[k]}({params}):",
+                    FUNC_REPLAY_FORM.format(value=self.expr(h.body), t=self.t),
                     "",
                 ]
         return lines
@@ -256,6 +301,10 @@ class Printer:
             lines.append(f"    {local} = {v}({self.expr(init)})")
         for local, init in self.program.matrices:
             lines.append(f"    {local} = {self.expr(init)}")
+        for local, inits in self.program.structs:
+            lines.append(f"    {local} = {self.prefix}S()")
+            for (field, kind), init in zip(STRUCT_FIELDS, inits):
+                lines.append(f"    {local}.{field} = {(t if kind == 'f' else v)}({self.expr(init)})")
         for counter in sorted({n.var for n in iter_nodes(self.program.body) if isinstance(n, While)}):
             lines.append(f"    {counter} = int(0)")  # declared at the top: a while loop may sit in a branch
         lines += self.block(self.program.body, "    ")

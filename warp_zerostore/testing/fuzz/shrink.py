@@ -22,6 +22,7 @@ from .nodes import (
     Component,
     Cond,
     Const,
+    Field,
     For,
     If,
     Jump,
@@ -33,7 +34,9 @@ from .nodes import (
     MakeVec,
     Rotate,
     Select,
+    SetField,
     StaticConst,
+    StructArg,
     Unary,
     Unpack,
     While,
@@ -59,6 +62,12 @@ def constructs(program) -> tuple:
             labels.add("wp.static")
         elif isinstance(node, While):
             labels.add("while")
+        elif isinstance(node, Field):
+            labels.add("struct field")
+        elif isinstance(node, SetField):
+            labels.add(f"setfield({node.op})")
+        elif isinstance(node, StructArg):
+            labels.add("struct arg")
         elif isinstance(node, Jump):
             labels.add(node.kind)
         elif isinstance(node, (Select, Rotate)):
@@ -80,9 +89,13 @@ def constructs(program) -> tuple:
             labels.add(f"{type(node).__name__.lower()}({node.op})")
         elif isinstance(node, (CallStore, Call, MakeVec, MakeMat, Component, Unpack)):
             labels.add(type(node).__name__.lower())
+    if program.structs:
+        labels.add("struct")
     for helper in program.helpers:  # what the helpers are: a func_grad, a call of a helper from a helper
         if helper.grad:
             labels.add("func_grad")
+        if helper.replay:
+            labels.add("func_replay")
         for node in iter_nodes((helper.body, helper.second)):
             if isinstance(node, Call):
                 labels.add("nested call(func_grad)" if program.helpers[node.helper].grad else "nested call")
@@ -217,6 +230,10 @@ def _type(node) -> str:
     """What an expression is: `SCALAR`, `VEC3` or `MAT33`."""
     if isinstance(node, Local):
         return node.type
+    if isinstance(node, Field):
+        return VEC3 if node.field == "v" else SCALAR
+    if isinstance(node, StructArg):
+        return "struct"  # never an option for a scalar
     if isinstance(node, Load):
         return VEC3 if node.array == "xv" else SCALAR
     if isinstance(node, (MakeVec, Rotate)):
