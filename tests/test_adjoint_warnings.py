@@ -66,6 +66,25 @@ def test_a_component_assigned_after_a_whole_use_is_warned_at_its_line(built):
     assert not np.allclose(got, want, atol=1e-2) and np.allclose(got[:, 0], 10.0)
 
 
+def test_a_struct_field_assigned_after_a_whole_use_is_warned_as_a_field(built):
+    """The fuzzer's struct-field-assign-after-call: the message names a field of a struct (its remedy is not a
+    vector copy); the gradient is wrong (on 1.19 the call's adjoint reads s.a = 1; before 1.13 a field assignment
+    has no adjoint at all). The vector's warning above is the twin that keeps the component wording."""
+    module, caught = built
+    [warning] = [w for w in caught if "'struct_field_after_call'" in str(w.message)]
+    message = str(warning.message)
+    assert "field of the local struct 's'" in message and "wp.vec3" not in message
+    assert "a field" not in next(str(w.message) for w in caught if "'dot_then_assign'" in str(w.message))
+    x = np.array([[0.5, -0.7], [1.1, 0.3]])
+    xa = wp.array(x, dtype=float, requires_grad=True)
+    y = wp.zeros(2, dtype=float, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(module.struct_field_after_call, dim=2, inputs=[xa, y])
+    tape.backward(grads={y: wp.ones(2, dtype=float)})
+    assert not np.allclose(xa.grad.numpy(), x[:, ::-1], atol=1e-3)  # d(a*b) = (b, a)
+
+
 @pytest.mark.parametrize("name", ["components_then_assign", "sum_then_update", "copy_then_assign"])
 def test_uses_that_stay_right_are_not_warned(built, name):
     module, caught = built

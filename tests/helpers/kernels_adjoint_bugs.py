@@ -44,3 +44,24 @@ def dot_then_assign_stock(xv: wp.array(dtype=wp.vec3), y: wp.array(dtype=float))
     v = xv[i]
     y[i] = wp.dot(v, v)
     v[0] = 5.0
+
+
+@wp.struct
+class Pair:
+    a: float
+    b: float
+
+
+@wp.func
+def pair_sum(p: Pair):
+    return p.a * p.b
+
+
+@wp.kernel(zero_store=True)
+def struct_field_after_call(x: wp.array2d(dtype=float), y: wp.array(dtype=float)):
+    i = wp.tid()
+    s = Pair()
+    s.a = x[i, 0]
+    s.b = x[i, 1]
+    y[i] = pair_sum(s)
+    s.a = 1.0

@@ -46,8 +46,17 @@ class Finding:
     name: str  # the local vector or matrix
     line: int  # its component assignment, in the kernel's source (1 = the source's first line)
     use_line: int  # the earlier whole use whose adjoint reads the final value
+    field: bool = False  # a field of a struct local (s.a = ...), not a component (v[0] = ...)
 
     def message(self, kernel: str, location: str) -> str:
+        if self.field:
+            return (
+                f"kernel '{kernel}' ({location}): a field of the local struct '{self.name}' is assigned at line "
+                f"{self.line} after '{self.name}' was used whole at line {self.use_line}; Warp's backward replays "
+                f"the assignment first, so that use's adjoint reads the new value and the gradient is wrong (stock "
+                f"Warp and zero_store alike; docs/known-issues.md). Assign the field before using '{self.name}', or "
+                f"keep the new value in a separate local or a new struct."
+            )
         return (
             f"kernel '{kernel}' ({location}): a component of the local '{self.name}' is assigned at line "
             f"{self.line} after '{self.name}' was used whole at line {self.use_line}; Warp's backward replays the "
@@ -148,6 +157,11 @@ def find(tree: ast.AST) -> list:
     return sorted(found, key=lambda f: (f.line, f.name))
 
 
+def _is_field(target) -> bool:
+    """``s.a = ...`` on a struct local (``v.x``..``v.w`` are a vector's components)."""
+    return isinstance(target, ast.Attribute) and target.attr not in ("x", "y", "z", "w")
+
+
 def _component_findings(function: ast.FunctionDef) -> list:
     """A component of a local assigned after the local was used whole; array arguments are never locals."""
     arguments = {a.arg for a in function.args.args}
@@ -157,7 +171,7 @@ def _component_findings(function: ast.FunctionDef) -> list:
             for target in stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]:
                 base = target.value if isinstance(target, (ast.Subscript, ast.Attribute)) else None
                 if isinstance(base, ast.Name) and base.id not in arguments and base.id in used:
-                    found.append(Finding(base.id, stmt.lineno, used[base.id]))
+                    found.append(Finding(base.id, stmt.lineno, used[base.id], _is_field(target)))
         # a compound statement's own expressions only: its body's statements come next in the list
         parts = (
             [stmt.iter]
