@@ -61,20 +61,23 @@ class StaticConst:
 
 @dataclass(frozen=True)
 class Unary:
-    op: str  # sin cos tanh neg exp log sqrt (the last three in safe forms); of a mat33: transpose det spdinv
+    op: str  # sin cos tanh neg exp log sqrt (the last three in safe forms); of a mat33: transpose det spdinv;
+    # asin (safe form); of a vec3: length length_sq normalize (length and normalize in safe forms)
     arg: Expr
 
 
 @dataclass(frozen=True)
 class Binary:
-    op: str  # add sub mul div (safe), vadd vsub, scale (scalar * vec3), dot, cross; madd mmul (mat33), matvec
+    op: str  # add sub mul div (safe), vadd vsub, scale (scalar * vec3), dot, cross; madd mmul (mat33), matvec;
+    # pow atan2 (safe forms)
     lhs: Expr
     rhs: Expr
 
 
 @dataclass(frozen=True)
 class Kink:
-    """``min(lhs, rhs + t)``, ``max(lhs, rhs + t)`` or ``abs(lhs - t)`` with ``t`` the threshold of ``site``."""
+    """``min(lhs, rhs + t)``, ``max(lhs, rhs + t)``, ``abs(lhs - t)`` or ``rhs * sign(lhs - t)`` (op "sign") with
+    ``t`` the threshold of ``site``."""
 
     op: str
     lhs: Expr
