@@ -3,7 +3,7 @@
 A drawn kernel reads ``x`` (scalars), ``xv`` (vec3) and ``y`` (read-back of its own element), writes ``y[i]``
 and atomically adds into ``acc``; every local is declared at the top, so branches and loops only reassign.
 Each operation that could be undefined or kinked has a safe printed form (see ``printer.SAFE_FORMS``), and
-every kink (a branch threshold, a ``min``/``max`` tie, ``abs`` at 0) is a numbered *site* whose threshold
+every kink (a branch threshold, a ``min``/``max`` tie, ``abs`` or ``sign`` at 0) is a numbered *site* whose threshold
 the oracle places away from every value the program meets there (``oracle.place_thresholds``).
 """
 
