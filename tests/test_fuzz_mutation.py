@@ -93,6 +93,35 @@ def test_no_false_alarm_on_the_builtin_budget_unmutated():
     assert batch.check_batch(_with_tanh()) == []
 
 
+# Feature "builtins2": Warp's own adjoints of wp.pow, wp.atan2 and wp.asin patched wrong are caught in kernels that
+# apply them to inputs (float32, no overwrite: no known issue on any version); unmutated, the same kernels pass.
+BUILTINS2 = {"float32", "smooth", "locals", "atomics", "builtins2"}
+BUILTINS2_OPS = ("pow", "atan2", "asin")
+
+
+def _with_builtin2(name):
+    # the call in an atomic add, with an input after it on the line (a call whose value is only assigned to a
+    # local may be dead: overwritten before any output uses it)
+    into_output = re.compile(rf"wp\.atomic_add\(acc, [^\n]*wp\.{name}\([^\n]*x\[")
+    cases = list({c: None for c in campaign.draw(150, 11, BUILTINS2) if into_output.search(c.source())})
+    assert len(cases) >= 2
+    return cases[:6]
+
+
+@pytest.mark.parametrize("name", BUILTINS2_OPS)
+def test_a_builtins2_adjoint_patched_wrong_is_found(name):
+    cases = _with_builtin2(name)
+    with builtin_mutant.wrong_adjoint(name, 1.5):
+        failures = batch.check_batch(cases, prelude=builtin_mutant.salt(name, 1.5))
+    assert {(f.variant, f.kind) for f in failures} == {("stock", "gradient"), ("zero_store", "gradient")}
+    assert not any(known.match(f) for f in failures)
+
+
+def test_no_false_alarm_on_the_builtins2_budget_unmutated():
+    cases = list({c: None for name in BUILTINS2_OPS for c in _with_builtin2(name)})
+    assert batch.check_batch(cases) == []
+
+
 # Helpers with a hand-written @wp.func_grad, whose adjoint the printer derives from the helper's body: right as
 # printed (no failure), and caught when every derivative is planted off by a factor 1.5 (printer.FUNC_GRAD_FORM).
 FUNC_GRAD = {"float32", "func_grad", "smooth", "stores", "locals"}

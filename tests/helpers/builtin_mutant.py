@@ -20,7 +20,14 @@ def salt(name: str, factor: float) -> str:
 
 
 #: The scalar adjoints that can be mutated: Warp's parameters of ``adj_<name>`` (the same in 1.9 to 1.19).
-PARAMETERS = {"tanh": ("x", "ret", "&adj_x", "adj_ret"), "sin": ("x", "&adj_x", "adj_ret")}
+PARAMETERS = {
+    "tanh": ("x", "ret", "&adj_x", "adj_ret"),
+    "sin": ("x", "&adj_x", "adj_ret"),
+    # the builtins of the fuzzer's feature "builtins2" (the same parameters in 1.9.1, 1.12.1 and 1.19.0)
+    "pow": ("a", "b", "ret", "&adj_a", "&adj_b", "adj_ret"),
+    "atan2": ("y", "x", "&adj_y", "&adj_x", "adj_ret"),
+    "asin": ("x", "&adj_x", "adj_ret"),
+}
 
 
 def mutate(source: str, name: str, factor: float) -> str:

@@ -20,7 +20,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         metavar="FEATURE",
         help=(
             "the constructs to draw (default: all but the opt-in while_loops, break, continue, ternaries, where,"
-            " mat33, quat, nested_helpers, helper_tuples, func_grad, static, arrays2d)"
+            " mat33, quat, nested_helpers, helper_tuples, func_grad, static, arrays2d, structs, func_replay,"
+            " builtins2)"
         ),
     )
     parser.add_argument("--out", default="fuzz-repros", help="where repro scripts go (default ./fuzz-repros)")

@@ -86,6 +86,8 @@ FEATURES = (
     "arrays2d",  # xm[(i + o) % 4, c] (2-D), xt[i, c0, c1] (3-D) loads; ym[i, c] stores, += and read-backs (2-D)
     "structs",  # a @wp.struct local (fields a, b: scalars, v: vec3): s0.a = ..., s0.a = s0.a * ..., reads, h(.., s0)
     "func_replay",  # value helpers with a @wp.func_replay that computes the helper's value again (its own body)
+    "builtins2",  # wp.pow, wp.atan2, wp.asin in safe forms, b * wp.sign(a - t) (a kink); with vec3: safe
+    # wp.length and wp.normalize (of a vector whose first component is a cosh: length >= 1), wp.length_sq
 )
 #: The features drawn when none are named: those whose CI campaign stays quick and clean on every supported Warp.
 #: The rest (the later entries of `FEATURES`) are drawn when named (``features=...``, ``fuzz --features``).
@@ -203,6 +205,14 @@ def scalar_expr(draw, scope: _Scope, depth: int):
         nodes.append(lambda: Select(_item(draw, forms), Cond("threshold", sub(), -1), sub(), sub()))
     if scope.has("quat") and scope.loads:
         nodes.append(lambda: Component(rotation(draw, scope, depth - 1), draw(_INDEX[3])))
+    if scope.has("builtins2"):
+        nodes.append(lambda: Binary("pow", sub(), sub()))
+        nodes.append(lambda: Binary("atan2", sub(), sub()))
+        nodes.append(lambda: Unary("asin", sub()))
+        nodes.append(lambda: Kink("sign", sub(), sub(), -1))
+        if scope.has("vec3") and scope.loads:
+            nodes.append(lambda: Unary("length", vec_expr(draw, scope, depth - 1)))
+            nodes.append(lambda: Unary("length_sq", vec_expr(draw, scope, depth - 1)))
     if scope.has("mat33") and scope.loads:
         msub = lambda: mat_expr(draw, scope, depth - 1)  # noqa: E731
         nodes.append(lambda: Unary("det", msub()))
@@ -245,6 +255,8 @@ def vec_expr(draw, scope: _Scope, depth: int):
         nodes.append(lambda: Binary("matvec", mat_expr(draw, scope, depth - 1), sub()))
     if scope.has("quat"):
         nodes.append(lambda: rotation(draw, scope, depth - 1))
+    if scope.has("builtins2"):
+        nodes.append(lambda: Unary("normalize", sub()))
     return _pick(draw, nodes)
 
 
@@ -466,7 +478,7 @@ def kernels(features=None, *, max_statements: int = 5, max_depth: int = 2, expr_
         features: A subset of `FEATURES` (None: `DEFAULT_FEATURES`, which leaves out the opt-in constructs:
             while loops, break/continue, ternaries, wp.where, mat33, quat, nested helpers, tuple helpers,
             helpers with a ``@wp.func_grad``, wp.static, 2-D/3-D arrays, a ``@wp.struct`` local, helpers with a
-            ``@wp.func_replay``).
+            ``@wp.func_replay``, the builtins of "builtins2").
         max_statements: The most statements in the kernel's body (and in each nested block).
         max_depth: The deepest nesting of branches and loops.
         expr_depth: The deepest nesting of an expression.

@@ -3,7 +3,7 @@
 A drawn kernel reads ``x`` (scalars), ``xv`` (vec3) and ``y`` (read-back of its own element), writes ``y[i]``
 and atomically adds into ``acc``; every local is declared at the top, so branches and loops only reassign.
 Each operation that could be undefined or kinked has a safe printed form (see ``printer.SAFE_FORMS``), and
-every kink (a branch threshold, a ``min``/``max`` tie, ``abs`` at 0) is a numbered *site* whose threshold
+every kink (a branch threshold, a ``min``/``max`` tie, ``abs`` or ``sign`` at 0) is a numbered *site* whose threshold
 the oracle places away from every value the program meets there (``oracle.place_thresholds``).
 """
 
@@ -61,20 +61,23 @@ class StaticConst:
 
 @dataclass(frozen=True)
 class Unary:
-    op: str  # sin cos tanh neg exp log sqrt (the last three in safe forms); of a mat33: transpose det spdinv
+    op: str  # sin cos tanh neg exp log sqrt (the last three in safe forms); of a mat33: transpose det spdinv;
+    # asin (safe form); of a vec3: length length_sq normalize (length and normalize in safe forms)
     arg: Expr
 
 
 @dataclass(frozen=True)
 class Binary:
-    op: str  # add sub mul div (safe), vadd vsub, scale (scalar * vec3), dot, cross; madd mmul (mat33), matvec
+    op: str  # add sub mul div (safe), vadd vsub, scale (scalar * vec3), dot, cross; madd mmul (mat33), matvec;
+    # pow atan2 (safe forms)
     lhs: Expr
     rhs: Expr
 
 
 @dataclass(frozen=True)
 class Kink:
-    """``min(lhs, rhs + t)``, ``max(lhs, rhs + t)`` or ``abs(lhs - t)`` with ``t`` the threshold of ``site``."""
+    """``min(lhs, rhs + t)``, ``max(lhs, rhs + t)``, ``abs(lhs - t)`` or ``rhs * sign(lhs - t)`` (op "sign") with
+    ``t`` the threshold of ``site``."""
 
     op: str
     lhs: Expr

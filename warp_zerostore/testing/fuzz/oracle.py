@@ -69,6 +69,13 @@ STEP = 1e-6  # central-difference step in float64, relative to max(1, |x|)
 TOLERANCE = {"float32": 2e-3, "float64": 1e-5}  # rtol = atol, the values check_gradients uses
 ROUNDING_ULPS = 8
 
+
+def _safe_vec(a):
+    """The vector of ``printer.SAFE_FORMS["length"]``: ``a`` with its first component through cosh (length >= 1)."""
+    a = np.asarray(a, dtype=np.float64)
+    return np.stack(np.broadcast_arrays(np.cosh(a[..., 0]), a[..., 1], a[..., 2]), axis=-1)
+
+
 UNARY = {
     "sin": np.sin,
     "cos": np.cos,
@@ -80,6 +87,10 @@ UNARY = {
     "transpose": lambda m: np.swapaxes(m, -1, -2),
     "det": lambda m: np.linalg.det(m),
     "spdinv": lambda m: np.linalg.inv(m @ np.swapaxes(m, -1, -2) + np.eye(3)),
+    "asin": lambda a: np.arcsin(0.5 * np.tanh(a)),
+    "length": lambda a: np.linalg.norm(_safe_vec(a), axis=-1),
+    "length_sq": lambda a: np.sum(np.asarray(a) * np.asarray(a), axis=-1),
+    "normalize": lambda a: _safe_vec(a) / np.linalg.norm(_safe_vec(a), axis=-1, keepdims=True),
 }
 
 
@@ -100,6 +111,8 @@ BINARY = {
     "madd": np.add,
     "mmul": np.matmul,
     "matvec": lambda m, v: np.einsum("...ij,...j->...i", m, v),
+    "pow": lambda a, b: (1.5 + np.tanh(a)) ** b,
+    "atan2": lambda a, b: np.arctan2(a, np.cosh(b)),
 }
 
 
@@ -205,6 +218,10 @@ class Interpreter:
                 _uniform(above)
                 t = self.thresholds.get(e.site, 0.0)
                 return a - t if above[0] else t - a
+            if e.op == "sign":  # rhs * sign(a - t): sign is 1 above the threshold, -1 below (t is never met)
+                above = self.side(e.site, np.atleast_1d(a) * np.ones(self.inputs["x"].shape[0]))
+                _uniform(above)
+                return self.expr(e.rhs) * (1.0 if above[0] else -1.0)
             rhs = self.expr(e.rhs)
             above = self.side(e.site, (a - rhs) * np.ones(self.inputs["x"].shape[0]))  # a > rhs + t
             _uniform(above)

@@ -1,7 +1,8 @@
 """Warp source text of a drawn program: one ``@wp.kernel`` and its ``@wp.func`` helpers.
 
 Operations that could be undefined print in safe forms, which the oracle evaluates the same way: ``exp`` of a
-``tanh``, ``sqrt`` and ``log`` of a ``cosh`` (>= 1), division by a ``cosh``. Constants and thresholds print as
+``tanh``, ``sqrt`` and ``log`` of a ``cosh`` (>= 1), division by a ``cosh``; ``pow`` of a base in (0.5, 2.5), ``length``/``normalize``
+of a vector whose first component is a ``cosh``. Constants and thresholds print as
 casts to the kernel's dtype, so float64 kernels never mix in float32 literals.
 """
 
@@ -55,6 +56,11 @@ SAFE_FORMS = {
     "det": "wp.determinant({a})",
     # the inverse of m m^T + I: symmetric positive definite, eigenvalues >= 1, so always defined and smooth
     "spdinv": "wp.inverse(wp.mul({a}, wp.transpose({a})) + wp.identity(n=3, dtype={t}))",
+    # feature "builtins2": asin of a value in (-0.5, 0.5); length and normalize of a vector of length >= 1
+    "asin": "wp.asin({t}(0.5) * wp.tanh({a}))",
+    "length": "wp.length({v}(wp.cosh({a}[0]), {a}[1], {a}[2]))",
+    "length_sq": "wp.length_sq({a})",
+    "normalize": "wp.normalize({v}(wp.cosh({a}[0]), {a}[1], {a}[2]))",
 }
 BINARY_FORMS = {
     "add": "({a} + {b})",
@@ -69,6 +75,9 @@ BINARY_FORMS = {
     "madd": "({a} + {b})",
     "mmul": "wp.mul({a}, {b})",
     "matvec": "wp.mul({a}, {b})",
+    # feature "builtins2": a base in (0.5, 2.5), any exponent; atan2 of a second argument >= 1
+    "pow": "wp.pow({t}(1.5) + wp.tanh({a}), {b})",
+    "atan2": "wp.atan2({a}, wp.cosh({b}))",
 }
 SCALAR_TYPE = {"float32": "wp.float32", "float64": "wp.float64"}
 VEC_TYPE = {"float32": "wp.vec3", "float64": "wp.vec3d"}
@@ -166,11 +175,13 @@ class Printer:
             index = "i" if e.offset == 0 else f"(i + {e.offset}) % {THREADS}"
             return f"{e.array}[{', '.join((index,) + tuple(map(str, e.index)))}]"
         if isinstance(e, Binary):
-            return BINARY_FORMS[e.op].format(a=self.expr(e.lhs), b=self.expr(e.rhs))
+            return BINARY_FORMS[e.op].format(a=self.expr(e.lhs), b=self.expr(e.rhs), t=self.t)
         if isinstance(e, Kink):
             t = literal(self.thresholds.get(e.site, 0.0), self.program.dtype)
             if e.op == "abs":
                 return f"wp.abs({self.expr(e.lhs)} - {t})"
+            if e.op == "sign":
+                return f"({self.expr(e.rhs)} * wp.sign({self.expr(e.lhs)} - {t}))"
             return f"wp.{e.op}({self.expr(e.lhs)}, {self.expr(e.rhs)} + {t})"
         if isinstance(e, Component):
             return f"{self.expr(e.vec)}[{_index(e.index)}]"
@@ -194,7 +205,7 @@ class Printer:
         if isinstance(e, Select):
             a, b, c = self.expr(e.lhs), self.expr(e.rhs), self.cond(e.cond)
             return f"({a} if {c} else {b})" if e.form == "ternary" else f"wp.where({c}, {a}, {b})"
-        return SAFE_FORMS[e.op].format(a=self.expr(e.arg), t=self.t)
+        return SAFE_FORMS[e.op].format(a=self.expr(e.arg), t=self.t, v=VEC_TYPE[self.program.dtype])
 
     def stmt(self, s, indent: str) -> list:
         if isinstance(s, Assign):

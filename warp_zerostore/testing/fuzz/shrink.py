@@ -221,7 +221,7 @@ def _unused_dropped(program):
 
 
 _MATRIX_OPS = {"madd", "mmul", "transpose", "spdinv"}
-_VECTOR_OPS = {"vadd", "vsub", "scale", "cross", "matvec"}
+_VECTOR_OPS = {"vadd", "vsub", "scale", "cross", "matvec", "normalize"}
 IDENTITY = MakeMat(tuple(Const(1.0 if k in (0, 4, 8) else 0.0) for k in range(9)))
 _LEAF = {SCALAR: Const(1.0), VEC3: Load("xv"), MAT33: IDENTITY}
 
