@@ -411,14 +411,30 @@ HELPER_FEATURE_SOURCE = {
 }
 
 
-@pytest.mark.parametrize("feature", sorted(HELPER_FEATURE_SOURCE))
-def test_each_new_helper_feature_is_drawn_and_only_when_named(feature):
+def _helper_feature_sources() -> list:
+    """``(feature, pattern of its source, the sibling features drawn in its 'off' run)``."""
+    groups = (HELPER_FEATURE_SOURCE, STRUCT_FEATURE_SOURCE)
+    return [(f, pattern, set(group) - {f}) for group in groups for f, pattern in sorted(group.items())]
+
+
+# A @wp.struct local (fields a, b, v) and a helper taking it (feature "structs"); helpers with a @wp.func_replay
+# (feature "func_replay", each under a name never used before in the process: printer._REPLAY_NAMES).
+STRUCT_FEATURE_SOURCE = {
+    "structs": r"    s0 = fuzzed_hS\(\)\n(.|\n)*fuzzed_h\d\(.*s0\)",
+    "func_replay": r"@wp\.func_replay\(fuzzed_h\d_r\d+\)\ndef replay_fuzzed_h\d_r\d+\(",
+}
+
+
+@pytest.mark.parametrize(("feature", "source", "siblings"), _helper_feature_sources())
+def test_each_new_helper_feature_is_drawn_and_only_when_named(feature, source, siblings):
+    """Nested, tuple and func_grad helpers; struct locals and func_replay helpers: each appears in a third of the
+    draws naming it, never in those naming only its siblings."""
     import re
 
-    pattern = re.compile(HELPER_FEATURE_SOURCE[feature])
+    pattern = re.compile(source)
     on = campaign.draw(30, 3, HELPERS | {feature})
     assert sum(bool(pattern.search(c.source())) for c in on) >= 5
-    off = campaign.draw(30, 3, HELPERS | (set(HELPER_FEATURE_SOURCE) - {feature}))
+    off = campaign.draw(30, 3, HELPERS | siblings)
     assert not any(pattern.search(c.source()) for c in off)
     assert feature in FEATURES and feature not in DEFAULT_FEATURES
     for case in on:  # the oracle runs every drawn kernel, kink-free
@@ -698,30 +714,6 @@ def test_snapshot_tape_in_place_update_read_back_then_two_stores():
     cases = [Case(Program("float64", (), (), (), body), {}, INPUTS, COT) for body in bodies]
     failures = [f for f in batch.check_batch(cases, parts=1) if f.variant == "zero_store"]
     assert not failures, f"zero_store {failures[0].kind} failure, warned: {failures[0].warned!r}"
-
-
-# A @wp.struct local (fields a, b, v) and a helper taking it (feature "structs"); helpers with a @wp.func_replay
-# (feature "func_replay", each under a name never used before in the process: printer._REPLAY_NAMES).
-STRUCT_FEATURE_SOURCE = {
-    "structs": r"    s0 = fuzzed_hS\(\)\n(.|\n)*fuzzed_h\d\(.*s0\)",
-    "func_replay": r"@wp\.func_replay\(fuzzed_h\d_r\d+\)\ndef replay_fuzzed_h\d_r\d+\(",
-}
-
-
-@pytest.mark.parametrize("feature", sorted(STRUCT_FEATURE_SOURCE))
-def test_structs_and_func_replay_are_drawn_and_only_when_named(feature):
-    import re
-
-    pattern = re.compile(STRUCT_FEATURE_SOURCE[feature])
-    on = campaign.draw(30, 3, HELPERS | {feature})
-    assert sum(bool(pattern.search(c.source())) for c in on) >= 5
-    off = campaign.draw(30, 3, HELPERS | (set(STRUCT_FEATURE_SOURCE) - {feature}))
-    assert not any(pattern.search(c.source()) for c in off)
-    assert feature in FEATURES and feature not in DEFAULT_FEATURES
-    for case in on:  # the oracle runs every drawn kernel, kink-free
-        assert all(
-            np.isfinite(v).all() for v in oracle.run(case.program, case.thresholds, case.inputs).outputs.values()
-        )
 
 
 def test_reference_of_structs_by_hand():
