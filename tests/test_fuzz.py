@@ -425,7 +425,9 @@ STRUCT_FEATURE_SOURCE = {
 }
 
 
-@pytest.mark.parametrize(("feature", "source", "siblings"), _helper_feature_sources())
+@pytest.mark.parametrize(
+    ("feature", "source", "siblings"), _helper_feature_sources(), ids=[f for f, _, _ in _helper_feature_sources()]
+)
 def test_each_new_helper_feature_is_drawn_and_only_when_named(feature, source, siblings):
     """Nested, tuple and func_grad helpers; struct locals and func_replay helpers: each appears in a third of the
     draws naming it, never in those naming only its siblings."""
