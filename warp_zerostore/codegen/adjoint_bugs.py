@@ -114,12 +114,6 @@ _LINEAR_CALLS = frozenset(
     | {"vec2f", "vec3f", "vec4f", "vec2d", "vec3d", "vec4d", "float16", "float32", "float64", "neg", "add", "sub"}
     | {"atomic_add", "atomic_sub", "select", "where"}
 )
-_PRODUCTS = (ast.Mult, ast.Div, ast.Pow, ast.MatMult, ast.Mod, ast.FloorDiv)
-
-
-def _call_name(node: ast.Call) -> str:
-    func = node.func
-    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
 
 
 def _value_uses(node: ast.AST) -> list:
@@ -128,11 +122,11 @@ def _value_uses(node: ast.AST) -> list:
     out = []
     for parent in ast.walk(node):
         operands = []
-        if isinstance(parent, ast.Call) and _call_name(parent) not in _LINEAR_CALLS:
+        if isinstance(parent, ast.Call) and loop_carried.call_name(parent) not in _LINEAR_CALLS:
             operands = list(parent.args) + [k.value for k in parent.keywords]
-        elif isinstance(parent, ast.BinOp) and isinstance(parent.op, _PRODUCTS):
+        elif isinstance(parent, ast.BinOp) and isinstance(parent.op, loop_carried.PRODUCTS):
             operands = [parent.left, parent.right]
-        elif isinstance(parent, ast.AugAssign) and isinstance(parent.op, _PRODUCTS):
+        elif isinstance(parent, ast.AugAssign) and isinstance(parent.op, loop_carried.PRODUCTS):
             operands = [parent.value]
         out += [(o.id, o.lineno) for o in operands if isinstance(o, ast.Name)]
     return out
@@ -186,18 +180,13 @@ def _component_findings(function: ast.FunctionDef) -> list:
     return list(set(found))
 
 
-# Warp 1.13+ unrolls a constant-bound loop whose body has `continue` but no `break` (1.12 did not; 1.19 checked).
-_UNROLLS_CONTINUE = tuple(int(p) for p in warp.config.version.split(".")[:2]) > (1, 12)
-_MAX_UNROLL = 16  # Warp's default module option
-
-
 def _jump_findings(function: ast.FunctionDef) -> list:
     """Each ``break`` of a ``for`` loop Warp does not unroll, and each other jump reached after a statement (other
     than a counter's step) of its iteration."""
     found = []
     for loop in ast.walk(function):
-        if isinstance(loop, (ast.For, ast.While)) and not _unrolled(loop):
-            for jump, before in _jumps(loop.body, []):
+        if isinstance(loop, (ast.For, ast.While)) and loop_carried.is_dynamic(loop):
+            for jump, before in loop_carried.own_jumps(loop.body):
                 kind = type(jump).__name__.lower()
                 effects = [s for s in before for s in _simple_statements(s) if not _is_counter_step(s)]
                 if kind == "break" and isinstance(loop, ast.For):
@@ -205,18 +194,6 @@ def _jump_findings(function: ast.FunctionDef) -> list:
                 elif effects:
                     found.append(JumpFinding(kind, jump.lineno, effects[0].lineno))
     return found
-
-
-def _jumps(body: list, before: list):
-    """``(jump, statements run before it in its iteration)`` for the jumps of this loop (not of nested loops)."""
-    seen = list(before)
-    for stmt in body:
-        if isinstance(stmt, (ast.Break, ast.Continue)):
-            yield stmt, seen
-        elif isinstance(stmt, ast.If):
-            yield from _jumps(stmt.body, seen)
-            yield from _jumps(stmt.orelse, seen)
-        seen = seen + [stmt]
 
 
 def _simple_statements(stmt: ast.stmt) -> list:
@@ -231,7 +208,7 @@ def _is_counter_step(stmt: ast.stmt) -> bool:
         return _is_int(stmt.value)
     if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
         value = stmt.value
-        if isinstance(value, ast.Call) and _call_name(value) == "int":
+        if isinstance(value, ast.Call) and loop_carried.call_name(value) == "int":
             return True
         return (
             isinstance(value, ast.BinOp)
@@ -245,14 +222,3 @@ def _is_counter_step(stmt: ast.stmt) -> bool:
 
 def _is_int(node: ast.AST) -> bool:
     return isinstance(node, ast.Constant) and type(node.value) is int
-
-
-def _unrolled(loop: ast.stmt) -> bool:
-    """Whether Warp unrolls ``loop`` (constant ``range``, no ``break``, on a Warp that unrolls ``continue``)."""
-    if not (_UNROLLS_CONTINUE and isinstance(loop, ast.For) and isinstance(loop.iter, ast.Call)):
-        return False
-    args = loop.iter.args
-    if _call_name(loop.iter) != "range" or not args or not all(_is_int(a) for a in args):
-        return False
-    own_breaks = [j for j, _ in _jumps(loop.body, []) if isinstance(j, ast.Break)]
-    return not own_breaks and len(range(*(a.value for a in args))) <= _MAX_UNROLL

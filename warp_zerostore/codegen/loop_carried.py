@@ -34,7 +34,7 @@ _LINEAR_CALLS = frozenset(
     | {"vec2f", "vec3f", "vec4f", "vec2d", "vec3d", "vec4d", "float16", "float32", "float64", "float", "int"}
     | {"neg", "add", "sub", "atomic_add", "atomic_sub", "select", "where", "range", "static"}
 )
-_PRODUCTS = (ast.Mult, ast.Div, ast.Pow, ast.MatMult, ast.Mod, ast.FloorDiv)
+PRODUCTS = (ast.Mult, ast.Div, ast.Pow, ast.MatMult, ast.Mod, ast.FloorDiv)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,28 +53,34 @@ class Finding:
         )
 
 
-def _call_name(node: ast.Call) -> str:
+def call_name(node: ast.Call) -> str:
     func = node.func
     return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
 
 
-def _jumps(body: list, kinds: tuple) -> bool:
-    """Whether ``body`` holds a jump of ``kinds`` that targets its own loop (directly or in an ``if``)."""
+def own_jumps(body: list, before: list = ()):
+    """``(jump, statements run before it in its iteration)`` for the ``break``/``continue`` statements of the loop
+    whose body is ``body`` (directly or inside an ``if``; not those of nested loops)."""
+    seen = list(before)
     for stmt in body:
-        if isinstance(stmt, kinds):
-            return True
-        if isinstance(stmt, ast.If) and (_jumps(stmt.body, kinds) or _jumps(stmt.orelse, kinds)):
-            return True
-    return False
+        if isinstance(stmt, (ast.Break, ast.Continue)):
+            yield stmt, seen
+        elif isinstance(stmt, ast.If):
+            yield from own_jumps(stmt.body, seen)
+            yield from own_jumps(stmt.orelse, seen)
+        seen = seen + [stmt]
 
 
-def _is_dynamic(loop) -> bool:
+def is_dynamic(loop) -> bool:
+    """Whether Warp runs ``loop`` as a loop rather than unrolling it: a ``while``, a ``range`` that is not of
+    integer constants or is longer than `MAX_UNROLL`, or a loop with a ``break`` (before 1.13, a ``continue``)."""
     if isinstance(loop, ast.While):
         return True
-    if _jumps(loop.body, (ast.Break,) if _UNROLLS_CONTINUE else (ast.Break, ast.Continue)):
+    early = (ast.Break,) if _UNROLLS_CONTINUE else (ast.Break, ast.Continue)
+    if any(isinstance(jump, early) for jump, _ in own_jumps(loop.body)):
         return True  # Warp does not unroll a loop it could leave early
     it = loop.iter
-    if not (isinstance(it, ast.Call) and _call_name(it) == "range"):
+    if not (isinstance(it, ast.Call) and call_name(it) == "range"):
         return True
     bounds = []
     for arg in it.args:
@@ -102,7 +108,7 @@ def _value_uses(expr, names: set, constants: set, tests_right: frozenset = froze
     out = []
     for parent in ast.walk(expr):
         operands = []
-        if isinstance(parent, ast.Call) and _call_name(parent) not in _LINEAR_CALLS:
+        if isinstance(parent, ast.Call) and call_name(parent) not in _LINEAR_CALLS:
             operands = list(parent.args) + [k.value for k in parent.keywords]
         elif isinstance(parent, ast.BinOp) and isinstance(parent.op, (ast.Mult, ast.MatMult)):
             # a * c reads a only for c's adjoint: none is needed when c is a constant
@@ -113,7 +119,7 @@ def _value_uses(expr, names: set, constants: set, tests_right: frozenset = froze
             ]
         elif isinstance(parent, ast.BinOp) and isinstance(parent.op, ast.Div):
             operands = [parent.right] + ([] if _constant(parent.right, constants) else [parent.left])
-        elif isinstance(parent, ast.BinOp) and isinstance(parent.op, _PRODUCTS):
+        elif isinstance(parent, ast.BinOp) and isinstance(parent.op, PRODUCTS):
             operands = [parent.left, parent.right]
         elif isinstance(parent, ast.Subscript):
             operands = [parent.slice]  # an index: the adjoint goes to another element
@@ -200,7 +206,7 @@ class _Checker:
             tainted = value is not None and _mentions(value, set(wrong))
             if (
                 isinstance(stmt, ast.AugAssign)
-                and isinstance(stmt.op, _PRODUCTS)
+                and isinstance(stmt.op, PRODUCTS)
                 and not (isinstance(stmt.op, (ast.Mult, ast.Div)) and _constant(stmt.value, self.constants))
             ):
                 self._use(ast.BinOp(left=stmt.target, op=ast.Pow(), right=stmt.value), wrong)  # s *= t reads s
@@ -230,7 +236,7 @@ class _Checker:
             target = {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
         else:
             target = set()
-        if not _is_dynamic(loop):
+        if not is_dynamic(loop):
             self.defined |= target
             inner = {k: v for k, v in wrong.items() if k not in target}
             # twice: what the body makes wrong reaches the next (unrolled) iteration

@@ -208,7 +208,7 @@ class _ReadMarker:
         if not (isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name)):
             return []
         label = target.value.id
-        if label not in self.logged or self.kinds.get(label) != READ_WRITE:
+        if label not in self.logged:  # logged arguments are read and written (READ_WRITE)
             return []
         index = _element_index(target, self.ndims[label])
         return [] if index is None else [_read_mark(label, index, READ_WRITE)]
@@ -361,7 +361,7 @@ def _helper_twin(helper, parameters: tuple, depth: int):
     return made
 
 
-def _build(kernel):
+def _build(kernel, mode):
     access = argument_access(kernel)
     params = _compat.kernel_parameters(kernel)
     if any(not _compat.is_array_type(t) and hasattr(t, "vars") for _, t in params):
@@ -387,7 +387,7 @@ def _build(kernel):
     logged = frozenset(
         label
         for label, kind in kinds.items()
-        if kind == READ_WRITE and access[label].reads_after_store and effective_mode(kernel) is True
+        if kind == READ_WRITE and access[label].reads_after_store and mode is True
     )
     marker = _ReadMarker(ndims, _namespace(func), names, 0, kinds, logged)
     function.body = marker.body(function.body)
@@ -432,7 +432,7 @@ def twin(kernel):
     if cached is not None and cached[0] is kernel and cached[2] == mode:
         return cached[1]
     try:
-        built = _build(kernel)
+        built = _build(kernel, mode)
         if built is None:
             _log.debug(
                 "kernel %r: no read twin (@wp.struct, indexed or fabric array arguments, or no array argument "
