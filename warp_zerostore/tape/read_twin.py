@@ -361,7 +361,7 @@ def _helper_twin(helper, parameters: tuple, depth: int):
     return made
 
 
-def _build(kernel, mode):
+def _build(kernel):
     access = argument_access(kernel)
     params = _compat.kernel_parameters(kernel)
     if any(not _compat.is_array_type(t) and hasattr(t, "vars") for _, t in params):
@@ -384,10 +384,9 @@ def _build(kernel, mode):
     _FIXED[id(kernel)] = (kernel, not marks_depend_on_data(function, arrays, _namespace(func)))
     names: dict = {}
     # A flagged kernel's backward replays arrays it reads back through its replay log (codegen/replay.py)
+    flagged = effective_mode(kernel) is True
     logged = frozenset(
-        label
-        for label, kind in kinds.items()
-        if kind == READ_WRITE and access[label].reads_after_store and mode is True
+        label for label, kind in kinds.items() if flagged and kind == READ_WRITE and access[label].reads_after_store
     )
     marker = _ReadMarker(ndims, _namespace(func), names, 0, kinds, logged)
     function.body = marker.body(function.body)
@@ -432,7 +431,7 @@ def twin(kernel):
     if cached is not None and cached[0] is kernel and cached[2] == mode:
         return cached[1]
     try:
-        built = _build(kernel, mode)
+        built = _build(kernel)
         if built is None:
             _log.debug(
                 "kernel %r: no read twin (@wp.struct, indexed or fabric array arguments, or no array argument "
