@@ -44,15 +44,28 @@ class ReplayIssue:
     read_line: int
 
     builtin: str = ""  # set for a write the replay does not follow (no loop)
+    reader: str = ""  # set for a read the replay does not feed (a tile load after a store)
 
     def message(self, kernel: str, location: str) -> str:
         where = kernel if self.function == "" else f"{kernel}, in helper '{self.function}'"
+        if self.reader:
+            return (
+                f"{where} ({location}): argument '{self.argument}' is written at line {self.store_line} and read "
+                f"again by wp.{self.reader} at line {self.read_line}. The backward replay does not give a tile load "
+                "the values written earlier in the launch, so the gradient through that read is not exact. Load "
+                "the tile before writing the array, or keep the values in a tile variable."
+            )
         if self.builtin:
+            remedy = (
+                "Keep the written tile in a variable and use it instead of reading the array again."
+                if self.builtin.startswith("tile_")
+                else "Write the element with a plain store (a[i] = ..., a[i] += ...), or read the value from a "
+                "local variable."
+            )
             return (
                 f"{where} ({location}): argument '{self.argument}' is written by wp.{self.builtin} at line "
                 f"{self.store_line} and read again at line {self.read_line}. The backward replay does not follow "
-                "that write, so the gradient through the later read is not exact. Write the element with a plain "
-                "store (a[i] = ..., a[i] += ...), or read the value from a local variable."
+                f"that write, so the gradient through the later read is not exact. {remedy}"
             )
         return (
             f"{where} ({location}): argument '{self.argument}' is stored at line {self.store_line} inside a "
@@ -99,7 +112,11 @@ _ATOMIC_UPDATE = {
     "exch": "{v}",
 }
 #: other writes into an array element (component atomics, tiles): not followed; a later read is reported
-_OTHER_WRITE = re.compile(r"^(?:// )?(?:var_\w+ = )?wp::(array_atomic_\w+|tile_store\w*|tile_atomic_\w+)\((var_\w+)\b")
+_OTHER_WRITE = re.compile(
+    r"^(?:// )?(?:var_\w+ = )?wp::(array_atomic_\w+|tile_store\w*|tile_atomic_\w+)(?:<[^()]*>)?\((var_\w+)\b"
+)
+#: tile loads (Warp 1.19 prints template arguments): the log is not overlaid on them; a write before is reported
+_TILE_LOAD = re.compile(r"^(?:var_\w+ = )?wp::(tile_load\w*)(?:<[^()]*>)?\((var_\w+)\b")
 _CALL = re.compile(r"^(?:(var_\w+) = )?(\w+)\((.*)\);$")
 _ADJ_STORE = re.compile(
     r"^(?:wp::adj_array_store|wp::adj_array_store_slot|wp::zs::adj_component_store|wp::adj_atomic_\w+)"
@@ -203,6 +220,7 @@ class _Scan:
     calls: list  # (index, helper, args, output, roots stored, roots loaded, loop)
     loops: dict  # label -> (first line, last line, start index, end index)
     others: list = dataclasses.field(default_factory=list)  # (index, root, line, builtin): writes not followed
+    tile_loads: list = dataclasses.field(default_factory=list)  # (index, root, line, builtin): reads not overlaid
 
 
 def _scan(fn: Function, helpers: dict) -> _Scan:
@@ -289,6 +307,11 @@ def _scan(fn: Function, helpers: dict) -> _Scan:
             if m.group(2) in roots:
                 scan.others.append((idx, roots[m.group(2)], source_line, m.group(1)))
             continue
+        m = _TILE_LOAD.match(text)
+        if m:
+            if m.group(2) in roots:
+                scan.tile_loads.append((idx, roots[m.group(2)], source_line, m.group(1)))
+            continue
         m = _CALL.match(text)
         if m and m.group(2) in helpers:
             helper = helpers[m.group(2)]
@@ -367,13 +390,22 @@ def _read_back(scan: _Scan, forwarded: dict) -> set:
 
 
 def _unfollowed_issues(scan: _Scan, function: str) -> list:
-    """Writes the log does not follow (component atomics, tiles) that a later load of the same array may see."""
+    """Writes the log does not follow (component atomics, tiles) that a later load of the same array may see,
+    and tile loads (which the log does not feed) of an array written earlier in the launch."""
     issues = []
     loads = list(scan.loads) + [(c[0], r, c[6], c[7]) for c in scan.calls for r in c[5]]
+    loads += [(idx, r, None, line) for idx, r, line, _ in scan.tile_loads]
     for o_idx, root, o_line, builtin in scan.others:
         later = [line for idx, r, _, line in loads if r == root and idx > o_idx]
         if later:
             issues.append(ReplayIssue(function, root[len("var_") :], o_line, 0, min(later), builtin))
+    followed = [(s.index, s.root, s.line) for s in scan.stores]
+    followed += [(c[0], r, c[7]) for c in scan.calls for r in c[4]]
+    for t_idx, root, t_line, reader in scan.tile_loads:
+        earlier = [line for idx, r, line in followed if r == root and idx < t_idx]
+        if earlier:
+            issue = ReplayIssue(function, root[len("var_") :], min(earlier), 0, t_line, reader=reader)
+            issues.append(issue)
     return issues
 
 

@@ -207,17 +207,30 @@ def _check_module(cases, first, module, caught, device) -> list:
     return failures
 
 
+#: The block size of a tiled launch (feature "tiles"): one thread a tile, so that the kernel's scalar statements
+#: (``y[i] += ...``, atomics) run once per tile on a GPU as on the CPU, where Warp runs a tile on one thread.
+TILE_BLOCK_DIM = 1
+
+
+def launch(program, kernel, inputs, device="cpu"):
+    """Launch ``kernel`` over the fuzzer's threads: tiled, one tile a thread, when ``program`` uses tiles."""
+    if program.tiles:
+        warp.launch_tiled(kernel, dim=[THREADS], inputs=inputs, block_dim=TILE_BLOCK_DIM, device=device)
+    else:
+        warp.launch(kernel, dim=THREADS, inputs=inputs, device=device)
+
+
 def run_case(case, kernel, device="cpu", make_tape=warp.Tape):
     """Run ``kernel`` on ``case`` on a ``make_tape()`` Tape and pull its cotangents back: (outputs, gradients),
     float64."""
     dtype = warp.float32 if case.program.dtype == "float32" else warp.float64
     vec = warp.vec3 if case.program.dtype == "float32" else warp.vec3d
     shapes, names = oracle.inputs_of(case.program), oracle.outputs_of(case.program)
-    types = {n: vec if n == "xv" else dtype for n in shapes}  # x, xv, y, acc (and xm, xt, ym: feature "arrays2d")
+    types = {n: vec if n == "xv" else dtype for n in shapes}  # x, xv, y, acc (xm, xt, ym: "arrays2d"; yt: "tiles")
     arrays = {n: warp.array(case.inputs[n], dtype=types[n], device=device, requires_grad=True) for n in types}
     tape = make_tape()
     with tape:
-        warp.launch(kernel, dim=THREADS, inputs=[*arrays.values(), case.program.loop_count], device=device)
+        launch(case.program, kernel, [*arrays.values(), case.program.loop_count], device)
     outputs = {n: arrays[n].numpy().astype(np.float64) for n in names}
     grads = {n: warp.array(case.cotangents[n], dtype=dtype, device=device) for n in names}
     tape.backward(grads={arrays[n]: grads[n] for n in names})
@@ -254,6 +267,7 @@ __all__ = [
     "build",
     "check_batch",
     "check_case",
+    "launch",
     "module_source",
     "run_case",
     "TAPES",

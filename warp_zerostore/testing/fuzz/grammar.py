@@ -21,6 +21,7 @@ from .nodes import (
     MAT33,
     SCALAR,
     THREADS,
+    TILE_SIZE,
     VEC3,
     Assign,
     Binary,
@@ -48,6 +49,11 @@ from .nodes import (
     StaticConst,
     Store,
     StructArg,
+    TileBinary,
+    TileLoad,
+    TileMap,
+    TileReduce,
+    TileStore,
     Unary,
     Unpack,
     While,
@@ -88,6 +94,9 @@ FEATURES = (
     "func_replay",  # value helpers with a @wp.func_replay that computes the helper's value again (its own body)
     "builtins2",  # wp.pow, wp.atan2, wp.asin in safe forms, b * wp.sign(a - t) (a kink); with vec3: safe
     # wp.length and wp.normalize (of a vector whose first component is a cosh: length >= 1), wp.length_sq
+    "tiles",  # wp.tile_load of x (whole) and, with readback, of this thread's region of yt; tile_map(sin/cos/tanh),
+    # tile +, -, elementwise mul, scalar * tile; tile_sum and tile_extract back to scalars; tile_store and (with
+    # atomics) tile_atomic_add into this thread's region of yt. Kernels are launched tiled (block_dim 1).
 )
 #: The features drawn when none are named: those whose CI campaign stays quick and clean on every supported Warp.
 #: The rest (the later entries of `FEATURES`) are drawn when named (``features=...``, ``fuzz --features``).
@@ -217,7 +226,35 @@ def scalar_expr(draw, scope: _Scope, depth: int):
         msub = lambda: mat_expr(draw, scope, depth - 1)  # noqa: E731
         nodes.append(lambda: Unary("det", msub()))
         nodes.append(lambda: Component(msub(), (draw(_INDEX[3]), draw(_INDEX[3]))))
+    if scope.has("tiles") and scope.loads:
+        nodes.append(lambda: tile_reduce(draw, scope, depth - 1))
     return _pick(draw, nodes)
+
+
+def tile_reduce(draw, scope: _Scope, depth: int):
+    """A scalar out of a tile expression: its sum, or one of its elements."""
+    if draw(_BOOL):
+        return TileReduce("sum", tile_expr(draw, scope, depth))
+    return TileReduce("extract", tile_expr(draw, scope, depth), draw(_INDEX[TILE_SIZE]))
+
+
+def tile_expr(draw, scope: _Scope, depth: int):
+    """A tile expression (feature "tiles"): loads of ``x`` (and read-backs of this thread's region of ``yt``),
+    then elementwise maps, sums, differences and products, and scalings by a scalar expression."""
+    leaves = [lambda: TileLoad("x")]
+    if scope.has("readback"):
+        leaves.append(lambda: TileLoad("yt"))
+    if depth <= 0 or not draw(_BOOL):
+        return _pick(draw, leaves)
+    sub = lambda: tile_expr(draw, scope, depth - 1)  # noqa: E731
+    return _pick(
+        draw,
+        [
+            lambda: TileMap(_item(draw, ("sin", "cos", "tanh")), sub()),
+            lambda: TileBinary(_item(draw, ("add", "sub", "mul")), sub(), sub()),
+            lambda: TileBinary("scale", scalar_expr(draw, scope, depth - 1), sub()),
+        ],
+    )
 
 
 def mat_expr(draw, scope: _Scope, depth: int):
@@ -287,6 +324,10 @@ def statement(draw, scope: _Scope, depth: int):
         choices.append(lambda: Store("ym", "=", expr(), (draw(_INDEX[COLS]),)))
     if scope.has("arrays2d") and scope.has("augstores"):
         choices.append(lambda: Store("ym", "+=", expr(), (draw(_INDEX[COLS]),)))
+    if scope.has("tiles") and scope.has("stores"):
+        choices.append(lambda: TileStore("=", tile_expr(draw, scope, scope.depth)))
+    if scope.has("tiles") and scope.has("atomics"):
+        choices.append(lambda: TileStore("atomic", tile_expr(draw, scope, scope.depth)))
     if scope.has("locals") and scope.scalars:
         choices.append(lambda: Assign(_item(draw, scope.scalars), SCALAR, op(), expr()))
     if scope.has("locals") and scope.vectors:
@@ -453,11 +494,11 @@ _VALUES = st.integers(-64, 64).map(lambda k: k / 64)
 
 
 @st.composite
-def points(draw, arrays: bool = False):
+def points(draw, arrays: bool = False, tiles: bool = False):
     """Inputs and cotangents, exact in float32 and float64 (multiples of 1/64 in [-1, 1]); with ``arrays`` those
-    of feature "arrays2d" too (``oracle.ARRAY_INPUTS``)."""
-    shapes = {**oracle.INPUTS, **(oracle.ARRAY_INPUTS if arrays else {})}
-    outputs = oracle.OUTPUTS + (oracle.ARRAY_OUTPUTS if arrays else ())
+    of feature "arrays2d" too (``oracle.ARRAY_INPUTS``), with ``tiles`` those of "tiles" (``oracle.TILE_INPUTS``)."""
+    shapes = {**oracle.INPUTS, **(oracle.ARRAY_INPUTS if arrays else {}), **(oracle.TILE_INPUTS if tiles else {})}
+    outputs = oracle.OUTPUTS + (oracle.ARRAY_OUTPUTS if arrays else ()) + (oracle.TILE_OUTPUTS if tiles else ())
 
     def values(shape):
         size = int(np.prod(shape))
@@ -515,6 +556,14 @@ def kernels(features=None, *, max_statements: int = 5, max_depth: int = 2, expr_
                 f"kernels: feature 'static' needs wp.static, which Warp {warp.config.version} does not have "
                 "(1.9.1 and later do)."
             )
+    if "tiles" in features:
+        import warp  # noqa: PLC0415
+
+        if not hasattr(warp, "launch_tiled"):
+            raise ValueError(
+                f"kernels: feature 'tiles' needs Warp's tile functions, which Warp {warp.config.version} does not "
+                "have (1.9.1 and later do)."
+            )
     if "func_replay" in features:
         import warp  # noqa: PLC0415
 
@@ -559,12 +608,15 @@ def _cases(draw, features, dtypes, max_statements, max_depth, expr_depth):
         body += (Store("y", "=", Local(scalars[0], SCALAR)),)  # make the locals reach an output
     if helper_list and {"nested_helpers", "helper_tuples", "func_grad", "structs", "func_replay"} & features:
         body = _call_last_helper(draw, scope, helper_list, body)
+    tiles = "tiles" in features
+    if tiles and not any(isinstance(n, (TileStore, TileReduce)) for n in iter_nodes(body)):
+        body += (TileStore("=", tile_expr(draw, scope, expr_depth)),)  # a tile in every drawn kernel
     arrays = "arrays2d" in features
     program = Program(
-        dtype, scalar_init, vector_init, helper_list, body, 1 + draw(_INDEX[3]), matrix_init, arrays, structs
+        dtype, scalar_init, vector_init, helper_list, body, 1 + draw(_INDEX[3]), matrix_init, arrays, structs, tiles
     )
     program = number_sites(program)
-    inputs, cot = draw(points(arrays))
+    inputs, cot = draw(points(arrays, tiles))
     placements = [draw(_INDEX[3]) for _ in range(max(1, site_count(program)))]
     thresholds = oracle.place_thresholds(program, inputs, placements)
     assume(thresholds is not None)

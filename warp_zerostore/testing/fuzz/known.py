@@ -63,6 +63,13 @@ KNOWN = {
     "struct-field-assign-after-call": (ALL, BOTH, "gradient", ("setfield(=)", "struct arg")),
     "struct-field-update-after-call": (ALL, BOTH, "gradient", ("setfield(+=)", "struct arg")),
     "struct-field-scale-after-call": (ALL, BOTH, "gradient", ("setfield(*=)", "struct arg")),
+    # the tile form (feature "tiles"): this thread's region of yt tile-loaded, then tile-stored or tile-atomic-added
+    # over in the same launch; Warp's backward re-reads the new values. Right on the snapshot Tape, as above.
+    "tile-read-then-store": (ALL, ("stock",), "gradient", ("tile readback yt", "tile_store")),
+    "tile-read-then-atomic-add": (ALL, ("stock",), "gradient", ("tile readback yt", "tile_atomic_add")),
+    # a valid kernel Warp <= 1.12 cannot build: wp.tile_map(wp.tanh, t) (the tile map's adjoint calls adj_tanh
+    # without the return value tanh's adjoint takes); sin and cos map and build.
+    "tile-map-tanh-build-error": (OLD, BOTH, "build", ("tile_map(tanh)",)),
     # two stores to one element: Warp <= 1.12 keeps the overwritten store's gradient (what zero_store fixes).
     "overwrite-accumulates": (OLD, ("stock",), "gradient", ("store",)),
     "overwrite-accumulates-in-helper": (OLD, ("stock",), "gradient", ("callstore",)),

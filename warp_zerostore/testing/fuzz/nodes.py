@@ -12,13 +12,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Tuple, Union
 
-SCALAR, VEC3, MAT33 = "f", "v", "m"
+SCALAR, VEC3, MAT33, TILE = "f", "v", "m", "t"
 
 #: Threads per launch and the length of ``acc`` (atomics from several threads meet in each element).
 THREADS = 4
 ACC = 2
 #: Columns of the 2-D arrays ``xm`` and ``ym`` and both trailing extents of the 3-D ``xt`` (feature "arrays2d").
 COLS = 2
+#: Length of the fuzzer's tiles (feature "tiles"): a tile of ``x`` is the whole of it, and thread ``i`` owns the
+#: region ``yt[i * TILE_SIZE : (i + 1) * TILE_SIZE]`` of the tile output ``yt``.
+TILE_SIZE = THREADS
 
 
 @dataclass(frozen=True)
@@ -168,6 +171,42 @@ class Select:
     rhs: Expr
 
 
+@dataclass(frozen=True)
+class TileLoad:
+    """``wp.tile_load(x, shape=TILE_SIZE)`` (array "x": the whole of ``x``) or ``wp.tile_load(yt, shape=TILE_SIZE,
+    offset=i * TILE_SIZE)`` (array "yt": this thread's own region of the tile output, a read-back)."""
+
+    array: str
+
+
+@dataclass(frozen=True)
+class TileMap:
+    """``wp.tile_map(wp.<op>, tile)``: an elementwise builtin (sin, cos, tanh) over a tile."""
+
+    op: str
+    arg: Expr
+
+
+@dataclass(frozen=True)
+class TileBinary:
+    """Elementwise ``lhs + rhs``, ``lhs - rhs`` (ops "add", "sub"), ``wp.tile_map(wp.mul, lhs, rhs)`` ("mul") of two
+    tiles, or ``lhs * rhs`` of a scalar and a tile (op "scale")."""
+
+    op: str
+    lhs: Expr
+    rhs: Expr
+
+
+@dataclass(frozen=True)
+class TileReduce:
+    """A scalar from a tile: ``wp.tile_extract(wp.tile_sum(tile), 0)`` (op "sum") or ``wp.tile_extract(tile,
+    index)`` (op "extract")."""
+
+    op: str
+    tile: Expr
+    index: int = 0
+
+
 Expr = Union[
     Const,
     StaticConst,
@@ -185,6 +224,10 @@ Expr = Union[
     Select,
     Field,
     StructArg,
+    TileLoad,
+    TileMap,
+    TileBinary,
+    TileReduce,
 ]
 
 
@@ -285,7 +328,16 @@ class CallStore:
     args: Tuple[Expr, ...]
 
 
-Stmt = Union[Assign, SetComponent, SetField, Store, If, For, While, Jump, CallStore, Unpack]
+@dataclass(frozen=True)
+class TileStore:
+    """``wp.tile_store(yt, tile, offset=i * TILE_SIZE)`` (op "=") or ``wp.tile_atomic_add(yt, tile, offset=...)``
+    (op "atomic"): this thread's own region of the tile output ``yt``."""
+
+    op: str
+    tile: Expr
+
+
+Stmt = Union[Assign, SetComponent, SetField, Store, If, For, While, Jump, CallStore, Unpack, TileStore]
 
 
 @dataclass(frozen=True)
@@ -319,3 +371,4 @@ class Program:
     arrays: bool = False  # the kernel takes xm (2-D), xt (3-D) and ym (2-D) too (feature "arrays2d")
     # struct locals declared at the top (feature "structs"): name, initial values of the fields a, b, v
     structs: Tuple[Tuple[str, Tuple[Expr, Expr, Expr]], ...] = ()
+    tiles: bool = False  # the kernel takes yt too and is launched tiled (feature "tiles")

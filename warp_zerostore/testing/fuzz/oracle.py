@@ -17,6 +17,7 @@ from .nodes import (
     COLS,
     STRUCT_FIELDS,
     THREADS,
+    TILE_SIZE,
     Assign,
     Binary,
     Call,
@@ -41,6 +42,11 @@ from .nodes import (
     StaticConst,
     Store,
     StructArg,
+    TileBinary,
+    TileLoad,
+    TileMap,
+    TileReduce,
+    TileStore,
     Unpack,
     While,
 )
@@ -51,16 +57,19 @@ OUTPUTS = ("y", "acc")
 #: The arrays a kernel of feature "arrays2d" takes too (after ``acc``), and the output among them.
 ARRAY_INPUTS = {"xm": (THREADS, COLS), "xt": (THREADS, COLS, COLS), "ym": (THREADS, COLS)}
 ARRAY_OUTPUTS = ("ym",)
+#: The tile output a kernel of feature "tiles" takes last (thread ``i`` owns ``TILE_SIZE`` elements of it).
+TILE_INPUTS = {"yt": (THREADS * TILE_SIZE,)}
+TILE_OUTPUTS = ("yt",)
 
 
 def inputs_of(program: Program) -> dict:
     """The input arrays of ``program``'s kernel, in argument order, with their shapes."""
-    return {**INPUTS, **ARRAY_INPUTS} if program.arrays else dict(INPUTS)
+    return {**INPUTS, **(ARRAY_INPUTS if program.arrays else {}), **(TILE_INPUTS if program.tiles else {})}
 
 
 def outputs_of(program: Program) -> tuple:
     """The output arrays of ``program``'s kernel, whose cotangents the gradient check pulls back."""
-    return OUTPUTS + ARRAY_OUTPUTS if program.arrays else OUTPUTS
+    return OUTPUTS + (ARRAY_OUTPUTS if program.arrays else ()) + (TILE_OUTPUTS if program.tiles else ())
 
 
 #: Smallest distance of every kink quantity from its threshold, relative to ``max(1, |threshold|)``.
@@ -157,8 +166,9 @@ class Interpreter:
         y = self.inputs["y"].copy()
         acc = self.inputs["acc"].copy()
         ym = self.inputs["ym"].copy() if "ym" in self.inputs else None
+        yt = self.inputs["yt"].copy() if "yt" in self.inputs else None
         for i in range(THREADS):
-            self.i, self.y, self.acc, self.ym, self.loops = i, y, acc, ym, {}
+            self.i, self.y, self.acc, self.ym, self.yt, self.loops = i, y, acc, ym, yt, {}
             self.env = {}
             for name, init in self.program.scalars:
                 self.env[name] = self.scalar(self.expr(init), variants)
@@ -172,8 +182,8 @@ class Interpreter:
                     for (field, kind), init in zip(STRUCT_FIELDS, inits)
                 }
             self.block(self.program.body)
-        outputs = {"y": y, "acc": acc} if ym is None else {"y": y, "acc": acc, "ym": ym}
-        return Run(outputs, self.sites)
+        outputs = {"y": y, "acc": acc, "ym": ym, "yt": yt}
+        return Run({k: v for k, v in outputs.items() if v is not None}, self.sites)
 
     @staticmethod
     def field_value(kind, value, variants):
@@ -245,7 +255,27 @@ class Interpreter:
             return self.call(helper, [self.expr(a) for a in e.args])
         if isinstance(e, Select):  # both sides are pure, so evaluating only the chosen one is exact
             return self.expr(e.lhs if self.holds(e.cond) else e.rhs)
+        if isinstance(e, (TileLoad, TileMap, TileBinary, TileReduce)):
+            return self.tile(e)
         return UNARY[e.op](self.expr(e.arg))
+
+    def tile(self, e):
+        """A tile expression's value over the variants, ``(variants, TILE_SIZE)``; a `TileReduce`'s, a scalar's."""
+        if isinstance(e, TileLoad):
+            if e.array == "yt":
+                return self.yt[:, self._region()].copy()
+            return self.inputs[e.array][:, :TILE_SIZE]
+        if isinstance(e, TileMap):
+            return UNARY[e.op](self.expr(e.arg))
+        if isinstance(e, TileReduce):
+            value = self.expr(e.tile)
+            return value.sum(axis=-1) if e.op == "sum" else value[..., e.index]
+        if e.op == "scale":
+            return np.asarray(self.expr(e.lhs), dtype=np.float64)[..., None] * self.expr(e.rhs)
+        return BINARY[e.op](self.expr(e.lhs), self.expr(e.rhs))
+
+    def _region(self) -> slice:
+        return slice(self.i * TILE_SIZE, (self.i + 1) * TILE_SIZE)
 
     def call(self, helper, args):
         """The helper's value at ``args``; a tuple helper's two values as a pair."""
@@ -288,6 +318,10 @@ class Interpreter:
                 self.y[:, self.i] = value
             else:
                 self.y[:, self.i] += value
+        elif isinstance(s, TileStore):
+            value = self.expr(s.tile)
+            region = (slice(None), self._region())
+            self.yt[region] = value if s.op == "=" else self.yt[region] + value
         elif isinstance(s, CallStore):
             self.y[:, self.i] = self.call(self.program.helpers[s.helper], [self.expr(a) for a in s.args])
         elif isinstance(s, Unpack):  # both values are computed before either local is assigned

@@ -14,6 +14,7 @@ from .nodes import (
     ACC,
     STRUCT_FIELDS,
     THREADS,
+    TILE_SIZE,
     Assign,
     Binary,
     Call,
@@ -38,6 +39,11 @@ from .nodes import (
     StaticConst,
     Store,
     StructArg,
+    TileBinary,
+    TileLoad,
+    TileMap,
+    TileReduce,
+    TileStore,
     Unary,
     Unpack,
     While,
@@ -87,6 +93,16 @@ TRANSFORM_TYPE = {"float32": "wp.transform", "float64": "wp.transformd"}
 ARRAY_ARGS = "xm: wp.array2d(dtype={t}), xt: wp.array3d(dtype={t}), ym: wp.array2d(dtype={t}), "
 #: A unit axis from any vec3 ``a``: its first component through cosh keeps the length >= 1 (normalize is smooth).
 SAFE_AXIS = "wp.normalize({v}(wp.cosh({a}[0]), {a}[1], {a}[2]))"
+#: The kernel argument of feature "tiles", last before ``n`` (``oracle.TILE_INPUTS``).
+TILE_ARGS = "yt: wp.array(dtype={t}), "
+#: This thread's region of ``yt``: where its tile stores, atomic adds and read-backs go.
+TILE_REGION = f"offset=i * {TILE_SIZE}"
+TILE_FORMS = {
+    "add": "({a} + {b})",
+    "sub": "({a} - {b})",
+    "mul": "wp.tile_map(wp.mul, {a}, {b})",
+    "scale": "({a} * {b})",
+}
 
 
 #: One line of a helper's ``@wp.func_grad``: ``d`` is the derivative of its body by the parameter ``p``
@@ -205,6 +221,17 @@ class Printer:
         if isinstance(e, Select):
             a, b, c = self.expr(e.lhs), self.expr(e.rhs), self.cond(e.cond)
             return f"({a} if {c} else {b})" if e.form == "ternary" else f"wp.where({c}, {a}, {b})"
+        if isinstance(e, TileLoad):
+            region = f", {TILE_REGION}" if e.array == "yt" else ""
+            return f"wp.tile_load({e.array}, shape={TILE_SIZE}{region})"
+        if isinstance(e, TileMap):
+            return f"wp.tile_map(wp.{e.op}, {self.expr(e.arg)})"
+        if isinstance(e, TileBinary):
+            return TILE_FORMS[e.op].format(a=self.expr(e.lhs), b=self.expr(e.rhs))
+        if isinstance(e, TileReduce):
+            if e.op == "sum":
+                return f"wp.tile_extract(wp.tile_sum({self.expr(e.tile)}), 0)"
+            return f"wp.tile_extract({self.expr(e.tile)}, {e.index})"
         return SAFE_FORMS[e.op].format(a=self.expr(e.arg), t=self.t, v=VEC_TYPE[self.program.dtype])
 
     def stmt(self, s, indent: str) -> list:
@@ -220,6 +247,9 @@ class Printer:
             if s.op == "atomic":
                 return [f"{indent}wp.atomic_add(acc, i % {ACC}, {self.expr(s.expr)})"]
             return [f"{indent}{s.array}[{', '.join(('i',) + tuple(map(str, s.index)))}] {s.op} {self.expr(s.expr)}"]
+        if isinstance(s, TileStore):
+            call = "wp.tile_store" if s.op == "=" else "wp.tile_atomic_add"
+            return [f"{indent}{call}(yt, {self.expr(s.tile)}, {TILE_REGION})"]
         if isinstance(s, CallStore):
             args = "".join(f", {self.expr(a)}" for a in s.args)
             return [f"{indent}{self.names[s.helper]}(y, i{args})"]
@@ -303,7 +333,8 @@ class Printer:
         lines = [
             decorator,
             f"def {name}(x: wp.array(dtype={t}), xv: wp.array(dtype={v}), y: wp.array(dtype={t}), "
-            f"acc: wp.array(dtype={t}), {ARRAY_ARGS.format(t=t) if self.program.arrays else ''}n: int):",
+            f"acc: wp.array(dtype={t}), {ARRAY_ARGS.format(t=t) if self.program.arrays else ''}"
+            f"{TILE_ARGS.format(t=t) if self.program.tiles else ''}n: int):",
             "    i = wp.tid()",
         ]
         for local, init in self.program.scalars:

@@ -27,7 +27,7 @@ import numpy as np
 {arrays}
 tape = {tape}
 with tape:
-    wp.launch(fuzzed, dim={threads}, inputs=[{names}, {n}])
+    {launch}
 {forward}
 tape.backward(grads={{{cotangents}}})
 expected = {expected}
@@ -76,12 +76,15 @@ def script(failure) -> str:
         tape=tape,
         source=source,
         arrays=arrays,
-        names=", ".join(shapes),
         forward=forward,
         cotangents=cotangents,
         pairs=", ".join(f"({n!r}, {n})" for n in shapes),
-        threads=THREADS,
-        n=case.program.loop_count,
+        launch=(
+            f"wp.launch_tiled(fuzzed, dim=[{THREADS}], inputs=[{', '.join(shapes)}, {case.program.loop_count}], "
+            f"block_dim={batch.TILE_BLOCK_DIM})"
+            if case.program.tiles
+            else f"wp.launch(fuzzed, dim={THREADS}, inputs=[{', '.join(shapes)}, {case.program.loop_count}])"
+        ),
         expected=expected,
         tol=oracle.TOLERANCE[dtype],
     )

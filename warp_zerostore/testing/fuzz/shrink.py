@@ -15,6 +15,7 @@ from .grammar import with_body
 from .nodes import (
     MAT33,
     SCALAR,
+    TILE,
     VEC3,
     Binary,
     Call,
@@ -37,6 +38,11 @@ from .nodes import (
     SetField,
     StaticConst,
     StructArg,
+    TileBinary,
+    TileLoad,
+    TileMap,
+    TileReduce,
+    TileStore,
     Unary,
     Unpack,
     While,
@@ -87,6 +93,16 @@ def constructs(program) -> tuple:
             labels.add(f"{label} {node.array}" if node.index else label)
         elif type(node).__name__ in ("Assign", "SetComponent"):
             labels.add(f"{type(node).__name__.lower()}({node.op})")
+        elif isinstance(node, TileLoad):
+            labels.add("tile readback yt" if node.array == "yt" else "tile_load")
+        elif isinstance(node, TileMap):
+            labels.add(f"tile_map({node.op})")
+        elif isinstance(node, TileBinary):
+            labels.add(f"tile {node.op}")
+        elif isinstance(node, TileReduce):
+            labels.add("tile_sum" if node.op == "sum" else "tile_extract")
+        elif isinstance(node, TileStore):
+            labels.add("tile_store" if node.op == "=" else "tile_atomic_add")
         elif isinstance(node, (CallStore, Call, MakeVec, MakeMat, Component, Unpack)):
             labels.add(type(node).__name__.lower())
     if program.structs:
@@ -223,7 +239,7 @@ def _unused_dropped(program):
 _MATRIX_OPS = {"madd", "mmul", "transpose", "spdinv"}
 _VECTOR_OPS = {"vadd", "vsub", "scale", "cross", "matvec", "normalize"}
 IDENTITY = MakeMat(tuple(Const(1.0 if k in (0, 4, 8) else 0.0) for k in range(9)))
-_LEAF = {SCALAR: Const(1.0), VEC3: Load("xv"), MAT33: IDENTITY}
+_LEAF = {SCALAR: Const(1.0), VEC3: Load("xv"), MAT33: IDENTITY, TILE: TileLoad("x")}
 
 
 def _type(node) -> str:
@@ -240,14 +256,17 @@ def _type(node) -> str:
         return VEC3
     if isinstance(node, MakeMat):
         return MAT33
+    if isinstance(node, (TileLoad, TileMap, TileBinary)):
+        return TILE
     if isinstance(node, (Unary, Binary)):
         return MAT33 if node.op in _MATRIX_OPS else VEC3 if node.op in _VECTOR_OPS else SCALAR
-    return SCALAR  # Const, LoopIndex, Component, Call, Kink, Select
+    return SCALAR  # Const, LoopIndex, Component, Call, Kink, Select, TileReduce
 
 
 def expression_candidates(program):
     """Each expression node replaced, one at a time, by an operand of its type or by a constant/leaf."""
-    kinds = (Unary, Binary, Kink, Call, Component, MakeVec, MakeMat, Rotate, Select, StaticConst)
+    kinds = (Unary, Binary, Kink, Call, Component, MakeVec, MakeMat, Rotate, Select, StaticConst, TileMap, TileBinary)
+    kinds += (TileReduce, TileLoad)
     targets = [n for n in iter_nodes(program) if isinstance(n, kinds)]
     for target in targets:
         kind = _type(target)
@@ -259,9 +278,11 @@ def expression_candidates(program):
 
 
 def _operands(node):
-    if isinstance(node, Unary):
+    if isinstance(node, (Unary, TileMap)):
         return [node.arg]
-    if isinstance(node, (Binary, Kink, Select)):
+    if isinstance(node, TileReduce):
+        return [node.tile]
+    if isinstance(node, (Binary, Kink, Select, TileBinary)):
         return [node.lhs, node.rhs]
     if isinstance(node, Rotate):
         return [node.vec, node.axis, node.offset, node.angle]

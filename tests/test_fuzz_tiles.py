@@ -1,0 +1,176 @@
+"""The fuzzer's feature "tiles": tile loads, maps, sums and stores drawn into kernels launched tiled.
+
+The reference runs tiles as NumPy rows; a tile read back after the thread wrote its region is warned about at
+build time (the replay does not follow tile writes), and an in-place tile update is right on the snapshot Tape.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+from test_fuzz import _assert_nothing_unknown, _small_campaign
+
+import warp_zerostore as wp
+from warp_zerostore.testing.fuzz import DEFAULT_FEATURES, FEATURES, Case, batch, campaign, known, oracle, shrink
+from warp_zerostore.testing.fuzz.nodes import (
+    TILE_SIZE,
+    Binary,
+    Const,
+    Load,
+    Program,
+    Store,
+    TileBinary,
+    TileLoad,
+    TileMap,
+    TileReduce,
+    TileStore,
+)
+
+X = np.array([0.5, -0.25, 0.75, 1.0])
+YT = np.linspace(-1.0, 1.0, 4 * TILE_SIZE)
+INPUTS = {"x": X, "xv": np.zeros((4, 3)), "y": np.zeros(4), "acc": np.zeros(2), "yt": YT}
+COT = {"y": np.array([1.0, 2.0, 3.0, 4.0]), "acc": np.zeros(2), "yt": np.linspace(0.5, 2.0, 4 * TILE_SIZE)}
+BASE = {"float32", "float64", "smooth", "locals", "stores", "augstores", "readback", "atomics"}
+
+
+def _tile_program(body) -> Program:
+    return Program("float64", (), (), (), body, tiles=True)
+
+
+def test_reference_of_tiles_by_hand():
+    """yt's region = 2 sin(x) then += x * x (elementwise), y[i] = sum(tanh(x)) + x[2] * x[i]: NumPy by hand."""
+    body = (
+        TileStore("=", TileBinary("scale", Const(2.0), TileMap("sin", TileLoad("x")))),
+        TileStore("atomic", TileBinary("mul", TileLoad("x"), TileLoad("x"))),
+        Store(
+            "y",
+            "=",
+            Binary(
+                "add",
+                TileReduce("sum", TileMap("tanh", TileLoad("x"))),
+                Binary("mul", TileReduce("extract", TileLoad("x"), 2), Load("x")),
+            ),
+        ),
+    )
+    program = _tile_program(body)
+    outputs = oracle.run(program, {}, INPUTS).outputs
+    np.testing.assert_allclose(outputs["yt"], np.tile(2.0 * np.sin(X) + X * X, 4))
+    np.testing.assert_allclose(outputs["y"], np.tanh(X).sum() + X[2] * X)
+    ref = oracle.reference(program, {}, INPUTS, COT)
+    # d/dx_k: yt (every region j): cot_yt[j, k] (2 cos x_k + 2 x_k); y: cot_y[i] (1 - tanh^2 x_k) for all i,
+    # plus x[2] * cot_y[k] and, for k = 2, sum_i cot_y[i] x_i.
+    cot_yt = COT["yt"].reshape(4, TILE_SIZE)
+    expected = cot_yt.sum(axis=0) * (2.0 * np.cos(X) + 2.0 * X)
+    expected += COT["y"].sum() * (1.0 - np.tanh(X) ** 2) + X[2] * COT["y"]
+    expected[2] += COT["y"] @ X
+    np.testing.assert_allclose(ref.grads["x"], expected, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(ref.grads["yt"], 0.0, atol=1e-6)  # overwritten by the tile store
+
+
+def test_a_tile_read_back_reads_the_threads_own_region():
+    """tile_load(yt, offset=i * TILE_SIZE) + tile_atomic_add: each thread doubles its own region."""
+    program = _tile_program((TileStore("atomic", TileLoad("yt")),))
+    np.testing.assert_allclose(oracle.run(program, {}, INPUTS).outputs["yt"], 2.0 * YT)
+    ref = oracle.reference(program, {}, INPUTS, COT)
+    np.testing.assert_allclose(ref.grads["yt"], 2.0 * COT["yt"], rtol=1e-6)
+    assert shrink.constructs(program) == ("tile readback yt", "tile_atomic_add")
+
+
+def test_tiles_are_drawn_and_only_when_named():
+    on = [c for c in campaign.draw(60, 3, BASE | {"tiles"})]
+    text = "\n".join(c.source() for c in on)
+    for needed in ("wp.tile_load(x", "wp.tile_store(yt", "wp.tile_map(", "wp.tile_sum(", "wp.tile_extract("):
+        assert needed in text, needed
+    assert all(c.program.tiles and "yt" in c.inputs for c in on)
+    assert all("yt: wp.array" in c.source() for c in on)
+    off = campaign.draw(30, 3, (BASE | set(FEATURES)) - {"tiles", "static"})
+    assert not any("tile_" in c.source() or c.program.tiles or "yt" in c.inputs for c in off)
+    assert "tiles" in FEATURES and "tiles" not in DEFAULT_FEATURES
+
+
+def test_tiles_are_refused_where_warp_has_no_tiled_launch(monkeypatch):
+    import warp
+
+    from warp_zerostore.testing import kernels
+
+    monkeypatch.delattr(warp, "launch_tiled")
+    with pytest.raises(ValueError, match="feature 'tiles'"):
+        kernels(features={"float32", "stores", "tiles"})
+
+
+def test_the_shrinker_replaces_tiles_by_tiles_and_scalars_by_scalars():
+    body = (TileStore("=", TileMap("sin", TileBinary("add", TileLoad("yt"), TileLoad("x")))),)
+    program = _tile_program(body)
+    labels = {shrink._type(n) for n in (TileLoad("x"), TileMap("sin", TileLoad("x")), TileReduce("sum", TileLoad("x")))}
+    assert labels == {"t", "f"}
+    smaller = list(shrink.expression_candidates(program))
+    assert smaller and all(isinstance(p.body[0].tile, (TileLoad, TileMap, TileBinary)) for p in smaller)
+    assert any(p.body[0].tile == TileLoad("x") for p in smaller)
+
+
+def test_known_tile_in_place_updates_are_stock_only():
+    def failure(body, variant):
+        return batch.Failure(Case(_tile_program(body), {}, INPUTS, COT), variant, "gradient")
+
+    in_place = (TileStore("=", TileMap("sin", TileLoad("yt"))),)
+    assert known.match(failure(in_place, "stock"), "1.19.0") == "tile-read-then-store"
+    assert known.match(failure(in_place, "zero_store"), "1.19.0") == ""  # right on the snapshot Tape
+    added = (TileStore("atomic", TileLoad("yt")),)
+    assert known.match(failure(added, "stock"), "1.9.1") == "tile-read-then-atomic-add"
+    assert known.match(failure((TileStore("=", TileLoad("x")),), "stock"), "1.19.0") == ""  # no read-back
+
+
+@wp.kernel(zero_store=True)
+def read_after_write(x: wp.array(dtype=float), yt: wp.array(dtype=float), y: wp.array(dtype=float)):
+    i = wp.tid()
+    wp.tile_store(yt, wp.tile_map(wp.sin, wp.tile_load(x, shape=4)), offset=i * 4)
+    y[i] = wp.tile_extract(wp.tile_load(yt, shape=4, offset=i * 4), 1) * x[i]
+
+
+@wp.kernel(zero_store=True)
+def read_before_write(x: wp.array(dtype=float), yt: wp.array(dtype=float), y: wp.array(dtype=float)):
+    i = wp.tid()
+    old = wp.tile_load(yt, shape=4, offset=i * 4)
+    wp.tile_store(yt, wp.tile_map(wp.sin, wp.tile_load(x, shape=4)), offset=i * 4)
+    y[i] = wp.tile_extract(old, 1) * x[i]
+
+
+@wp.kernel(zero_store=True)
+def store_then_tile_load(x: wp.array(dtype=float), yt: wp.array(dtype=float), y: wp.array(dtype=float)):
+    i = wp.tid()
+    yt[i * 4 + 1] = x[i] * x[i]
+    y[i] = wp.tile_extract(wp.tile_load(yt, shape=4, offset=i * 4), 1)
+
+
+def _launch(kernel, snapshot=False):
+    x = wp.array(X, dtype=float, requires_grad=True)
+    yt = wp.array(YT, dtype=float, requires_grad=True)
+    y = wp.zeros(4, dtype=float, requires_grad=True)
+    tape = wp.Tape(snapshot=snapshot)
+    with tape:
+        wp.launch_tiled(kernel, dim=[4], inputs=[x, yt, y], block_dim=1)
+    tape.backward(grads={y: wp.array(COT["y"], dtype=float)})
+    return x.grad.numpy().astype(np.float64)
+
+
+@pytest.mark.matrix
+def test_a_tile_read_after_a_write_is_warned_at_build_time_and_a_read_before_is_not():
+    """The replay does not follow tile writes nor feed tile loads: a read after a write of the same array is a
+    ReplayWarning naming the kernel, the argument and the builtin; a read before the write is silent, and right on
+    the snapshot Tape."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        wp.load_module(read_after_write.module, device="cpu")
+    messages = [str(w.message) for w in caught if issubclass(w.category, wp.ReplayWarning)]
+    for kernel, builtin in ((read_after_write, "wp.tile_store"), (store_then_tile_load, "wp.tile_load")):
+        assert any(f"'{kernel.key}'" in m and "argument 'yt'" in m and builtin in m for m in messages), messages
+    assert not any(f"'{read_before_write.key}'" in m for m in messages), messages
+    # y[i] = yt0[4 i + 1] * x[i]: dx_i = cot_i * yt0[4 i + 1] (the old region, read before the store)
+    np.testing.assert_allclose(_launch(read_before_write, snapshot=True), COT["y"] * YT[1::4], rtol=1e-5)
+
+
+@pytest.mark.matrix
+def test_fixed_seed_campaign_over_tiles_finds_nothing_unknown(tmp_path):
+    """Tiles among stores, atomics, read-backs and smooth math: one small build, stock and flagged, each failure
+    known (an in-place tile update on a plain Tape) or warned at build time (a tile read after a tile write)."""
+    _assert_nothing_unknown(_small_campaign(BASE | {"tiles"}, tmp_path), 12)
