@@ -142,6 +142,22 @@ def store_then_tile_load(x: wp.array(dtype=float), yt: wp.array(dtype=float), y:
     y[i] = wp.tile_extract(wp.tile_load(yt, shape=4, offset=i * 4), 1)
 
 
+@wp.kernel(zero_store=True)
+def read_in_runtime_loop(x: wp.array(dtype=float), yt: wp.array(dtype=float), y: wp.array(dtype=float), n: int):
+    i = wp.tid()
+    for _k in range(n):  # each iteration reads what the last one added
+        wp.tile_atomic_add(yt, wp.tile_map(wp.sin, wp.tile_load(yt, shape=4, offset=i * 4)), offset=i * 4)
+    y[i] = x[i]
+
+
+@wp.kernel(zero_store=True)
+def other_array_in_runtime_loop(x: wp.array(dtype=float), yt: wp.array(dtype=float), y: wp.array(dtype=float), n: int):
+    i = wp.tid()
+    for _k in range(n):  # reads x, writes yt: nothing carried through memory
+        wp.tile_atomic_add(yt, wp.tile_map(wp.sin, wp.tile_load(x, shape=4)), offset=i * 4)
+    y[i] = x[i]
+
+
 def _launch(kernel, snapshot=False):
     x = wp.array(X, dtype=float, requires_grad=True)
     yt = wp.array(YT, dtype=float, requires_grad=True)
@@ -165,6 +181,9 @@ def test_a_tile_read_after_a_write_is_warned_at_build_time_and_a_read_before_is_
     for kernel, builtin in ((read_after_write, "wp.tile_store"), (store_then_tile_load, "wp.tile_load")):
         assert any(f"'{kernel.key}'" in m and "argument 'yt'" in m and builtin in m for m in messages), messages
     assert not any(f"'{read_before_write.key}'" in m for m in messages), messages
+    carried = [m for m in messages if f"'{read_in_runtime_loop.key}'" in m]
+    assert carried and "wp.tile_atomic_add" in carried[0] and "next iteration of the runtime-bound loop" in carried[0]
+    assert not any(f"'{other_array_in_runtime_loop.key}'" in m for m in messages), messages
     # y[i] = yt0[4 i + 1] * x[i]: dx_i = cot_i * yt0[4 i + 1] (the old region, read before the store)
     np.testing.assert_allclose(_launch(read_before_write, snapshot=True), COT["y"] * YT[1::4], rtol=1e-5)
 

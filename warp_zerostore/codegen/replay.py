@@ -48,10 +48,13 @@ class ReplayIssue:
 
     def message(self, kernel: str, location: str) -> str:
         where = kernel if self.function == "" else f"{kernel}, in helper '{self.function}'"
+        carried = (
+            f" (in the next iteration of the runtime-bound loop at line {self.loop_line})" if self.loop_line else ""
+        )
         if self.reader:
             return (
                 f"{where} ({location}): argument '{self.argument}' is written at line {self.store_line} and read "
-                f"again by wp.{self.reader} at line {self.read_line}. The backward replay does not give a tile load "
+                f"again by wp.{self.reader} at line {self.read_line}{carried}. The backward replay does not give a tile load "
                 "the values written earlier in the launch, so the gradient through that read is not exact. Load "
                 "the tile before writing the array, or keep the values in a tile variable."
             )
@@ -64,7 +67,7 @@ class ReplayIssue:
             )
             return (
                 f"{where} ({location}): argument '{self.argument}' is written by wp.{self.builtin} at line "
-                f"{self.store_line} and read again at line {self.read_line}. The backward replay does not follow "
+                f"{self.store_line} and read again at line {self.read_line}{carried}. The backward replay does not follow "
                 f"that write, so the gradient through the later read is not exact. {remedy}"
             )
         return (
@@ -391,22 +394,47 @@ def _read_back(scan: _Scan, forwarded: dict) -> set:
 
 def _unfollowed_issues(scan: _Scan, function: str) -> list:
     """Writes the log does not follow (component atomics, tiles) that a later load of the same array may see,
-    and tile loads (which the log does not feed) of an array written earlier in the launch."""
+    and tile loads (which the log does not feed) of an array written earlier in the launch. "Later" includes a
+    load earlier in the body of a runtime-bound loop that holds both: it reads the write of the last iteration."""
     issues = []
     loads = list(scan.loads) + [(c[0], r, c[6], c[7]) for c in scan.calls for r in c[5]]
     loads += [(idx, r, None, line) for idx, r, line, _ in scan.tile_loads]
     for o_idx, root, o_line, builtin in scan.others:
-        later = [line for idx, r, _, line in loads if r == root and idx > o_idx]
-        if later:
-            issues.append(ReplayIssue(function, root[len("var_") :], o_line, 0, min(later), builtin))
-    followed = [(s.index, s.root, s.line) for s in scan.stores]
-    followed += [(c[0], r, c[7]) for c in scan.calls for r in c[4]]
+        seen = _after(scan, o_idx, [(idx, line) for idx, r, _, line in loads if r == root])
+        if seen:
+            line, loop = min(seen)
+            issues.append(ReplayIssue(function, root[len("var_") :], o_line, loop, line, builtin))
+    writes = [(s.index, s.root, s.line) for s in scan.stores]
+    writes += [(c[0], r, c[7]) for c in scan.calls for r in c[4]]
     for t_idx, root, t_line, reader in scan.tile_loads:
-        earlier = [line for idx, r, line in followed if r == root and idx < t_idx]
-        if earlier:
-            issue = ReplayIssue(function, root[len("var_") :], min(earlier), 0, t_line, reader=reader)
-            issues.append(issue)
+        before = [
+            (idx, line) for idx, r, line in writes if r == root and (idx < t_idx or _shared_loop(scan, idx, t_idx))
+        ]
+        if before:
+            line = min(line for _, line in before)
+            loop = max(_shared_loop(scan, idx, t_idx) for idx, _ in before)
+            issues.append(ReplayIssue(function, root[len("var_") :], line, loop, t_line, reader=reader))
     return issues
+
+
+def _after(scan: _Scan, write: int, reads: list) -> list:
+    """(line, loop line) of each of ``reads`` ((index, line) pairs) that may see the write at index ``write``: one
+    after it, or one anywhere in the body of a runtime-bound loop holding both (the next iteration's)."""
+    found = []
+    for idx, line in reads:
+        loop = _shared_loop(scan, write, idx) if idx != write else 0
+        if idx > write or loop:
+            found.append((line, loop))
+    return found
+
+
+def _shared_loop(scan: _Scan, a: int, b: int) -> int:
+    """The first source line of a runtime-bound loop whose body holds both line indices ``a`` and ``b``; 0 if
+    none does."""
+    for first, _, start, end in scan.loops.values():
+        if first is not None and end is not None and start < a < end and start < b < end:
+            return first - 1
+    return 0
 
 
 def _loop_issues(scan: _Scan, function: str) -> list:

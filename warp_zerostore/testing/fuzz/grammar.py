@@ -519,7 +519,7 @@ def kernels(features=None, *, max_statements: int = 5, max_depth: int = 2, expr_
         features: A subset of `FEATURES` (None: `DEFAULT_FEATURES`, which leaves out the opt-in constructs:
             while loops, break/continue, ternaries, wp.where, mat33, quat, nested helpers, tuple helpers,
             helpers with a ``@wp.func_grad``, wp.static, 2-D/3-D arrays, a ``@wp.struct`` local, helpers with a
-            ``@wp.func_replay``, the builtins of "builtins2").
+            ``@wp.func_replay``, the builtins of "builtins2", tiles).
         max_statements: The most statements in the kernel's body (and in each nested block).
         max_depth: The deepest nesting of branches and loops.
         expr_depth: The deepest nesting of an expression.
@@ -529,7 +529,8 @@ def kernels(features=None, *, max_statements: int = 5, max_depth: int = 2, expr_
 
     Raises:
         ValueError: ``features`` names something not in `FEATURES`, "static" where the installed Warp has no
-            ``wp.static``, or "func_replay" where it has no ``wp.func_replay``.
+            ``wp.static``, "func_replay" where it has no ``wp.func_replay``, or "tiles" where it has no
+            ``wp.launch_tiled``.
 
     Example:
         ```python
