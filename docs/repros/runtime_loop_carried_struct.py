@@ -10,7 +10,6 @@ central differences of the forward launches, c_y = 1.
 """
 
 import numpy as np
-
 import warp as wp
 
 
@@ -31,7 +30,7 @@ def whole_in_runtime_loop(x: wp.array(dtype=float), y: wp.array(dtype=float), n:
     i = wp.tid()
     s = S()
     s.a = 0.25
-    for k in range(n):
+    for _k in range(n):
         s = make(2.0)
     y[i] = s.a * x[i]
 
@@ -41,7 +40,7 @@ def field_in_runtime_loop(x: wp.array(dtype=float), y: wp.array(dtype=float), n:
     i = wp.tid()
     s = S()
     s.a = 0.25
-    for k in range(n):
+    for _k in range(n):
         s.a = 2.0
     y[i] = s.a * x[i]
 
@@ -63,7 +62,7 @@ def whole_in_constant_loop(x: wp.array(dtype=float), y: wp.array(dtype=float), n
     i = wp.tid()
     s = S()
     s.a = 0.25
-    for k in range(2):  # unrolled: right
+    for _k in range(2):  # unrolled: right
         s = make(2.0)
     y[i] = s.a * x[i]
 

@@ -8,7 +8,6 @@ central differences of the forward launches (2 x[i] here), c_y = 1.
 """
 
 import numpy as np
-
 import warp as wp
 
 
