@@ -518,7 +518,8 @@ def kernels(features=None, *, max_statements: int = 5, max_depth: int = 2, expr_
         features: A subset of `FEATURES` (None: `DEFAULT_FEATURES`, which leaves out the opt-in constructs:
             while loops, break/continue, ternaries, wp.where, mat33, quat, nested helpers, tuple helpers,
             helpers with a ``@wp.func_grad``, wp.static, 2-D/3-D arrays, a ``@wp.struct`` local, helpers with a
-            ``@wp.func_replay``, the builtins of "builtins2").
+            ``@wp.func_replay``, the builtins of "builtins2", helpers returning the struct ("struct_helpers":
+            read as ``h(...).a`` and, with "structs", assigned whole to the struct local).
         max_statements: The most statements in the kernel's body (and in each nested block).
         max_depth: The deepest nesting of branches and loops.
         expr_depth: The deepest nesting of an expression.
