@@ -25,6 +25,8 @@ WARNED = {
     "sum_used_inside": ("s", "y[k] = s * x[k]"),
     "while_index": ("k", "s += x[k] * x[k]"),
     "branch_after": ("s", "if s > 0.2:"),
+    "component_after": ("v", "y[0] = v[0] * v[0]"),
+    "field_after": ("s", "y[0] = s.a * s.a"),
 }
 SILENT = [
     "sum_stored",
@@ -33,6 +35,7 @@ SILENT = [
     "while_branch_inside",
     "reassigned_after",
     "constant_bound",
+    "component_sum_stored",
 ]
 
 

@@ -60,7 +60,37 @@ def branch_after(x: wp.array(dtype=float), n: int, y: wp.array(dtype=float)):
         y[0] = x[0] * x[1]
 
 
+@wp.struct
+class Carried:
+    a: float
+
+
+@wp.kernel(zero_store=True)
+def component_after(x: wp.array(dtype=float), n: int, y: wp.array(dtype=float)):
+    v = wp.vec3(0.0)
+    for k in range(n):
+        v[0] += x[k] * x[k]  # a component assigned: the backward reads v from before the loop after it
+    y[0] = v[0] * v[0]
+
+
+@wp.kernel(zero_store=True)
+def field_after(x: wp.array(dtype=float), n: int, y: wp.array(dtype=float)):
+    s = Carried()
+    s.a = 0.0
+    for k in range(n):
+        s.a = s.a + x[k] * x[k]  # a struct's field assigned (the fuzzer's structs and runtime_loops)
+    y[0] = s.a * s.a
+
+
 # -- right in Warp: not warned
+
+
+@wp.kernel(zero_store=True)
+def component_sum_stored(x: wp.array(dtype=float), n: int, y: wp.array(dtype=float)):
+    v = wp.vec3(0.0)
+    for k in range(n):
+        v[0] += x[k] * x[k]
+    y[0] = v[0] + 2.0 * x[1]
 
 
 @wp.kernel(zero_store=True)

@@ -8,7 +8,9 @@ holds its value from before the loop, and inside it a local carried from one ite
 x[k]``, ``s += ...``) holds the wrong iteration's value. A gradient is wrong where an adjoint reads such a value:
 an operand of a product, an argument of a call that is not linear, an index, or a test (the backward takes the
 other branch). Uses whose adjoint reads no value stay right: ``s += x[k]`` then ``y[0] = s`` or ``s + t``
-(checked against central differences in tests/test_adjoint_warnings.py, as is each warned pattern).
+(checked against central differences in tests/test_loop_carried_warnings.py, as is each warned pattern). A
+component or field assigned in the loop (``v[0] += e``, ``s.a = e``: the fuzzer's struct campaigns) makes the
+whole local wrong after it, as a reassignment does; a read of another component is then warned too (conservative).
 
 The check follows the statements in source order with the set of locals whose value is wrong at each point: a
 plain reassignment from right values makes a local right again (``t = x[k] * x[k]`` at the top of the body).
@@ -92,12 +94,20 @@ def is_dynamic(loop) -> bool:
 
 
 def _assigned(body: list) -> set:
-    """Names any statement in ``body`` (nested ones included) binds."""
+    """Names any statement in ``body`` (nested ones included) binds or changes in part: a component or a field
+    assigned (``v[0] = e``, ``s.a += e``) changes the local ``v``, ``s`` (and a store ``y[i] = e`` names the array
+    ``y``: the caller leaves arrays out)."""
     out = set()
     for stmt in body:
         for node in ast.walk(stmt):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
                 out.add(node.id)
+            elif isinstance(node, (ast.Subscript, ast.Attribute)) and isinstance(node.ctx, ast.Store):
+                base = node.value
+                while isinstance(base, (ast.Subscript, ast.Attribute)):
+                    base = base.value
+                if isinstance(base, ast.Name):
+                    out.add(base.id)
     return out
 
 
@@ -242,7 +252,7 @@ class _Checker:
             # twice: what the body makes wrong reaches the next (unrolled) iteration
             inner = self.block(loop.body, self.block(loop.body, inner))
             return {**wrong, **inner}
-        assigned = _assigned(loop.body) - target
+        assigned = _assigned(loop.body) - target - self.arrays
         carried = {name: loop.lineno for name in assigned & self.defined}
         self.defined |= target
         inside = {**{k: v for k, v in wrong.items() if k not in target}, **carried}
@@ -261,7 +271,7 @@ class _Checker:
         """
         self.whiles.add(loop.lineno)
         for i, stmt in enumerate(loop.body):
-            later = _assigned(loop.body[i:])
+            later = _assigned(loop.body[i:]) - self.arrays
             wrong = dict(wrong)
             for name in carried:
                 if name in later:

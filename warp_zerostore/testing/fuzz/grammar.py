@@ -20,6 +20,7 @@ from .nodes import (
     COLS,
     MAT33,
     SCALAR,
+    STRUCT,
     THREADS,
     TILE_SIZE,
     VEC3,
@@ -40,6 +41,7 @@ from .nodes import (
     Local,
     LoopIndex,
     MakeMat,
+    MakeStruct,
     MakeVec,
     Program,
     Rotate,
@@ -49,6 +51,7 @@ from .nodes import (
     StaticConst,
     Store,
     StructArg,
+    StructCall,
     TileBinary,
     TileLoad,
     TileMap,
@@ -97,6 +100,8 @@ FEATURES = (
     "tiles",  # wp.tile_load of x (whole) and, with readback, of this thread's region of yt; tile_map(sin/cos/tanh),
     # tile +, -, elementwise mul, scalar * tile; tile_sum and tile_extract back to scalars; tile_store and (with
     # atomics) tile_atomic_add into this thread's region of yt. Kernels are launched tiled (block_dim 1).
+    "struct_helpers",  # a @wp.func returning the struct (r = S(); r.a = ...; return r): h(...).a, h(...).v[1];
+    # with "structs" also s0 = h(...)
 )
 #: The features drawn when none are named: those whose CI campaign stays quick and clean on every supported Warp.
 #: The rest (the later entries of `FEATURES`) are drawn when named (``features=...``, ``fuzz --features``).
@@ -148,6 +153,7 @@ class _Scope:
     matrices: tuple = ()
     structs: tuple = ()  # struct locals (the kernel's s0) or parameters (a struct helper's s) readable here
     struct_helpers: tuple = ()  # (index, arity) of value helpers that take the struct too, called here
+    struct_returns: tuple = ()  # (index, arity) of helpers that return the struct (feature "struct_helpers")
 
     def has(self, feature):
         return feature in self.features
@@ -209,6 +215,9 @@ def scalar_expr(draw, scope: _Scope, depth: int):
         ks, arity_s = _item(draw, scope.struct_helpers)
         struct = StructArg(_item(draw, scope.structs))
         nodes.append(lambda: Call(ks, tuple(sub() for _ in range(arity_s)) + (struct,)))
+    if scope.struct_returns:
+        kr, arity_r = _item(draw, scope.struct_returns)
+        nodes.append(lambda: struct_read(draw, StructCall(kr, tuple(sub() for _ in range(arity_r)))))
     forms = [form for feature, form in (("ternaries", "ternary"), ("where", "where")) if scope.has(feature)]
     if forms:
         nodes.append(lambda: Select(_item(draw, forms), Cond("threshold", sub(), -1), sub(), sub()))
@@ -254,6 +263,14 @@ def tile_expr(draw, scope: _Scope, depth: int):
             lambda: TileBinary(_item(draw, ("add", "sub", "mul")), sub(), sub()),
             lambda: TileBinary("scale", scalar_expr(draw, scope, depth - 1), sub()),
         ],
+    )
+
+
+def struct_read(draw, call: StructCall):
+    """A scalar read of the struct ``call`` returns: ``h(...).a``, ``h(...).b`` or ``h(...).v[j]``."""
+    return _pick(
+        draw,
+        [lambda: Field(call, _item(draw, ("a", "b"))), lambda: Component(Field(call, "v"), draw(_INDEX[3]))],
     )
 
 
@@ -343,6 +360,10 @@ def statement(draw, scope: _Scope, depth: int):
         struct = lambda: _item(draw, scope.structs)  # noqa: E731
         choices.append(lambda: SetField(struct(), _item(draw, ("a", "b")), _item(draw, ("=", "+=", "*=")), expr()))
         choices.append(lambda: SetField(struct(), "v", op(), vec_expr(draw, scope, scope.depth)))
+    if scope.structs and scope.struct_returns:
+        kr, arity_r = _item(draw, scope.struct_returns)
+        call = lambda: StructCall(kr, tuple(expr() for _ in range(arity_r)))  # noqa: E731
+        choices.append(lambda: Assign(_item(draw, scope.structs), STRUCT, "=", call()))
     if scope.store_helpers:
         k, arity = _item(draw, scope.store_helpers)
         choices.append(lambda: CallStore(k, tuple(expr() for _ in range(arity))))
@@ -410,7 +431,7 @@ def helpers(draw, features: frozenset):
     ``@wp.func_replay``; with ``structs``, last, a value helper that takes the kernel's struct and reads its fields."""
     found = []
     if not any(f in features for f in HELPER_FEATURES):
-        return _struct_helper(draw, features, found)
+        return _struct_return_helper(draw, features, _struct_helper(draw, features, found))
     nested = "nested_helpers" in features
     values = any(f in features for f in HELPER_FEATURES if f != "helper_stores")
     kinds = [k for k, f in (("plain", "helpers"), ("plain", "nested_helpers")) if f in features][:1]
@@ -437,7 +458,7 @@ def helpers(draw, features: frozenset):
             body = Binary(_item(draw, ("add", "sub", "mul")), call, body)
         second = scalar_expr(draw, scope, 2) if kind == "tuple" else None
         found.append(Helper(arity, body, stores, second, replay=kind == "replay"))
-    return _struct_helper(draw, features, found)
+    return _struct_return_helper(draw, features, _struct_helper(draw, features, found))
 
 
 def _struct_helper(draw, features: frozenset, found: list) -> tuple:
@@ -454,8 +475,27 @@ def _struct_helper(draw, features: frozenset, found: list) -> tuple:
     return tuple(found) + (Helper(arity, body, struct=True),)
 
 
+def _struct_return_helper(draw, features: frozenset, found: tuple) -> tuple:
+    """``found`` and, with ``struct_helpers``, last, a helper of scalars ``p0 ...`` that returns the kernel's struct
+    built from them (a `MakeStruct`: ``a``, ``b`` scalar expressions, ``v`` a ``vec3`` of three); each of the five
+    scalars reads a parameter (if the drawn one reads none, ``p op e``), so every field carries a gradient."""
+    if "struct_helpers" not in features:
+        return found
+    arity = 1 + draw(_INDEX[2])
+    scope = _Scope(features, tuple(f"p{j}" for j in range(arity)), (), loads=False)
+
+    def scalar(depth):
+        e = scalar_expr(draw, scope, depth)
+        if not any(isinstance(n, Local) for n in iter_nodes(e)):
+            e = Binary(_item(draw, ("add", "sub", "mul")), Local(f"p{draw(_INDEX[arity])}", SCALAR), e)
+        return e
+
+    items = (scalar(2), scalar(2), MakeVec((scalar(1), scalar(1), scalar(1))))
+    return tuple(found) + (Helper(arity, MakeStruct(items)),)
+
+
 def _returns_one(helper: Helper) -> bool:
-    return not helper.stores and helper.second is None and not helper.struct
+    return not helper.stores and helper.second is None and not helper.struct and not helper.returns_struct
 
 
 def grad_expr(draw, arity: int, depth: int):
@@ -519,7 +559,8 @@ def kernels(features=None, *, max_statements: int = 5, max_depth: int = 2, expr_
         features: A subset of `FEATURES` (None: `DEFAULT_FEATURES`, which leaves out the opt-in constructs:
             while loops, break/continue, ternaries, wp.where, mat33, quat, nested helpers, tuple helpers,
             helpers with a ``@wp.func_grad``, wp.static, 2-D/3-D arrays, a ``@wp.struct`` local, helpers with a
-            ``@wp.func_replay``, the builtins of "builtins2", tiles).
+            ``@wp.func_replay``, the builtins of "builtins2", tiles, helpers returning the struct
+            ("struct_helpers": read as ``h(...).a`` and, with "structs", assigned whole to the struct local).
         max_statements: The most statements in the kernel's body (and in each nested block).
         max_depth: The deepest nesting of branches and loops.
         expr_depth: The deepest nesting of an expression.
@@ -595,6 +636,7 @@ def _cases(draw, features, dtypes, max_statements, max_depth, expr_depth):
         depth=expr_depth,
         structs=("s0",) if "structs" in features else (),
         struct_helpers=tuple((k, h.arity) for k, h in enumerate(helper_list) if h.struct),
+        struct_returns=tuple((k, h.arity) for k, h in enumerate(helper_list) if h.returns_struct),
     )
     scalar_init = tuple((n, scalar_expr(draw, base, 1)) for n in scalars)
     vector_init = tuple((n, vec_expr(draw, base, 1)) for n in vectors)
@@ -607,8 +649,12 @@ def _cases(draw, features, dtypes, max_statements, max_depth, expr_depth):
     body = _block(draw, scope, max_depth, max_statements)
     if not any(isinstance(s, (Store, CallStore)) for s in iter_nodes(body)):
         body += (Store("y", "=", Local(scalars[0], SCALAR)),)  # make the locals reach an output
-    if helper_list and {"nested_helpers", "helper_tuples", "func_grad", "structs", "func_replay"} & features:
-        body = _call_last_helper(draw, scope, helper_list, body)
+    others = helper_list
+    if "struct_helpers" in features:  # its helper is the last one: read in the last store of y[i]
+        body = _read_struct_return(draw, scope, helper_list, body)
+        others = helper_list[:-1]  # the helpers before it, indices unchanged
+    if others and {"nested_helpers", "helper_tuples", "func_grad", "structs", "func_replay"} & features:
+        body = _call_last_helper(draw, scope, others, body)
     tiles = "tiles" in features
     if tiles and not any(isinstance(n, (TileStore, TileReduce)) for n in iter_nodes(body)):
         body += (TileStore("=", tile_expr(draw, scope, expr_depth)),)  # a tile in every drawn kernel
@@ -648,6 +694,26 @@ def _call_last_helper(draw, scope: _Scope, helper_list, body):
     if last is None:
         return (Assign(scope.scalars[0], SCALAR, "+=", Call(k, args)),) + body
     store = dataclasses.replace(body[last], expr=Binary("add", body[last].expr, Call(k, args)))
+    return body[:last] + (store,) + body[last + 1 :]
+
+
+def _read_struct_return(draw, scope: _Scope, helper_list, body):
+    """``body`` whose last top-level store of ``y[i]`` reads a field of the struct its last helper (a struct-
+    returning one) returns, ``y[i] = e + h(...).a`` (unless that store reads one already); without such a
+    store, ``y[i] += h(...).a`` last. So every drawn kernel of "struct_helpers" calls the helper, and one call's
+    value reaches an output whatever else the body does with the helper."""
+    k = len(helper_list) - 1
+
+    def reads(expr):
+        return any(isinstance(n, Field) and isinstance(n.struct, StructCall) for n in iter_nodes(expr))
+
+    last = max((j for j, s in enumerate(body) if isinstance(s, Store) and s.array == "y"), default=None)
+    if last is not None and reads(body[last].expr):
+        return body
+    read = struct_read(draw, StructCall(k, tuple(scalar_expr(draw, scope, 1) for _ in range(helper_list[k].arity))))
+    if last is None:
+        return body + (Store("y", "+=", read),)
+    store = dataclasses.replace(body[last], expr=Binary("add", body[last].expr, read))
     return body[:last] + (store,) + body[last + 1 :]
 
 

@@ -36,6 +36,16 @@ KNOWN = {
     # the same through a while loop (a counter-bound `while`: Warp's loop adjoint, as for a runtime bound).
     "while-loop-carried-local": (ALL, BOTH, "gradient", ("assign(=)", "while")),
     "while-loop-carried-augmented-local": (ALL, BOTH, "gradient", ("assign(+=)", "while")),
+    # the same with the struct local (features "structs", "struct_helpers"): reassigned whole (s0 = h(...)), or a
+    # field assigned (s0.a = e, s0.a = s0.a + e, s0.a = s0.a * e) in the loop; the package warns as for a local.
+    "runtime-loop-carried-struct": (ALL, BOTH, "gradient", ("assign struct", "for(runtime)")),
+    "while-loop-carried-struct": (ALL, BOTH, "gradient", ("assign struct", "while")),
+    "runtime-loop-carried-field": (ALL, BOTH, "gradient", ("for(runtime)", "setfield(=)")),
+    "runtime-loop-carried-field-update": (ALL, BOTH, "gradient", ("for(runtime)", "setfield(+=)")),
+    "runtime-loop-carried-field-scale": (ALL, BOTH, "gradient", ("for(runtime)", "setfield(*=)")),
+    "while-loop-carried-field": (ALL, BOTH, "gradient", ("setfield(=)", "while")),
+    "while-loop-carried-field-update": (ALL, BOTH, "gradient", ("setfield(+=)", "while")),
+    "while-loop-carried-field-scale": (ALL, BOTH, "gradient", ("setfield(*=)", "while")),
     # a break/continue taken after other statements of its iteration: Warp's backward replays the jump too and
     # skips those statements' adjoints (a constant-bound loop with only `continue` is unrolled, and right, on 1.19).
     "loop-break-after-statements": (ALL, BOTH, "gradient", ("break",)),
@@ -55,8 +65,12 @@ KNOWN = {
     # custom adjoint is called before the generated C++ declares it); 1.10.1, 1.12.1 and 1.19.0 build it, right.
     "func-grad-helper-called-from-func": (("1.9.1",), BOTH, "build", ("nested call(func_grad)",)),
     # a value assigned to a field of a struct local (s = S(); s.a = x[i]) has no adjoint on Warp <= 1.12: zero
-    # gradient through the field, read directly or through a @wp.func taking the struct (feature "structs").
-    "struct-field-assign-no-adjoint": (OLD, BOTH, "gradient", ("struct",)),
+    # gradient through the field, read directly or through a @wp.func taking the struct (feature "structs"). The
+    # fuzzer's struct local is built field by field, so any kernel with one and a field read anywhere.
+    "struct-field-assign-no-adjoint": (OLD, BOTH, "gradient", ("struct", "struct field")),
+    # the same inside a @wp.func that returns the struct (r = S(); r.a = p0 * p1; return r): zero gradient through
+    # every field of the returned struct, read as h(...).a or after s0 = h(...) (feature "struct_helpers").
+    "struct-return-no-adjoint": (OLD, BOTH, "gradient", ("struct field", "struct return")),
     # a field of a struct local assigned after the struct was passed whole to a @wp.func: the struct is one C++
     # variable the assignment overwrites in place, and the call's adjoint reads the final value (as
     # component-update-after-use; the package warns about flagged kernels).

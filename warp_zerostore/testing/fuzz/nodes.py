@@ -13,6 +13,9 @@ from dataclasses import dataclass
 from typing import Tuple, Union
 
 SCALAR, VEC3, MAT33, TILE = "f", "v", "m", "t"
+#: The type of an `Assign` of a whole struct: ``s0 = h(...)``, a struct-returning helper's value (feature
+#: "struct_helpers").
+STRUCT = "s"
 
 #: Threads per launch and the length of ``acc`` (atomics from several threads meet in each element).
 THREADS = 4
@@ -127,10 +130,20 @@ STRUCT_FIELDS = (("a", SCALAR), ("b", SCALAR), ("v", VEC3))
 
 @dataclass(frozen=True)
 class Field:
-    """``s.a``, ``s.b`` (scalars) or ``s.v`` (a vec3) of the struct local or struct parameter ``struct``."""
+    """``s.a``, ``s.b`` (scalars) or ``s.v`` (a vec3) of the struct local or struct parameter named ``struct``,
+    or of the struct a `StructCall` returns (``h(...).a``, feature "struct_helpers")."""
 
-    struct: str
+    struct: Union[str, StructCall]
     field: str
+
+
+@dataclass(frozen=True)
+class MakeStruct:
+    """The kernel's struct built field by field from ``items`` (the values of a, b, v, `STRUCT_FIELDS`' order):
+    only the body of a struct-returning helper, printed as ``r = S(); r.a = ...; r.b = ...; r.v = ...; return r``
+    (feature "struct_helpers")."""
+
+    items: Tuple[Expr, Expr, Expr]
 
 
 @dataclass(frozen=True)
@@ -146,6 +159,12 @@ class Call:
 
     helper: int
     args: Tuple[Expr, ...]
+
+
+@dataclass(frozen=True)
+class StructCall(Call):
+    """A call of a helper whose body is a `MakeStruct`: a struct, never a scalar; read through a `Field`
+    (``h(...).a``, ``h(...).v[1]``) or assigned whole to the struct local (``Assign(s0, STRUCT, "=", call)``)."""
 
 
 @dataclass(frozen=True)
@@ -228,12 +247,15 @@ Expr = Union[
     TileMap,
     TileBinary,
     TileReduce,
+    StructCall,
+    MakeStruct,
 ]
 
 
 @dataclass(frozen=True)
 class Assign:
-    """``name = expr`` or ``name += expr`` on a local declared at the top."""
+    """``name = expr`` or ``name += expr`` on a local declared at the top; of type `STRUCT`, ``s0 = h(...)`` (a
+    `StructCall`) on the struct local."""
 
     name: str
     type: str
@@ -348,7 +370,8 @@ class Helper:
     ``@wp.func_grad`` whose adjoint the printer derives from ``body`` (``printer.derivative``: ``body`` is then
     made of parameters, constants, add/sub/mul, sin/cos and neg only); with ``struct``, it takes the kernel's
     struct as a last parameter ``s`` whose fields its body reads (feature "structs"); with ``replay``, it has a
-    ``@wp.func_replay`` that computes ``body`` again (feature "func_replay")."""
+    ``@wp.func_replay`` that computes ``body`` again (feature "func_replay"). A ``body`` that is a `MakeStruct`
+    returns the kernel's struct (feature "struct_helpers": `returns_struct`), called only by `StructCall`."""
 
     arity: int
     body: Expr
@@ -357,6 +380,11 @@ class Helper:
     grad: bool = False
     struct: bool = False
     replay: bool = False
+
+    @property
+    def returns_struct(self) -> bool:
+        """Whether the helper returns the kernel's struct (its body a `MakeStruct`)."""
+        return isinstance(self.body, MakeStruct)
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ import numpy as np
 from .nodes import (
     ACC,
     COLS,
+    STRUCT,
     STRUCT_FIELDS,
     THREADS,
     TILE_SIZE,
@@ -33,6 +34,7 @@ from .nodes import (
     Local,
     LoopIndex,
     MakeMat,
+    MakeStruct,
     MakeVec,
     Program,
     Rotate,
@@ -246,8 +248,14 @@ class Interpreter:
         if isinstance(e, Rotate):
             moved = rotate(self.expr(e.axis), self.expr(e.angle), self.expr(e.vec))
             return moved + self.expr(e.offset) if e.op == "transform_point" else moved
-        if isinstance(e, Field):
-            return self.env[e.struct][e.field]
+        if isinstance(e, Field):  # of a struct local or parameter, or of a struct a helper returns
+            return (self.env[e.struct] if isinstance(e.struct, str) else self.expr(e.struct))[e.field]
+        if isinstance(e, MakeStruct):  # a struct-returning helper's body: a new dict of its fields
+            variants = self.inputs["x"].shape[0]
+            return {
+                field: self.field_value(kind, self.expr(item), variants)
+                for (field, kind), item in zip(STRUCT_FIELDS, e.items)
+            }
         if isinstance(e, StructArg):  # passed by value: the helper only reads it
             return self.env[e.name]
         if isinstance(e, Call):
@@ -291,7 +299,9 @@ class Interpreter:
             self.env = saved
 
     def stmt(self, s):
-        if isinstance(s, Assign):
+        if isinstance(s, Assign) and s.type == STRUCT:  # s0 = h(...): the struct replaced whole
+            self.env[s.name] = dict(self.expr(s.expr))
+        elif isinstance(s, Assign):
             value = self.expr(s.expr)
             value = value if s.op == "=" else self.env[s.name] + value
             self.env[s.name] = np.broadcast_to(value, self.env[s.name].shape).astype(np.float64)

@@ -213,7 +213,7 @@ class Printer:
                 return f"wp.quat_rotate({q}, {self.expr(e.vec)})"
             return f"wp.{e.op}({TRANSFORM_TYPE[dtype]}({self.expr(e.offset)}, {q}), {self.expr(e.vec)})"
         if isinstance(e, Field):
-            return f"{e.struct}.{e.field}"
+            return f"{e.struct if isinstance(e.struct, str) else self.expr(e.struct)}.{e.field}"
         if isinstance(e, StructArg):
             return e.name
         if isinstance(e, Call):
@@ -288,11 +288,18 @@ class Printer:
 
     def struct_type(self) -> list:
         """The kernel's ``@wp.struct`` (feature "structs"): fields of the kernel's dtype, named by the prefix."""
-        if not self.program.structs and not any(h.struct for h in self.program.helpers):
+        if not self.program.structs and not any(h.struct or h.returns_struct for h in self.program.helpers):
             return []
         types = {"f": self.t, "v": VEC_TYPE[self.program.dtype]}
         fields = [f"    {name}: {types[kind]}" for name, kind in STRUCT_FIELDS]
         return ["@wp.struct", f"class {self.prefix}S:", *fields, ""]
+
+    def struct_body(self, make) -> list:
+        """The body of a struct-returning helper (feature "struct_helpers"): the struct built field by field from
+        ``make``'s items (a `MakeStruct`), then returned."""
+        lines = [f"    r = {self.prefix}S()"]
+        lines += [f"    r.{field} = {self.expr(item)}" for (field, _), item in zip(STRUCT_FIELDS, make.items)]
+        return lines + ["    return r"]
 
     def helpers(self, decorator: str = "@wp.func") -> list:
         lines = self.struct_type()
@@ -306,6 +313,8 @@ class Printer:
                     f"    y[i] = {self.expr(h.body)}",
                     "",
                 ]
+            elif h.returns_struct:
+                lines += [decorator, f"def {self.names[k]}({params}):", *self.struct_body(h.body), ""]
             else:
                 value = self.expr(h.body) + ("" if h.second is None else f", {self.expr(h.second)}")
                 lines += [decorator, f"def {self.names[k]}({params}):", f"    return {value}", ""]

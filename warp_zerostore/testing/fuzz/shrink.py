@@ -15,6 +15,7 @@ from .grammar import with_body
 from .nodes import (
     MAT33,
     SCALAR,
+    STRUCT,
     TILE,
     VEC3,
     Binary,
@@ -38,6 +39,7 @@ from .nodes import (
     SetField,
     StaticConst,
     StructArg,
+    StructCall,
     TileBinary,
     TileLoad,
     TileMap,
@@ -74,6 +76,8 @@ def constructs(program) -> tuple:
             labels.add(f"setfield({node.op})")
         elif isinstance(node, StructArg):
             labels.add("struct arg")
+        elif isinstance(node, StructCall):
+            labels.add("struct return")
         elif isinstance(node, Jump):
             labels.add(node.kind)
         elif isinstance(node, (Select, Rotate)):
@@ -91,6 +95,8 @@ def constructs(program) -> tuple:
         elif type(node).__name__ in ("Store",):
             label = {"=": "store", "+=": "augstore", "atomic": "atomic_add"}[node.op]
             labels.add(f"{label} {node.array}" if node.index else label)
+        elif type(node).__name__ == "Assign" and node.type == STRUCT:
+            labels.add("assign struct")
         elif type(node).__name__ in ("Assign", "SetComponent"):
             labels.add(f"{type(node).__name__.lower()}({node.op})")
         elif isinstance(node, TileLoad):
@@ -112,6 +118,8 @@ def constructs(program) -> tuple:
             labels.add("func_grad")
         if helper.replay:
             labels.add("func_replay")
+        if helper.returns_struct:
+            labels.add("struct return")
         for node in iter_nodes((helper.body, helper.second)):
             if isinstance(node, Call):
                 labels.add("nested call(func_grad)" if program.helpers[node.helper].grad else "nested call")
@@ -248,8 +256,8 @@ def _type(node) -> str:
         return node.type
     if isinstance(node, Field):
         return VEC3 if node.field == "v" else SCALAR
-    if isinstance(node, StructArg):
-        return "struct"  # never an option for a scalar
+    if isinstance(node, (StructArg, StructCall)):
+        return STRUCT  # never an option for a scalar, never replaced
     if isinstance(node, Load):
         return VEC3 if node.array == "xv" else SCALAR
     if isinstance(node, (MakeVec, Rotate)):
@@ -264,17 +272,27 @@ def _type(node) -> str:
 
 
 def expression_candidates(program):
-    """Each expression node replaced, one at a time, by an operand of its type or by a constant/leaf."""
+    """Each expression node replaced, one at a time, by an operand of its type or by a constant/leaf (a field of
+    a struct a helper returns too, ``h(...).a``; a struct-valued call never: its reads and assignment go instead,
+    and the helper with them). In a helper's body only scalars become a leaf (``xv[i]`` is the kernel's)."""
     kinds = (Unary, Binary, Kink, Call, Component, MakeVec, MakeMat, Rotate, Select, StaticConst, TileMap, TileBinary)
     kinds += (TileReduce, TileLoad)
-    targets = [n for n in iter_nodes(program) if isinstance(n, kinds)]
+    targets = [n for n in iter_nodes(program) if isinstance(n, kinds) or _returned_field(n)]
+    in_helpers = {id(n) for n in iter_nodes(program.helpers)}
     for target in targets:
         kind = _type(target)
+        if kind == STRUCT:
+            continue
         options = [c for c in _operands(target) if _type(c) == kind]
-        if target != _LEAF[kind]:
+        if target != _LEAF[kind] and (kind == SCALAR or id(target) not in in_helpers):
             options.append(_LEAF[kind])
         for option in options:
             yield _substitute(program, target, option)
+
+
+def _returned_field(node) -> bool:
+    """Whether ``node`` reads a field of the struct a helper returns (``h(...).a``)."""
+    return isinstance(node, Field) and isinstance(node.struct, StructCall)
 
 
 def _operands(node):
