@@ -88,6 +88,8 @@ KNOWN = {
     "overwrite-accumulates": (OLD, ("stock",), "gradient", ("store",)),
     "overwrite-accumulates-in-helper": (OLD, ("stock",), "gradient", ("callstore",)),
     "overwrite-accumulates-2d": (OLD, ("stock",), "gradient", ("store ym",)),
+    # a tile store over yt's region: Warp 1.9's tile_store adjoint accumulates too (1.10 and later zero).
+    "tile-overwrite-accumulates": (("1.9.1",), ("stock",), "gradient", ("tile_store",)),
 }
 
 
