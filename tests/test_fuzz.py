@@ -120,10 +120,10 @@ def test_the_shrinker_keeps_a_smaller_program():
     assert any(p.body[0].expr == Load("x") for p in smaller)  # sin(x[i]) -> x[i]
 
 
-def _small_campaign(features, tmp_path):
-    """One build of 12 kernels drawn with ``features`` (seed 19), nothing shrunk."""
+def _small_campaign(features, tmp_path, seed=19):
+    """One build of 12 kernels drawn with ``features`` (seed 19 unless told), nothing shrunk."""
     return campaign.run(
-        minutes=60, seed=19, features=features, batch_size=12, max_batches=1, shrink_rounds=0, out=str(tmp_path)
+        minutes=60, seed=seed, features=features, batch_size=12, max_batches=1, shrink_rounds=0, out=str(tmp_path)
     )
 
 
