@@ -407,12 +407,9 @@ def _unfollowed_issues(scan: _Scan, function: str) -> list:
     writes = [(s.index, s.root, s.line) for s in scan.stores]
     writes += [(c[0], r, c[7]) for c in scan.calls for r in c[4]]
     for t_idx, root, t_line, reader in scan.tile_loads:
-        before = [
-            (idx, line) for idx, r, line in writes if r == root and (idx < t_idx or _shared_loop(scan, idx, t_idx))
-        ]
-        if before:
-            line = min(line for _, line in before)
-            loop = max(_shared_loop(scan, idx, t_idx) for idx, _ in before)
+        seen = [(line, loop) for idx, r, line in writes if r == root for _, loop in _after(scan, idx, [(t_idx, 0)])]
+        if seen:
+            line, loop = min(line for line, _ in seen), max(loop for _, loop in seen)
             issues.append(ReplayIssue(function, root[len("var_") :], line, loop, t_line, reader=reader))
     return issues
 
