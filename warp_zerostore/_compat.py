@@ -240,6 +240,20 @@ def kernel_has_backward(kernel) -> bool:
     return enabled is not False
 
 
+def kernel_copy_in_new_module(kernel, suffix: str):
+    """A new ``wp.Kernel`` over the same function, with the same options and key, alone in a new module named
+    ``<module><suffix>`` with a copy of the module's options; None for a generic kernel or an overload of one
+    (its concrete argument types are not the function's)."""
+    if getattr(kernel, "is_generic", False) or any(is_generic(t) for _, t in kernel_parameters(kernel)):
+        return None
+    module = context.Module(f"{kernel.module.name}{suffix}", None)
+    module.options.update(dict(kernel.module.options))
+    copy = context.Kernel(kernel.func, key=kernel.key, module=module, options=dict(kernel.options))
+    if getattr(copy, "is_generic", False) or kernel_argument_labels(copy) != kernel_argument_labels(kernel):
+        return None
+    return copy
+
+
 def kernel_source(kernel) -> str:
     """The dedented Python source of a kernel's function, decorators included, as Warp read it."""
     return kernel.adj.source
@@ -482,6 +496,12 @@ def is_kernel_launch(entry) -> bool:
 def launch_kernel(entry):
     """The kernel (the overload actually launched) of a recorded kernel launch."""
     return entry[0]
+
+
+def replace_launch_kernel(tape, index: int, kernel) -> None:
+    """Make the Tape's ``index``-th recorded launch run ``kernel``'s adjoint at ``backward()`` (a kernel with the
+    same parameters: a twin built apart)."""
+    tape.launches[index][0] = kernel
 
 
 def launch_values(entry) -> list:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from .adjoint_bugs import AdjointWarning
-from .hooks import install, replays_exactly
+from .hooks import install, pre_backward, replays_exactly
 from .native import HeaderNotFoundError
 from .replay import ReplayWarning
 
-__all__ = ["AdjointWarning", "HeaderNotFoundError", "ReplayWarning", "install", "replays_exactly"]
+__all__ = ["AdjointWarning", "HeaderNotFoundError", "ReplayWarning", "install", "pre_backward", "replays_exactly"]

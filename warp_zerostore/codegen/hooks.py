@@ -17,6 +17,7 @@ A module without a flagged kernel goes through all of this untouched: same hash,
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import logging
 import os
@@ -57,8 +58,10 @@ _GENERATOR_DIGEST = hashlib.sha256(
 ).hexdigest()
 
 
-def _salt(kernel_hash: bytes, mode: bool) -> bytes:
+def _salt(kernel_hash: bytes, mode: bool, memory: str = replay.POST) -> bytes:
     text = f"warp_zerostore:zero_store={mode}:header={native.header_digest()}:generator={_GENERATOR_DIGEST}"
+    if memory == replay.PRE:
+        text += ":replay=pre"
     return hashlib.sha256(kernel_hash + text.encode("utf-8")).digest()
 
 
@@ -71,10 +74,12 @@ def _wrap_hash_kernel(original):
         if mode is None:
             stock[kernel_hash] = kernel
             return kernel_hash
-        salted = _salt(kernel_hash, mode)
+        memory = replay_memory(kernel)
+        salted = _salt(kernel_hash, mode, memory)
         if mode is True:
-            _remember_build(kernel, salted.hex())
-            _warn_adjoint_bugs(kernel, salted.hex())
+            _remember_build(kernel, salted.hex(), warn=memory == replay.POST)
+            if memory == replay.POST:  # a PRE twin's build warns nothing its kernel's build has not
+                _warn_adjoint_bugs(kernel, salted.hex())
         unique = _compat.hasher_unique_kernels(self)
         if unique.get(kernel_hash) is kernel:
             if kernel_hash in stock:
@@ -233,7 +238,7 @@ def _wrap_codegen_kernel(original):
             key = _compat.kernel_key(kernel)
             plan.kernel_locations[key] = _compat.kernel_source_location(kernel)
             plan.replay_kernels[key] = kernel
-            text = plan.replay.kernel(text, key)
+            text = plan.replay.kernel(text, key, replay_memory(kernel))
         mixed = plan.single_mode is _UNSET
         text = store_rewrite.rewrite_for_mode(text, mode, plan.helper_names, rename=mixed)
         plan.note(text)
@@ -284,6 +289,7 @@ def _wrap_builder_codegen(original):
 
 _BUILD_OF: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # kernel -> salted hash (hex)
 _ISSUES: dict = {}  # salted hash -> [{"message", "filename", "line"}]
+_PRE_DIFFERS: dict = {}  # salted hash -> whether the kernel's PRE backward differs from its POST one
 _WARNED: set = set()
 
 
@@ -301,7 +307,7 @@ def _warn(records: list) -> None:
         warnings.warn_explicit(replay.ReplayWarning(r["message"]), replay.ReplayWarning, r["filename"], r["line"])
 
 
-def _remember_build(kernel, build: str) -> None:
+def _remember_build(kernel, build: str, warn: bool = True) -> None:
     try:
         _BUILD_OF[kernel] = build
     except TypeError:
@@ -313,17 +319,21 @@ def _remember_build(kernel, build: str) -> None:
         try:
             if not warnings_dir():
                 return
-            records = json.loads(_issues_file(build).read_text(encoding="utf-8"))
-        except (OSError, ValueError) as error:
-            _log.debug("no cached replay issues for build %s (%s): code generation records and warns", build, error)
+            saved = json.loads(_issues_file(build).read_text(encoding="utf-8"))
+            records, differs = saved["issues"], bool(saved["pre_differs"])
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            _log.debug("no cached replay record for build %s (%s): code generation records and warns", build, error)
             return  # not built yet: code generation records and warns
         _ISSUES[build] = records
+        _PRE_DIFFERS[build] = differs
     _WARNED.add(build)
-    _warn(records)
+    if warn:
+        _warn(records)
 
 
-def _write_records(build: str, records: list) -> None:
-    """Atomically, in a folder only this user writes (Warp's kernel cache); a failure only costs the cached warning."""
+def _write_records(build: str, records: list, differs: bool) -> None:
+    """Atomically, in a folder only this user writes (Warp's kernel cache); a failure only costs the cached warning
+    (and a snapshot Tape then builds the PRE twin whether or not it differs)."""
     if not warnings_dir():
         return
     try:
@@ -331,10 +341,10 @@ def _write_records(build: str, records: list) -> None:
         folder.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(records, f)
+            json.dump({"issues": records, "pre_differs": differs}, f)
         os.replace(tmp, folder / f"{build}.json")
     except OSError as error:
-        _log.info("replay issues of build %s not cached (%s): a cached build will not warn again", build, error)
+        _log.info("replay record of build %s not cached (%s): a cached build will not warn again", build, error)
 
 
 def _warn_replay_issues(plan: _CodegenPlan) -> None:
@@ -346,14 +356,18 @@ def _warn_replay_issues(plan: _CodegenPlan) -> None:
             {"message": i.message(f"kernel '{key}'", location), "filename": filename, "line": i.store_line}
             for i in plan.replay.issues.get(key, [])
         ]
+        differs = plan.replay.differs.get(key, True)
         build = _BUILD_OF.get(kernel)
+        warn = replay_memory(kernel) == replay.POST
         if build is not None:
             _ISSUES[build] = records
-            _write_records(build, records)
+            _PRE_DIFFERS[build] = differs
+            _write_records(build, records, differs)
             if build in _WARNED:
                 continue
             _WARNED.add(build)
-        _warn(records)
+        if warn:
+            _warn(records)
 
 
 _ADJOINT_WARNED: set = set()
@@ -376,6 +390,50 @@ def _warn_adjoint_bugs(kernel, build: str) -> None:
         line = int(first) + f.line - 1
         message = f.message(_compat.kernel_key(kernel), location)
         warnings.warn_explicit(adjoint_bugs.AdjointWarning(message), adjoint_bugs.AdjointWarning, filename, line)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# The PRE twin: a flagged kernel's backward for memory restored to what the launch read (codegen/replay.py)
+
+_PRE_OF: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # PRE twin -> None
+_TWIN_OF: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # kernel -> PRE twin (or None: none can be made)
+_TWIN_COUNT = itertools.count()  # twins' module names are unique: Warp names a build folder by module name and hash
+
+
+def replay_memory(kernel) -> str:
+    """`replay.PRE` for a PRE twin, else `replay.POST`: what memory the kernel's generated backward expects."""
+    try:
+        return replay.PRE if kernel in _PRE_OF else replay.POST
+    except TypeError:
+        return replay.POST
+
+
+def pre_backward(kernel):
+    """The kernel to launch the adjoint of when memory holds, for the arrays it reads back, what the launch read
+    (the snapshot Tape, a bridge handing in the pre-op values): ``kernel`` itself where its two backwards are the
+    same, a twin built apart (same function, options and mode, its own module and hash) where they differ, or None
+    where none can be built (a generic kernel's overload).
+
+    Example::
+
+        twin = pre_backward(k)  # k: a zero_store=True kernel that updates an element, then reads it
+    """
+    if effective_mode(kernel) is not True:
+        return kernel
+    build = _BUILD_OF.get(kernel)
+    if build is not None and not _PRE_DIFFERS.get(build, True):
+        return kernel
+    try:
+        cached = _TWIN_OF.get(kernel, _UNSET)
+    except TypeError:
+        return None
+    if cached is not _UNSET:
+        return cached
+    twin = _compat.kernel_copy_in_new_module(kernel, f"__zs_pre_{_compat.kernel_key(kernel)}_{next(_TWIN_COUNT)}")
+    if twin is not None:
+        _PRE_OF[twin] = None
+    _TWIN_OF[kernel] = twin
+    return twin
 
 
 def replays_exactly(kernel) -> bool:

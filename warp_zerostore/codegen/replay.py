@@ -31,6 +31,11 @@ _LOG_TYPE = "ZsLog"  # helper variants are templates on the kernel's log type, s
 _LOG_PARAM = f"{_LOG_TYPE}& {LOG}"
 
 
+#: What memory holds when a flagged kernel's backward runs: what the forward left (a plain or check Tape, the
+#: torch bridge, a hand-launched adjoint), or what the launch read (the snapshot Tape, which restores it).
+POST, PRE = "post", "pre"
+
+
 class ReplayWarning(UserWarning):
     """A flagged kernel whose backward pass cannot replay what its forward pass read (see docs/semantics.md)."""
 
@@ -374,13 +379,53 @@ def _forwarded(fn: Function, scan: _Scan) -> dict:
     return out
 
 
-def _read_back(scan: _Scan, forwarded: dict) -> set:
+def _followed_loads(fn: Function, scan: _Scan) -> set:
+    """Load line indices of the forward replay that a later store to exactly the same element definitely
+    follows: the same array variable and index variables, later in the same straight-line block (nothing
+    conditional, no label, no jump in between). Only such a load read, in the forward, a value that memory no
+    longer holds when the forward has finished; every other load reads memory as stock Warp does."""
+    stores_at = {s.index: s for s in scan.stores}
+    loads_at = {i: r for i, r, _, _ in scan.loads}
+    address: dict = {}
+    for idx in range(fn.body + 1, len(fn.lines) - 1):
+        m = _ADDR.match(fn.lines[idx].strip())
+        if m:
+            text = fn.lines[idx].strip()
+            address[m.group(1)] = tuple(split_args(text[text.index("(") + 1 : text.rindex(")")]))
+    end = next((k for k in range(fn.body + 1, len(fn.lines)) if fn.lines[k].strip() == "// reverse"), len(fn.lines) - 1)
+    pending: dict = {}  # root -> element keys of the stores that definitely come later
+    out = set()
+    for idx in range(end - 1, fn.body, -1):
+        text = fn.lines[idx].strip()
+        store = stores_at.get(idx)
+        if store is not None:
+            if store.kind == "ref":
+                key = address.get(store.args[0])
+            else:
+                key = tuple(store.args[:-1])
+            if key is not None:
+                pending.setdefault(store.root, set()).add(key)
+            continue
+        if not text or text.startswith("//"):
+            continue
+        if _BOUNDARY.search(text):
+            pending.clear()
+            continue
+        if idx in loads_at:
+            m = _LOAD.match(text)
+            if m and address.get(m.group(2)) in pending.get(loads_at[idx], ()):
+                out.add(idx)
+    return out
+
+
+def _read_back(scan: _Scan, forwarded: dict, replayed: set | None = None) -> set:
     """Roots loaded after a store of the same root (in the text's order, which is the forward's order), other
-    than by a forwarded load."""
+    than by a forwarded load; with ``replayed``, only the loads in it count (helpers' loads do not)."""
     events = [(s.index, "store", s.root) for s in scan.stores]
-    events += [(i, "load", r) for i, r, _, _ in scan.loads if i not in forwarded]
+    events += [(i, "load", r) for i, r, _, _ in scan.loads if i not in forwarded and (replayed is None or i in replayed)]
     for idx, _, _, _, stored, loaded, _, _ in scan.calls:
-        events += [(idx, "load", r) for r in loaded]
+        if replayed is None:
+            events += [(idx, "load", r) for r in loaded]
         events += [(idx + 0.5, "store", r) for r in stored]
     stored_so_far: set = set()
     out = set()
@@ -468,10 +513,18 @@ class _Rewriter:
     """Rewrites one function body; ``logged`` are the roots whose stores and loads go through the log."""
 
     def __init__(
-        self, fn: Function, scan: _Scan, module: ModuleReplay, logged: set, replay_calls: set, forwarded: dict
+        self,
+        fn: Function,
+        scan: _Scan,
+        module: ModuleReplay,
+        logged: set,
+        replay_calls: set,
+        forwarded: dict,
+        replayed: set | None = None,
     ):
         self.fn, self.scan, self.helpers, self.adjoints = fn, scan, module.helpers, module.adjoint_variants
         self.logged, self.replay_calls, self.forwarded = logged, replay_calls, forwarded
+        self.replayed = replayed  # loads that read the log; None: every load of a logged array
         self.marks: list = []
 
     def _mark(self) -> str:
@@ -484,7 +537,7 @@ class _Rewriter:
         lines = list(fn.lines)
         indent = lambda s: s[: len(s) - len(s.lstrip())]  # noqa: E731
         stores_at = {s.index: s for s in scan.stores}
-        loads_at = {i for i, r, _, _ in scan.loads if r in self.logged}
+        loads_at = {i for i, r, _, _ in scan.loads if r in self.logged and (self.replayed is None or i in self.replayed)}
         open_stores: list = []  # (store, mark) in push order
         open_calls: list = []  # (helper name, args, mark)
         for idx in range(fn.body + 1, len(lines) - 1):
@@ -605,6 +658,7 @@ class ModuleReplay:
         self.helpers: dict[str, Helper] = {}
         self.adjoint_variants: set = set()  # helpers whose generated adjoint has a log variant
         self.issues: dict = {}  # kernel key -> [ReplayIssue], for each flagged kernel rewritten
+        self.differs: dict = {}  # kernel key -> whether its PRE and POST backwards differ
 
     # -- helpers -------------------------------------------------------------------------------------------
 
@@ -665,23 +719,36 @@ class ModuleReplay:
 
     # -- kernels -------------------------------------------------------------------------------------------
 
-    def kernel(self, text: str, kernel_key: str) -> str:
-        """The kernel's generated text with its backward function rewritten; issues collected for the kernel."""
+    def kernel(self, text: str, kernel_key: str, memory: str = POST) -> str:
+        """The kernel's generated text with its backward function rewritten for ``memory`` (`POST` or `PRE`);
+        issues collected for the kernel, and whether the two memories' backwards differ (`differs`)."""
+        post = self._kernel_for(text, kernel_key, POST)
+        pre = self._kernel_for(text, kernel_key, PRE)
+        self.differs[kernel_key] = post != pre
+        return pre if memory == PRE else post
+
+    def _kernel_for(self, text: str, kernel_key: str, memory: str) -> str:
         pieces = functions_in(text)
         lines = text.split("\n")
         for start, end, fn in reversed(pieces):
             if not fn.name.endswith("_kernel_backward"):
                 continue
             scan = _scan(fn, self.helpers)
+            # PRE: memory holds what the launch read (the snapshot Tape restored it): every load of an array
+            # written earlier in the launch reads the log. POST: memory holds what the forward left (a plain
+            # Tape): only a load that a later store to the same element follows reads what the forward stored.
+            replayed = None if memory == PRE else _followed_loads(fn, scan)
             forwarded = _forwarded(fn, scan)
-            logged = _read_back(scan, forwarded)
+            if replayed is not None:
+                forwarded = {i: v for i, v in forwarded.items() if i in replayed}
+            logged = _read_back(scan, forwarded, replayed)
             calls = {c[1].name for c in scan.calls if _helper_needs_log_call(c[1], c[2], scan.roots, logged)}
             found = _loop_issues(scan, "") + _unfollowed_issues(scan, "")
             found += [i for c in scan.calls for i in c[1].issues]
             self.issues[kernel_key] = list(dict.fromkeys(found))
             if not logged and not calls and not forwarded:
                 continue
-            body = _Rewriter(fn, scan, self, logged, calls, forwarded).run(False)
+            body = _Rewriter(fn, scan, self, logged, calls, forwarded, replayed).run(False)
             if not logged and not calls:  # forwarded loads only: no log
                 lines[start:end] = body
                 continue

@@ -187,7 +187,13 @@ class _ReadMarker:
         for root in nodes:
             for node in ast.walk(root):
                 if isinstance(node, ast.Call):
-                    self.whole.update(self._helper_call(node))
+                    atomic = self._element_atomic(node)
+                    passed = self._helper_call(node)
+                    if atomic is not None:  # its array is written (marked), not read
+                        passed = [label for label in passed if label != atomic[0]] + [
+                            a.id for a in node.args[1:] if isinstance(a, ast.Name) and a.id == atomic[0]
+                        ]
+                    self.whole.update(passed)
                 elif (
                     isinstance(node, ast.Subscript)
                     and isinstance(node.value, ast.Name)
@@ -216,18 +222,30 @@ class _ReadMarker:
     def _written(self, label: str, index) -> list:
         return [_set(_shadow(label, "written"), index, ast.Constant(value=1))] if self.kinds[label] != READ else []
 
+    def _element_atomic(self, node):
+        """``(label, index)`` of ``wp.atomic_*(x, i, v)`` (``x, i, j, v`` in 2-D...) on a marked ``x``, else None."""
+        if not isinstance(node, ast.Call) or not node.args or not isinstance(node.args[0], ast.Name):
+            return None
+        name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+        label = node.args[0].id
+        if name.startswith("atomic_") and label in self.ndims and len(node.args) == self.ndims[label] + 2:
+            indices = node.args[1:-1]
+            return label, indices[0] if len(indices) == 1 else ast.Tuple(elts=list(indices), ctx=ast.Load())
+        return None
+
+    def _atomic_reads(self, statement) -> list:
+        """``wp.atomic_add(x, i, v)`` of a logged ``x``: a read of ``x[i]`` before the statement (the replay log
+        loads the element to follow the update, as for ``x[i] += v``); of any other ``x``, no read."""
+        found = (self._element_atomic(node) for node in ast.walk(statement))
+        return [_read_mark(label, index, READ_WRITE) for label, index in filter(None, found) if label in self.logged]
+
     def _atomic_stores(self, statement) -> list:
-        """``wp.atomic_add(x, i, v)`` (``x, i, j, v`` in 2-D...): marks ``x[i]`` written after the statement."""
+        """``wp.atomic_add(x, i, v)``: marks ``x[i]`` written after the statement."""
         marks = []
         for node in ast.walk(statement):
-            if not isinstance(node, ast.Call) or not node.args or not isinstance(node.args[0], ast.Name):
-                continue
-            name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
-            label = node.args[0].id
-            if name.startswith("atomic_") and label in self.ndims and len(node.args) == self.ndims[label] + 2:
-                indices = node.args[1:-1]
-                index = indices[0] if len(indices) == 1 else ast.Tuple(elts=list(indices), ctx=ast.Load())
-                marks.extend(self._written(label, index))
+            found = self._element_atomic(node)
+            if found is not None:
+                marks.extend(self._written(*found))
         return marks
 
     def _stores(self, statement) -> list:
@@ -266,9 +284,11 @@ class _ReadMarker:
                 out.extend(self._reads([statement]))
                 if isinstance(statement, ast.AugAssign):
                     out.extend(self._augmented_reads(statement))
+                out.extend(self._atomic_reads(statement))
                 after = self._stores(statement) + self._atomic_stores(statement)
             else:
                 out.extend(self._reads([statement]))
+                out.extend(self._atomic_reads(statement))
                 after = self._atomic_stores(statement)
             out.append(statement)
             out.extend(after)
@@ -287,6 +307,8 @@ class _ReadMarker:
                     continue
                 if is_truth_test(node, parent):
                     continue
+                if self._element_atomic(parent) is not None and parent.args[0] is node:
+                    continue  # wp.atomic_add(x, i, v): a write of x[i] (marked), not a read of x
                 out.add(node.id)
         return out
 

@@ -57,7 +57,7 @@ import warp
 
 from .. import _compat, config
 from ..access import ArgumentAccess, argument_access
-from ..codegen import replays_exactly
+from ..codegen import pre_backward, replays_exactly
 from ..config import CheckLevel, validate_check
 from ..options import store_adjoints_zero
 from . import read_twin
@@ -675,6 +675,13 @@ class Tape(_compat.WarpTape):
         """Restore entries around the launch: before its adjoint, what it read; after its adjoint, its input."""
         read_values, inputs = [], []
         found = []
+        # A kernel that replays exactly (zero_store=True, no ReplayWarning) serves a thread's reads of its own
+        # stores from its replay log, given memory as the launch read it: its PRE backward (codegen/replay.py),
+        # run in its place when the restored memory is that. Where no PRE backward can be built, the Tape
+        # restores what a stock kernel needs and warns where that cannot be right.
+        exact = replays_exactly(launch.kernel)
+        pre = pre_backward(launch.kernel) if exact else None
+        exact = pre is not None
         for use in launch.uses:
             if use.saved is None:
                 continue
@@ -688,9 +695,6 @@ class Tape(_compat.WarpTape):
                 self.snapshot_bytes += saved_bytes
                 continue
             both = after & use.marks.before
-            # A kernel that replays exactly (zero_store=True, no ReplayWarning) serves a thread's reads of its own
-            # stores from its replay log: an element also read before the write gets its input value.
-            exact = replays_exactly(launch.kernel)
             written = after & ~both if exact else after
             values = use.before.copy()
             values[written] = use.after[written]
@@ -699,6 +703,8 @@ class Tape(_compat.WarpTape):
             self.snapshot_bytes += 2 * saved_bytes
             if _any(both) and not exact:
                 found.append(Hazard(REPLAY, writer=launch.site(use.label), elements=int(np.count_nonzero(both))))
+        if read_values and pre is not None and pre is not launch.kernel:
+            _compat.replace_launch_kernel(self, launch.index, pre)
         if read_values:
             _compat.append_tape_callback(self, _Restore(read_values))
         if inputs:
