@@ -146,6 +146,9 @@ HOOK_POINTS: dict[str, tuple[Any, str]] = {
     "ModuleBuilder.build_function": (ModuleBuilder, "build_function"),
     "ModuleBuilder.codegen": (ModuleBuilder, "codegen"),
     "Adjoint.add_builtin_call": (Adjoint, "add_builtin_call"),
+    # how a kernel's global names resolve: Warp's codegen tests `is warp` on the module a kernel names (1.17's
+    # `_is_tid_call` infers the launch dimension so), which the facade module is not
+    "Adjoint.resolve_external_reference": (Adjoint, "resolve_external_reference"),
     "codegen.codegen_kernel": (codegen, "codegen_kernel"),
     "codegen.codegen_func": (codegen, "codegen_func"),
     "codegen.codegen_snippet": (codegen, "codegen_snippet"),
@@ -188,6 +191,11 @@ def stock_warp():
 
 # ============================================================================================================
 # Kernels and modules
+
+
+def warp_module():
+    """The ``warp`` package itself (what Warp's codegen compares a kernel's module globals with)."""
+    return warp
 
 
 def kernel_cache_dir() -> str:

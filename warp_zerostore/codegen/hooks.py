@@ -185,6 +185,28 @@ def _wrap_add_builtin_call(original):
 
 
 # ------------------------------------------------------------------------------------------------------------
+# The facade is warp: a kernel that names `warp_zerostore` (as `wp`) resolves it to `warp` itself
+
+
+_FACADE = __name__.split(".")[0]
+
+
+def _wrap_resolve_external_reference(original):
+    """Warp's codegen compares the module a kernel's global resolves to with ``warp`` (``is warp``): on 1.17 that
+    decides a kernel's launch dimension from ``i, j = wp.tid()``, elsewhere builtin lookups. The facade forwards
+    every name to ``warp``, so resolving it to ``warp`` changes no reference, hash or generated line: it makes
+    an unflagged kernel's C++ byte-identical to stock's on every version."""
+
+    def resolve_external_reference(adj, name, *args, **kwargs):
+        found = original(adj, name, *args, **kwargs)
+        if found is not None and found is sys.modules.get(_FACADE):
+            return _compat.warp_module()
+        return found
+
+    return resolve_external_reference
+
+
+# ------------------------------------------------------------------------------------------------------------
 # Code generation of a flagged module
 
 
@@ -450,6 +472,7 @@ def replays_exactly(kernel) -> bool:
 
 def install() -> None:
     """Install the extension into Warp (idempotent)."""
+    _compat.wrap("Adjoint.resolve_external_reference", _wrap_resolve_external_reference)
     _compat.wrap("ModuleHasher.hash_kernel", _wrap_hash_kernel)
     _compat.wrap("ModuleBuilder.__init__", _wrap_builder_init)
     _compat.wrap("ModuleBuilder.build_kernel", _building_as(None))
