@@ -365,6 +365,9 @@ WP_ZS_TILE_STORE_INDEXED_FORMS(accumulate, false)
 //   replay_store   copies the value into the next entry (the capacity is a bound computed from the code)
 //   replay_load    reads memory, then the bytes of every logged store that overlaps the element
 //   replay_mark / replay_rewind   the entry count before a store or helper call, and the return to it
+//   replay_update  an atomic's push in a backward for memory as the forward left it (POST): only over an entry
+//                  the thread logged before, whose value is then the atomic's old value; an element not logged
+//                  keeps reading memory, which already holds what the forward left there
 
 // Helper variants and log operations are forced inline, so the log stays in the kernel's registers and stack.
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
@@ -442,6 +445,25 @@ CUDA_CALLABLE WP_ZS_INLINE T replay_load(const replay_log<Entries, Slot>& log, T
         memcpy((unsigned char*)&value + (from - lo), log.data[k] + (from - a), to - from);
     }
     return value;
+}
+
+template <int Entries, int Slot, typename T>
+CUDA_CALLABLE WP_ZS_INLINE bool replay_logged(const replay_log<Entries, Slot>& log, T* p)
+{
+    const unsigned char* lo = (const unsigned char*)p;
+    const unsigned char* hi = lo + sizeof(T);
+    for (int e = log.count - 1; e >= 0; --e) {
+        if (log.addr[e] < hi && log.addr[e] + log.size[e] > lo)
+            return true;
+    }
+    return false;
+}
+
+template <int Entries, int Slot, typename T, typename V>
+CUDA_CALLABLE WP_ZS_INLINE void replay_update(replay_log<Entries, Slot>& log, T* p, const V& value)
+{
+    if (replay_logged(log, p))
+        replay_store(log, p, value);
 }
 
 } // namespace zs

@@ -74,6 +74,16 @@ def _semi_implicit_euler(
     out[i] = y[2 * i] * y[2 * i] + y[2 * i + 1] * y[2 * i]
 
 
+def _update_use_then_store_another(
+    y: wp.array(dtype=wp.float64), x: wp.array(dtype=wp.float64), out: wp.array(dtype=wp.float64)
+):
+    # a later store to another element of y: the load is followed by a store to y, not to its element
+    i = wp.tid()
+    y[2 * i] += x[i]
+    out[i] = y[2 * i] * y[2 * i]
+    y[2 * i + 1] = wp.float64(0.0)
+
+
 SHAPES = {
     "+= then use": _update_then_use,
     "y = y + v then use": _store_sum_then_use,
@@ -82,9 +92,10 @@ SHAPES = {
     "scale then use": _scale_then_use,
     "+= in a static loop then use": _static_loop_then_use,
     "semi-implicit Euler in one kernel": _semi_implicit_euler,
+    "+= then use, then a store to another element": _update_use_then_store_another,
 }
 # y's length per thread
-Y_PER_THREAD = {"semi-implicit Euler in one kernel": 2}
+Y_PER_THREAD = {"semi-implicit Euler in one kernel": 2, "+= then use, then a store to another element": 2}
 
 STOCK = {name: wp.kernel(f, module="never_worse_stock") for name, f in SHAPES.items()}
 FLAGGED = {name: wp.kernel(f, zero_store=True, module="never_worse_flagged") for name, f in SHAPES.items()}

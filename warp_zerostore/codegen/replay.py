@@ -380,51 +380,43 @@ def _forwarded(fn: Function, scan: _Scan) -> dict:
 
 
 def _followed_loads(fn: Function, scan: _Scan) -> set:
-    """Load line indices of the forward replay that a later store to exactly the same element definitely
-    follows: the same array variable and index variables, later in the same straight-line block (nothing
-    conditional, no label, no jump in between). Only such a load read, in the forward, a value that memory no
-    longer holds when the forward has finished; every other load reads memory as stock Warp does."""
-    stores_at = {s.index: s for s in scan.stores}
+    """Load line indices (and helper calls that load) of the forward replay that a later store to the same array
+    definitely follows: later in the same straight-line block, nothing conditional, no loop label, no jump in
+    between. Only a load so followed can have read, in the forward, a value that memory no longer holds once the
+    forward has finished; every other load reads memory, as stock Warp's does. A followed load reads the log,
+    which gives the thread's own earlier store of the element where there is one and memory where there is not,
+    so a later store to another element costs nothing."""
+    stores_at = {s.index for s in scan.stores}
+    roots_at = {s.index: s.root for s in scan.stores}
     loads_at = {i: r for i, r, _, _ in scan.loads}
-    address: dict = {}
-    for idx in range(fn.body + 1, len(fn.lines) - 1):
-        m = _ADDR.match(fn.lines[idx].strip())
-        if m:
-            text = fn.lines[idx].strip()
-            address[m.group(1)] = tuple(split_args(text[text.index("(") + 1 : text.rindex(")")]))
+    calls_at = {c[0]: c for c in scan.calls}
     end = next((k for k in range(fn.body + 1, len(fn.lines)) if fn.lines[k].strip() == "// reverse"), len(fn.lines) - 1)
-    pending: dict = {}  # root -> element keys of the stores that definitely come later
+    pending: set = set()  # roots a store of which definitely comes later in the block
     out = set()
     for idx in range(end - 1, fn.body, -1):
         text = fn.lines[idx].strip()
-        store = stores_at.get(idx)
-        if store is not None:
-            if store.kind == "ref":
-                key = address.get(store.args[0])
-            else:
-                key = tuple(store.args[:-1])
-            if key is not None:
-                pending.setdefault(store.root, set()).add(key)
+        if idx in stores_at:
+            pending.add(roots_at[idx])
             continue
         if not text or text.startswith("//"):
             continue
         if _BOUNDARY.search(text):
             pending.clear()
             continue
-        if idx in loads_at:
-            m = _LOAD.match(text)
-            if m and address.get(m.group(2)) in pending.get(loads_at[idx], ()):
-                out.add(idx)
+        if idx in loads_at and loads_at[idx] in pending:
+            out.add(idx)
+        elif idx in calls_at and pending & calls_at[idx][5]:
+            out.add(idx)
     return out
 
 
 def _read_back(scan: _Scan, forwarded: dict, replayed: set | None = None) -> set:
     """Roots loaded after a store of the same root (in the text's order, which is the forward's order), other
-    than by a forwarded load; with ``replayed``, only the loads in it count (helpers' loads do not)."""
+    than by a forwarded load; with ``replayed``, only the loads (and helper calls) in it count."""
     events = [(s.index, "store", s.root) for s in scan.stores]
     events += [(i, "load", r) for i, r, _, _ in scan.loads if i not in forwarded and (replayed is None or i in replayed)]
     for idx, _, _, _, stored, loaded, _, _ in scan.calls:
-        if replayed is None:
+        if replayed is None or idx in replayed:
             events += [(idx, "load", r) for r in loaded]
         events += [(idx + 0.5, "store", r) for r in stored]
     stored_so_far: set = set()
@@ -628,7 +620,9 @@ class _Rewriter:
             prefix = f"{old} = wp::zs::replay_load({LOG}, {target}); "
             value = update.format(old=old, v=store.value)
         mark = None if in_forward_function else self._mark()
-        push = f"{prefix}wp::zs::replay_store({LOG}, {target}, {value});"
+        # POST: an atomic follows only an element the thread logged before (its old value is then known)
+        push_call = "replay_update" if store.kind == "atomic" and self.replayed is not None else "replay_store"
+        push = f"{prefix}wp::zs::{push_call}({LOG}, {target}, {value});"
         if mark is None:
             return push
         open_stores.append((store, mark))

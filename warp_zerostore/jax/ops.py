@@ -18,6 +18,7 @@ import warp
 
 from .. import _compat
 from ..access import argument_access, fully_stored
+from ..codegen import pre_backward
 from ..options import effective_zero_store
 from .calls import GRAD, OUT, Calls
 from .signature import (
@@ -428,8 +429,12 @@ class KernelOp(JaxOp):
             adjoints: ``{parameter: adjoint array or None}``.
         """
         adj = [adjoints.get(p.name) if p.is_array else type(values[p.name])(0) for p in self.params]
+        # JAX hands the backward the inputs as they were before the op (in_out arrays hold their pre-op values):
+        # a flagged kernel's PRE backward is the one for that memory (codegen/replay.py).
+        in_out = any(p.role == IN_OUT for p in self.params)
+        kernel = (pre_backward(self.kernel) if in_out else None) or self.kernel
         warp.launch(
-            self.kernel,
+            kernel,
             dim=self._dim(values),
             inputs=[values[p.name] for p in self.params],
             adj_inputs=adj,
