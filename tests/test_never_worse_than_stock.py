@@ -27,9 +27,7 @@ def _update_then_use(y: wp.array(dtype=wp.float64), x: wp.array(dtype=wp.float64
     out[i] = y[i] * y[i]
 
 
-def _store_sum_then_use(
-    y: wp.array(dtype=wp.float64), x: wp.array(dtype=wp.float64), out: wp.array(dtype=wp.float64)
-):
+def _store_sum_then_use(y: wp.array(dtype=wp.float64), x: wp.array(dtype=wp.float64), out: wp.array(dtype=wp.float64)):
     i = wp.tid()
     y[i] = y[i] + x[i]
     out[i] = y[i] * y[i]
@@ -41,9 +39,7 @@ def _atomic_then_use(y: wp.array(dtype=wp.float64), x: wp.array(dtype=wp.float64
     out[i] = y[i] * y[i]
 
 
-def _subtract_then_use(
-    y: wp.array(dtype=wp.float64), x: wp.array(dtype=wp.float64), out: wp.array(dtype=wp.float64)
-):
+def _subtract_then_use(y: wp.array(dtype=wp.float64), x: wp.array(dtype=wp.float64), out: wp.array(dtype=wp.float64)):
     i = wp.tid()
     y[i] -= x[i]
     out[i] = y[i] * y[i]
@@ -64,9 +60,7 @@ def _static_loop_then_use(
     out[i] = y[i] * y[i]
 
 
-def _semi_implicit_euler(
-    y: wp.array(dtype=wp.float64), x: wp.array(dtype=wp.float64), out: wp.array(dtype=wp.float64)
-):
+def _semi_implicit_euler(y: wp.array(dtype=wp.float64), x: wp.array(dtype=wp.float64), out: wp.array(dtype=wp.float64)):
     # y holds (q, v) per body; x is a force; out is the energy-like loss of the new state
     i = wp.tid()
     y[2 * i + 1] += wp.float64(DT) * (x[i] - y[2 * i])
@@ -214,10 +208,13 @@ def test_a_load_then_a_store_is_exact_on_the_snapshot_tape_and_stock_like_on_a_p
     exact = 2 * np.array([3.0, 0.5])
     np.testing.assert_allclose(_square_grad(_square_in_place_flagged, wp.Tape(snapshot=True)), exact)
     # Unflagged, one replayed read serves both reads: the snapshot cannot make both right, and says so.
-    with pytest.warns(wp.OverwriteWarning, match="_square_in_place_stock.*read before and after|read before and after.*_square_in_place_stock"):
+    with pytest.warns(
+        wp.OverwriteWarning,
+        match="_square_in_place_stock.*read before and after|read before and after.*_square_in_place_stock",
+    ):
         y = wp.array([3.0, 0.5], dtype=wp.float64, requires_grad=True)
         out = wp.zeros(2, dtype=wp.float64, requires_grad=True)
-        with wp.Tape(snapshot=True) as tape:
+        with wp.Tape(snapshot=True):
             wp.launch(_square_in_place_stock, dim=2, inputs=[y, out])
     # On a plain Tape the input value is gone: the flagged kernel gives what stock gives, never a third value.
     plain_flagged = _square_grad(_square_in_place_flagged, warp.Tape())
@@ -257,7 +254,10 @@ def test_a_read_between_two_stores_reads_what_the_forward_stored_on_every_tape()
 
 @wp.kernel(zero_store=True, module="never_worse_flagged")
 def _sum_then_square(
-    z: wp.array(dtype=wp.float64), x: wp.array(dtype=wp.float64), y: wp.array(dtype=wp.float64), out: wp.array(dtype=wp.float64)
+    z: wp.array(dtype=wp.float64),
+    x: wp.array(dtype=wp.float64),
+    y: wp.array(dtype=wp.float64),
+    out: wp.array(dtype=wp.float64),
 ):
     i = wp.tid()
     y[i] = z[i] + x[i]
@@ -266,7 +266,10 @@ def _sum_then_square(
 
 @wp.kernel(module="never_worse_stock")
 def _sum_then_square_stock(
-    z: wp.array(dtype=wp.float64), x: wp.array(dtype=wp.float64), y: wp.array(dtype=wp.float64), out: wp.array(dtype=wp.float64)
+    z: wp.array(dtype=wp.float64),
+    x: wp.array(dtype=wp.float64),
+    y: wp.array(dtype=wp.float64),
+    out: wp.array(dtype=wp.float64),
 ):
     i = wp.tid()
     y[i] = z[i] + x[i]

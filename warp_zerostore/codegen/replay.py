@@ -414,7 +414,9 @@ def _read_back(scan: _Scan, forwarded: dict, replayed: set | None = None) -> set
     """Roots loaded after a store of the same root (in the text's order, which is the forward's order), other
     than by a forwarded load; with ``replayed``, only the loads (and helper calls) in it count."""
     events = [(s.index, "store", s.root) for s in scan.stores]
-    events += [(i, "load", r) for i, r, _, _ in scan.loads if i not in forwarded and (replayed is None or i in replayed)]
+    events += [
+        (i, "load", r) for i, r, _, _ in scan.loads if i not in forwarded and (replayed is None or i in replayed)
+    ]
     for idx, _, _, _, stored, loaded, _, _ in scan.calls:
         if replayed is None or idx in replayed:
             events += [(idx, "load", r) for r in loaded]
@@ -529,7 +531,9 @@ class _Rewriter:
         lines = list(fn.lines)
         indent = lambda s: s[: len(s) - len(s.lstrip())]  # noqa: E731
         stores_at = {s.index: s for s in scan.stores}
-        loads_at = {i for i, r, _, _ in scan.loads if r in self.logged and (self.replayed is None or i in self.replayed)}
+        loads_at = {
+            i for i, r, _, _ in scan.loads if r in self.logged and (self.replayed is None or i in self.replayed)
+        }
         open_stores: list = []  # (store, mark) in push order
         open_calls: list = []  # (helper name, args, mark)
         for idx in range(fn.body + 1, len(lines) - 1):
