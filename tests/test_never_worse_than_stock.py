@@ -293,3 +293,53 @@ def test_a_later_launch_overwriting_an_input_does_not_change_a_flagged_kernels_g
         wp.launch(_clear, dim=2, inputs=[z])
     tape.backward(grads={out: wp.ones(2, dtype=wp.float64)})
     np.testing.assert_allclose(x.grad.numpy(), 2 * (np.array([1.0, 2.0]) + np.array([3.0, 0.5])))
+
+
+# -- one array under two parameters: written through one, read through the other
+
+
+@wp.kernel(module="never_worse_stock")
+def _write_a_read_b(
+    x: wp.array(dtype=wp.float64),
+    a: wp.array(dtype=wp.float64),
+    b: wp.array(dtype=wp.float64),
+    out: wp.array(dtype=wp.float64),
+):
+    i = wp.tid()
+    a[i] = wp.float64(2.0) * x[i]
+    out[i] = b[i] * b[i]
+
+
+@wp.kernel(zero_store=True, module="never_worse_flagged")
+def _write_a_read_b_flagged(
+    x: wp.array(dtype=wp.float64),
+    a: wp.array(dtype=wp.float64),
+    b: wp.array(dtype=wp.float64),
+    out: wp.array(dtype=wp.float64),
+):
+    i = wp.tid()
+    a[i] = wp.float64(2.0) * x[i]
+    out[i] = b[i] * b[i]
+
+
+def _aliased_grad(kernel, tape, same: bool):
+    x = wp.array([3.0, 0.5], dtype=wp.float64, requires_grad=True)
+    a = wp.zeros(2, dtype=wp.float64, requires_grad=True)
+    b = a if same else wp.array([1.0, 1.0], dtype=wp.float64, requires_grad=True)
+    out = wp.zeros(2, dtype=wp.float64, requires_grad=True)
+    with tape:
+        wp.launch(kernel, dim=2, inputs=[x, a, b, out])
+    tape.backward(grads={out: wp.ones(2, dtype=wp.float64)})
+    return x.grad.numpy()
+
+
+@pytest.mark.parametrize("kernel", [_write_a_read_b, _write_a_read_b_flagged], ids=["stock", "flagged"])
+def test_one_array_under_two_parameters_gives_the_plain_tapes_gradient_on_the_snapshot_tape_and_says_so(kernel):
+    exact = 8 * np.array([3.0, 0.5])  # out = (2x)^2
+    np.testing.assert_allclose(_aliased_grad(kernel, warp.Tape(), same=True), exact)
+    with pytest.warns(wp.OverwriteWarning, match="through one parameter and written through another"):
+        np.testing.assert_allclose(_aliased_grad(kernel, wp.Tape(snapshot=True), same=True), exact)
+    # negative twin: two arrays, nothing to say
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", wp.OverwriteWarning)
+        np.testing.assert_allclose(_aliased_grad(kernel, wp.Tape(snapshot=True), same=False), 0.0)

@@ -177,6 +177,14 @@ class Hazard:
                 f"{' ' + _arguments(self.reader.argument) + ';' if same else ''} its backward pass will re-read "
                 "the new values. Write to a new array, or record with wp.Tape(snapshot=True)."
             )
+        if self.kind == REPLAY and ", " in self.writer.argument:
+            return (
+                f"read before and after write: in {self.writer.describe()}, {self.elements} element(s) are read "
+                "through one parameter and written through another, so the Tape cannot tell a read before the "
+                "write from one after it, and no snapshot can make both right: the snapshot restores the values "
+                "written, which is what a plain Tape gives (right for reads after the write). To be sure, pass "
+                "separate arrays."
+            )
         if self.kind == REPLAY:
             return (
                 f"read before and after write: in {self.writer.describe()}, {self.elements} element(s) are read by "
@@ -356,7 +364,7 @@ class _ArrayUse:
     """One array argument of a recorded launch and what the Tape saved about it (a plain class with slots: a
     launch makes several, and check mode's cost is per launch)."""
 
-    __slots__ = ("label", "array", "access", "labels", "before", "after", "marks", "saved", "located")
+    __slots__ = ("label", "array", "access", "labels", "before", "after", "marks", "saved", "located", "crossed")
 
     def __init__(self, label: str, array, access: ArgumentAccess, labels: list):
         self.label = label  # its labels, ", "-joined when one array is passed under several
@@ -368,6 +376,7 @@ class _ArrayUse:
         self.marks: read_twin.ElementReads | None = None  # element reads and writes, when the twin ran
         self.saved = None  # device copy from before the launch (snapshot)
         self.located: tuple | None = None  # (Region, slot per element), once looked up for this launch
+        self.crossed = False  # passed under several labels, read through one and written through another
 
     def reads_known(self) -> bool:
         return self.marks is not None and self.marks.reads_known
@@ -557,6 +566,7 @@ class Tape(_compat.WarpTape):
             else:
                 if len(use.labels) == 1:
                     use.access = dataclasses.replace(use.access)  # the kernel's own entry stays as it is
+                use.crossed |= (use.access.reads and access.writes) or (use.access.writes and access.reads)
                 use.labels.append(label)
                 use.label = ", ".join(use.labels)
                 _union(use.access, access)
@@ -592,7 +602,7 @@ class Tape(_compat.WarpTape):
                 and use.array.size
                 and (use.access.reads or self._read_before(use.array))
             )
-            if checking or (wanted and use.reads_known()):
+            if checking or (wanted and (use.reads_known() or use.crossed)):
                 use.before = _host_copy(use.array)
             if wanted:
                 use.saved = _device_copy(use.array)
@@ -689,6 +699,17 @@ class Tape(_compat.WarpTape):
                 continue  # a snapshot of an array the launch did not change is not needed (known when compared)
             self._snapshotted[id(use.array)] = use.array
             saved_bytes = use.saved.size * _compat.dtype_size_bytes(use.saved.dtype)
+            if use.crossed:
+                # Read through one parameter, written through another: the twin marks each label's reads
+                # against that label's own stores, so it cannot tell a read before the write from one after.
+                # Restore what the launch wrote (what a plain Tape gives) and say so.
+                read_values.append((use.array, _device_array(use.after, use.array)))
+                inputs.append((use.array, use.saved))
+                self.snapshot_bytes += 2 * saved_bytes
+                read = use.marks.read if use.reads_known() else np.ones(use.array.shape, dtype=bool)
+                elements = int(np.count_nonzero(read & _changed(use.before, use.after, use.array.shape)))
+                found.append(Hazard(REPLAY, writer=launch.site(use.label), elements=elements))
+                continue
             after = use.marks.after if use.reads_known() else None
             if after is None or not _any(after):
                 read_values.append((use.array, use.saved))
