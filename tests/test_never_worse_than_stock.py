@@ -343,3 +343,57 @@ def test_one_array_under_two_parameters_gives_the_plain_tapes_gradient_on_the_sn
     with warnings.catch_warnings():
         warnings.simplefilter("error", wp.OverwriteWarning)
         np.testing.assert_allclose(_aliased_grad(kernel, wp.Tape(snapshot=True), same=False), 0.0)
+
+
+# -- an unflagged helper's store, which Warp's backward re-runs into memory: right or warned on the snapshot Tape
+
+
+@wp.func
+def _put_square(y: wp.array(dtype=wp.float64), i: int, v: wp.float64):
+    y[i] = v * v
+
+
+@wp.func
+def _get(y: wp.array(dtype=wp.float64), i: int):
+    return y[i]
+
+
+@wp.kernel(module="never_worse_stock")
+def _helper_update_stock(y: wp.array(dtype=wp.float64), out: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    _put_square(y, i, y[i])
+    out[i] = y[i] + wp.float64(1.0)
+
+
+@wp.kernel(zero_store=True, module="never_worse_flagged")
+def _helper_update_flagged(y: wp.array(dtype=wp.float64), out: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    _put_square(y, i, y[i])
+    out[i] = y[i] + wp.float64(1.0)
+
+
+@wp.kernel(module="never_worse_stock")
+def _helper_read_stock(y: wp.array(dtype=wp.float64), out: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    out[i] = _get(y, i) * _get(y, i)
+    y[i] = wp.float64(1.0)
+
+
+def test_an_unflagged_helper_store_on_the_snapshot_tape_is_named_and_a_flagged_one_is_exact():
+    y = wp.array([3.0, 0.5], dtype=wp.float64, requires_grad=True)
+    out = wp.zeros(2, dtype=wp.float64, requires_grad=True)
+    with pytest.warns(wp.OverwriteWarning, match="_helper_update_stock.*@wp.func helper stores into the array"):
+        with wp.Tape(snapshot=True):
+            wp.launch(_helper_update_stock, dim=2, inputs=[y, out])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", wp.OverwriteWarning)
+        np.testing.assert_allclose(
+            _square_grad(_helper_update_flagged, wp.Tape(snapshot=True)), 2 * np.array([3.0, 0.5])
+        )
+        # negative twin: a helper that only reads is not named
+        tape = wp.Tape(snapshot=True)
+        y = wp.array([3.0, 0.5], dtype=wp.float64, requires_grad=True)
+        out = wp.zeros(2, dtype=wp.float64, requires_grad=True)
+        with tape:
+            wp.launch(_helper_read_stock, dim=2, inputs=[y, out])
+    assert not [h for h in tape.hazards if h.cause == "helper store"]

@@ -47,6 +47,9 @@ class ArgumentAccess:
     #: ``wp.atomic_add``; a later statement, a later loop iteration, a helper): only then can what a launch read
     #: differ from the array before the launch
     reads_after_store: bool = False
+    #: a ``@wp.func`` helper the kernel passes it to stores into it: stock Warp's backward re-runs that store into
+    #: memory (a flagged kernel's replay sends it to its log)
+    helper_stores: bool = False
 
     @property
     def writes(self) -> bool:
@@ -207,6 +210,7 @@ class _Visitor(ast.NodeVisitor):
                 access.stores |= inner.stores
                 access.accumulates |= inner.accumulates
                 access.reads_after_store |= inner.reads_after_store
+                access.helper_stores |= inner.writes
             elif name in _ACCUMULATING:
                 self._note(label, access, store=True)
                 access.accumulates = True

@@ -59,7 +59,7 @@ from .. import _compat, config
 from ..access import ArgumentAccess, argument_access
 from ..codegen import pre_backward, replays_exactly
 from ..config import CheckLevel, validate_check
-from ..options import store_adjoints_zero
+from ..options import effective_mode, store_adjoints_zero
 from . import read_twin
 from .memory import AddressBook, span
 from .visualize import mark_hazards
@@ -139,6 +139,9 @@ class Hazard:
     earlier: Site | None = None
     real: bool = True
     elements: int = 0
+    #: for "read before and after write": why no snapshot can make the reads right ("" a thread's own reads,
+    #: "aliased" one array under two parameters, "helper store" an unflagged helper's store re-run into memory)
+    cause: str = ""
 
     def key(self) -> tuple:
         """What makes two hazards the same one (a Tape reports each once): kind, sites less launch numbers.
@@ -177,7 +180,15 @@ class Hazard:
                 f"{' ' + _arguments(self.reader.argument) + ';' if same else ''} its backward pass will re-read "
                 "the new values. Write to a new array, or record with wp.Tape(snapshot=True)."
             )
-        if self.kind == REPLAY and ", " in self.writer.argument:
+        if self.kind == REPLAY and self.cause == "helper store":
+            return (
+                f"read before and after write: in {self.writer.describe()}, a @wp.func helper stores into the "
+                "array, which a recorded launch reads. Warp's backward re-runs the helper's stores into memory, "
+                "so the snapshot's restore does not hold for the rest of that backward launch and the gradient "
+                "may be off. Decorate the kernel with @wp.kernel(zero_store=True) (its replay sends helper stores "
+                "to a log, never to memory), or store from the kernel itself."
+            )
+        if self.kind == REPLAY and self.cause == "aliased":
             return (
                 f"read before and after write: in {self.writer.describe()}, {self.elements} element(s) are read "
                 "through one parameter and written through another, so the Tape cannot tell a read before the "
@@ -692,12 +703,16 @@ class Tape(_compat.WarpTape):
         exact = replays_exactly(launch.kernel)
         pre = pre_backward(launch.kernel) if exact else None
         exact = pre is not None
+        # Stock Warp's backward re-runs an unflagged kernel's helper stores into memory.
+        replays_helper_stores = effective_mode(launch.kernel) is not True and _compat.kernel_has_backward(launch.kernel)
         for use in launch.uses:
             if use.saved is None:
                 continue
             if use.before is not None and _same_bytes(use.before, use.after):
                 continue  # a snapshot of an array the launch did not change is not needed (known when compared)
             self._snapshotted[id(use.array)] = use.array
+            if replays_helper_stores and use.access.helper_stores:
+                found.append(Hazard(REPLAY, writer=launch.site(use.label), cause="helper store"))
             saved_bytes = use.saved.size * _compat.dtype_size_bytes(use.saved.dtype)
             if use.crossed:
                 # Read through one parameter, written through another: the twin marks each label's reads
@@ -708,7 +723,7 @@ class Tape(_compat.WarpTape):
                 self.snapshot_bytes += 2 * saved_bytes
                 read = use.marks.read if use.reads_known() else np.ones(use.array.shape, dtype=bool)
                 elements = int(np.count_nonzero(read & _changed(use.before, use.after, use.array.shape)))
-                found.append(Hazard(REPLAY, writer=launch.site(use.label), elements=elements))
+                found.append(Hazard(REPLAY, writer=launch.site(use.label), elements=elements, cause="aliased"))
                 continue
             after = use.marks.after if use.reads_known() else None
             if after is None or not _any(after):
