@@ -1,13 +1,18 @@
 """The fuzzer's false-alarm figure: a fixed-seed run over thousands of drawn kernels, every failure accounted for.
 
 Draws ``--kernels`` kernels (batches of ``--batch``, batch k drawn with seed ``seed * 100003 + k``, as
-``python -m warp_zerostore fuzz`` does), checks each stock and ``zero_store=True`` (`fuzz.batch.check_batch`) and
-sorts every failure: known for the installed Warp (`fuzz.known`), warned about at build time, or neither (a
-false alarm or a new bug: each is written to ``--out`` as a standalone repro to investigate; nothing is
-shrunk). Prints the counts and JSON (benchmarks/results/). The figure asked for: unexplained failures over N
+``python -m warp_zerostore fuzz`` does), checks each stock and ``zero_store=True``, each on a plain and on the
+snapshot Tape (`fuzz.batch.check_batch`: four checks per kernel, one build per batch) and sorts every failure:
+**worse than stock** (a package path wrong where stock on a plain Tape is right: this package's defect; with a
+build-time warning on the snapshot Tape counted apart), known for the installed Warp (`fuzz.known`), warned
+about at build time, or neither (a false alarm or a new bug). Each unexplained or worse-than-stock failure is
+written to ``--out`` as a standalone repro to investigate; nothing is shrunk unless ``--shrink-worse`` (each
+worse-than-stock failure then also shrunk, still worse than stock, its repro written beside). Prints the counts
+and JSON (benchmarks/results/). The figures asked for: unexplained failures, and worse-than-stock ones, over N
 thousand kernels.
 
 Usage: python benchmarks/fuzz_false_alarms.py [--kernels 2000] [--seed 7] [--batch 128] [--features ...]
+    [--shrink-worse]
 """
 
 import argparse
@@ -19,6 +24,16 @@ import warp
 from common import report
 
 from warp_zerostore.testing.fuzz import batch, campaign, known, printer, repro, shrink
+
+WORSE, WORSE_WARNED = "worse than stock", "worse than stock, warned"
+
+
+def status(failure) -> str:
+    """The failure's verdict (campaign.Finding.status's rule): a warning excuses worse than stock on the snapshot
+    Tape only."""
+    if failure.worse:
+        return WORSE_WARNED if failure.warned and failure.tape == "snapshot" else WORSE
+    return known.match(failure) or ("warned" if failure.warned else "unexplained")
 
 
 def _script(failure) -> str:
@@ -37,51 +52,76 @@ def main():
         "--features", nargs="+", default=None, help="the constructs to draw (default: grammar.DEFAULT_FEATURES)"
     )
     parser.add_argument("--out", default="fuzz-false-alarms", help="where unexplained failures' repros go")
+    parser.add_argument(
+        "--shrink-worse", action="store_true", help="shrink each worse-than-stock failure (its repro beside)"
+    )
     args = parser.parse_args()
     warp.config.quiet = True
     warp.init()
     start, kernels, index = time.monotonic(), 0, 0
     counts = collections.Counter()
-    unexplained = []
+    unexplained, worse = [], []
+    shrink_seconds = 0.0
+
+    def write(failure, listing, tag="") -> str:
+        os.makedirs(args.out, exist_ok=True)
+        name = f"{len(unexplained) + len(worse):03d}_{failure.variant}_{failure.tape}_{failure.kind}{tag}.py"
+        path = os.path.join(args.out, name)
+        with open(path, "w") as f:
+            f.write(_script(failure))
+        labels = ", ".join(shrink.constructs(failure.case.program))
+        entry = {"variant": failure.variant, "tape": failure.tape, "kind": failure.kind, "constructs": labels}
+        listing.append(dict(entry, repro=path))
+        return path
+
     while kernels < args.kernels:
         cases = campaign.draw(min(args.batch, args.kernels - kernels), args.seed * 100003 + index, args.features)
         index += 1
         kernels += len(cases)
         for failure in batch.check_batch(cases):
-            status = known.match(failure) or ("warned" if failure.warned else "unexplained")
-            counts[(failure.variant, failure.kind, status)] += 1
-            if status == "unexplained":
-                os.makedirs(args.out, exist_ok=True)
-                path = os.path.join(args.out, f"{len(unexplained):03d}_{failure.variant}_{failure.kind}.py")
-                with open(path, "w") as f:
-                    f.write(_script(failure))
-                labels = ", ".join(shrink.constructs(failure.case.program))
-                unexplained.append(
-                    {"variant": failure.variant, "kind": failure.kind, "constructs": labels, "repro": path}
-                )
-        rate = 60.0 * kernels / (time.monotonic() - start)
+            verdict = status(failure)
+            counts[(failure.variant, failure.tape, failure.kind, verdict)] += 1
+            if verdict == "unexplained":
+                write(failure, unexplained)
+            elif failure.worse:
+                write(failure, worse, "_worse")
+                if args.shrink_worse:
+                    began = time.monotonic()
+                    small = shrink.shrink(failure)[0]
+                    shrink_seconds += time.monotonic() - began
+                    worse[-1]["shrunk"] = write(small, [], "_worse_shrunk")
+                    worse[-1]["shrunk_constructs"] = ", ".join(shrink.constructs(small.case.program))
+        rate = 60.0 * kernels / (time.monotonic() - start - shrink_seconds)
         print(
-            f"{kernels} kernels, {sum(counts.values())} failures, {len(unexplained)} unexplained ({rate:.0f}/min)",
+            f"{kernels} kernels, {sum(counts.values())} failures, {len(unexplained)} unexplained, "
+            f"{len(worse)} worse than stock ({rate:.0f}/min)",
             flush=True,
         )
     seconds = time.monotonic() - start
+    checks = len(batch.PATHS) * kernels
     print(
-        f"false alarms: {len(unexplained)} unexplained failures over {kernels} drawn kernels ({2 * kernels} kernel "
-        f"checks, stock and zero_store=True) on Warp {warp.config.version}, seed {args.seed}, {seconds / 60:.1f} min"
+        f"false alarms: {len(unexplained)} unexplained failures over {kernels} drawn kernels ({checks} kernel "
+        f"checks: stock and zero_store=True, each on a plain and a snapshot Tape) on Warp {warp.config.version}, "
+        f"seed {args.seed}, {seconds / 60:.1f} min ({60.0 * kernels / (seconds - shrink_seconds):.0f} kernels/min)"
     )
-    for (variant, kind, status), n in sorted(counts.items()):
-        print(f"  {variant:10s} {kind:8s} {status:32s} {n}")
+    warned = sum(n for (*_, verdict), n in counts.items() if verdict == WORSE_WARNED)
+    print(f"worse than stock: {len(worse)} failures ({warned} of them warned at build time, snapshot Tape)")
+    for (variant, tape, kind, verdict), n in sorted(counts.items()):
+        print(f"  {variant:10s} {tape:8s} {kind:8s} {verdict:32s} {n}")
     report(
         "fuzz_false_alarms",
         {
             "kernels": kernels,
-            "checks": 2 * kernels,
+            "checks": checks,
             "seed": args.seed,
             "batch": args.batch,
             "features": args.features or "default",
             "seconds": round(seconds, 1),
-            "failures": {f"{v} {k} {s}": n for (v, k, s), n in sorted(counts.items())},
+            "shrink_seconds": round(shrink_seconds, 1),
+            "kernels_per_minute": round(60.0 * kernels / (seconds - shrink_seconds)),
+            "failures": {f"{v} {t} {k} {s}": n for (v, t, k, s), n in sorted(counts.items())},
             "unexplained": unexplained,
+            "worse_than_stock": worse,
             "load_average_1min": os.getloadavg()[0],
         },
     )

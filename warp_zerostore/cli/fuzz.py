@@ -1,4 +1,5 @@
-"""``python -m warp_zerostore fuzz``: fuzz Warp's autodiff with drawn kernels; exit 1 if anything failed."""
+"""``python -m warp_zerostore fuzz``: fuzz Warp's autodiff with drawn kernels; exit 1 if anything failed (a
+failure worse than stock, this package's defect, included)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,10 @@ import json
 def add_parser(subparsers) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
         "fuzz",
-        help="draw whole kernels and check their gradients (stock and zero_store=True); exit 1 on any failure",
+        help=(
+            "draw whole kernels and check their gradients (stock and zero_store=True, each on a plain and a snapshot"
+            " Tape); exit 1 on any failure"
+        ),
     )
     parser.add_argument("--minutes", type=float, default=1.0, help="how long to fuzz (default 1)")
     parser.add_argument("--seed", type=int, default=0, help="the campaign's seed (default 0)")
@@ -67,10 +71,14 @@ def run(args) -> int:
                 {
                     "kernels": summary.kernels,
                     "seconds": round(summary.seconds, 1),
+                    "worse_than_stock": len(summary.worse),
                     "findings": [
                         {
                             "variant": f.variant,
+                            "tape": f.tape,
                             "kind": f.kind,
+                            "worse_than_stock": f.worse,
+                            "status": f.status,
                             "constructs": list(f.constructs),
                             "count": f.count,
                             "known": f.known,

@@ -1,9 +1,12 @@
 """Check many drawn kernels per Warp build: one generated module file, each kernel stock and ``zero_store=True``.
 
 Warp compiles a module at a time and reads kernel source through ``inspect``, so a batch is written as one
-``.py`` file into a private temporary directory and imported. Each case then runs on a Tape, and its forward
-values and gradients are compared with `oracle`'s reference (forward first, so a forward bug is not
-reported as a gradient bug). A batch whose build fails is split in halves until the failing kernel is alone.
+``.py`` file into a private temporary directory and imported. Each case then runs four times, each kernel on a
+plain ``wp.Tape()`` and on ``Tape(snapshot=True)`` (`PATHS`; the same build), and its forward values and
+gradients are compared with `oracle`'s reference (forward first, so a forward bug is not reported as a gradient
+bug). A package path (`PACKAGE_PATHS`) that fails where stock Warp on a plain Tape is right for the same case is
+**worse than stock** (``Failure.worse``): always this package's defect. A batch whose build fails is split in
+halves until the failing kernel is alone.
 """
 
 from __future__ import annotations
@@ -29,18 +32,27 @@ from .printer import VEC_TYPE, Printer
 
 #: The kernel variants each case is checked in: name suffix -> decorator line in the generated module.
 VARIANTS = {"stock": "@wp.kernel", "zero_store": "@wpz.kernel(zero_store=True)"}
-#: The Tape each variant is recorded on: stock Warp's, and for flagged kernels the package's remedy for a thread
-#: that reads an element before storing over it (an in-place update): ``Tape(snapshot=True)``, which restores
-#: what the launch read before its adjoint runs. A plain Tape there is wrong for stock and flagged kernels alike,
-#: and ``Tape(check=...)`` reports it as a stale read (tests/test_fuzz.py checks both).
-TAPES = {"stock": "wp.Tape()", "zero_store": "wpz.Tape(snapshot=True)"}
+#: The Tapes each variant is recorded on: stock Warp's plain ``wp.Tape()`` (what a flagged kernel must match
+#: wherever stock is right: its POST backward), and the package's remedy for a thread that reads an element
+#: before storing over it (an in-place update), ``Tape(snapshot=True)``, which restores what the launch read
+#: before its adjoint runs (a flagged kernel's PRE backward). An in-place update is wrong on a plain Tape for
+#: stock and flagged kernels alike, and ``Tape(check=...)`` reports it as a stale read (tests/test_fuzz.py).
+TAPES = {"plain": "wp.Tape()", "snapshot": "wpz.Tape(snapshot=True)"}
+#: Every (variant, tape) a case is checked on: the reference path first, stock Warp as users run it.
+STOCK_PATH = ("stock", "plain")
+PATHS = (STOCK_PATH, ("zero_store", "plain"), ("stock", "snapshot"), ("zero_store", "snapshot"))
+#: The paths through this package: each must be right wherever `STOCK_PATH` is (else worse than stock).
+PACKAGE_PATHS = PATHS[1:]
+#: The Tape of a `Failure` made without one: each variant's only Tape before the four checks (stock on a plain
+#: Tape, flagged on the snapshot Tape), so that ``Failure(case, "zero_store", kind)`` keeps its meaning.
+DEFAULT_TAPE = {"stock": "plain", "zero_store": "snapshot"}
 HEADER = "import warp as wp\n\nimport warp_zerostore as wpz\n\nwp.set_module_options({options!r})\n"
 #: The snapshot Tape runs a read twin (tape/read_twin.py) of each kernel that reads ``y`` after storing it, built
 #: by default in a module of its own: one compile per kernel, most of a batch's time. The batch makes them
 #: before it loads, into its own module: one compile. Generated code, as the Tape is: testing does not import tape.
 PREPARE = """
 def prepare_twins(module, kernels):
-    with wpz.tape.read_twin.built_into(module):
+    with wpz.tape.read_twin.built_into(module):  # the stock and the flagged kernels: both run on the snapshot Tape
         for kernel in kernels:
             if any(a.reads_after_store for a in wpz.access.argument_access(kernel).values()):
                 wpz.tape.read_twin.twin(kernel)
@@ -60,7 +72,7 @@ _counter = itertools.count()
 
 @dataclass
 class Failure:
-    """One case that failed in one variant: ``kind`` is build, crash, forward or gradient."""
+    """One case that failed in one variant on one Tape: ``kind`` is build, crash, forward or gradient."""
 
     case: object
     variant: str
@@ -71,13 +83,30 @@ class Failure:
     warned: str = ""  # a warning the package gave for this kernel at build time (the failure is not silent)
     warp_value: dict = field(default_factory=dict)  # what Warp computed, by array
     reference: dict = field(default_factory=dict)  # what the reference computed, by array
+    tape: str = ""  # "plain" or "snapshot" (`TAPES`); "" means the variant's `DEFAULT_TAPE`
+    worse: bool = False  # a package path wrong where stock Warp on a plain Tape is right for the same case
+    stock: dict = field(default_factory=dict)  # with ``worse``: what stock on a plain Tape computed, by array
+    tape_warned: str = ""  # a warning the Tape gave while the case ran (an OverwriteWarning; never an excuse)
+
+    def __post_init__(self):
+        if not self.tape:
+            self.tape = DEFAULT_TAPE.get(self.variant, "plain")
+
+    @property
+    def path(self) -> tuple:
+        """``(variant, tape)``: one of `PATHS`."""
+        return (self.variant, self.tape)
+
+    def describe(self) -> str:
+        """``zero_store on a plain Tape``, ``stock on the snapshot Tape``."""
+        return f"{self.variant} on {'a plain' if self.tape == 'plain' else 'the snapshot'} Tape"
 
 
 def module_source(cases, prelude: str = "", first: int = 0) -> str:
     """The batch's module: ``prelude`` (extra source, e.g. a mutant's helpers), then each case's helpers and
     kernels ``c{j}_stock``, ``c{j}_zero_store`` (``j`` counted from ``first``)."""
     lines = [HEADER.format(options=build_options()), prelude]
-    lines += [f"def tape_{variant}():\n    return {tape}\n" for variant, tape in TAPES.items()]
+    lines += [f"def tape_{name}():\n    return {tape}\n" for name, tape in TAPES.items()]
     lines.append(PREPARE)
     for j, case in enumerate(cases, first):
         printer = Printer(case.program, case.thresholds, f"c{j}_h")
@@ -105,7 +134,8 @@ def _write(cases, workdir: str, prelude: str, first: int, twins: bool = True):
     sys.modules[name] = module
     spec.loader.exec_module(module)
     if twins:
-        module.prepare_twins(module, [getattr(module, f"c{j}_zero_store") for j in range(first, first + len(cases))])
+        kernels = [getattr(module, f"c{j}_{variant}") for j in range(first, first + len(cases)) for variant in VARIANTS]
+        module.prepare_twins(module, kernels)
     return module
 
 
@@ -185,8 +215,8 @@ def _bisect(cases, first, workdir, device, prelude, twins=True) -> list:
     except Exception as error:  # a kernel Warp cannot build: find it
         if len(cases) == 1 and twins:  # perhaps its read twin: the Tape copes without one (whole-array reads)
             return _bisect(cases, first, workdir, device, prelude, twins=False)
-        if len(cases) == 1:
-            return [Failure(cases[0], variant, "build", detail=_short(error)) for variant in VARIANTS]
+        if len(cases) == 1:  # one build for every path: never worse than stock
+            return [Failure(cases[0], v, "build", detail=_short(error), tape=t) for v, t in PATHS]
         half = len(cases) // 2
         return _bisect(cases[:half], first, workdir, device, prelude) + _bisect(
             cases[half:], first + half, workdir, device, prelude
@@ -195,14 +225,20 @@ def _bisect(cases, first, workdir, device, prelude, twins=True) -> list:
 
 
 def _check_module(cases, first, module, caught, device) -> list:
+    """Each case on every path of `PATHS`; a package path's failure is worse than stock where stock's passed."""
     failures = []
     for j, case in enumerate(cases, first):
         ref = oracle.reference(case.program, case.thresholds, case.inputs, case.cotangents)
-        for variant in VARIANTS:
-            kernel, make_tape = getattr(module, f"c{j}_{variant}"), getattr(module, f"tape_{variant}")
-            failure = check_case(case, kernel, ref, variant, device, make_tape)
+        stock_values, stock_right = {}, False
+        for variant, tape in PATHS:  # STOCK_PATH first
+            kernel, make_tape = getattr(module, f"c{j}_{variant}"), getattr(module, f"tape_{tape}")
+            failure = check_case(case, kernel, ref, variant, device, make_tape, tape=tape, values=stock_values)
+            if (variant, tape) == STOCK_PATH:
+                stock_right = failure is None
             if failure is not None:
                 failure.warned = next((str(w.message) for w in caught if f"'c{j}_{variant}'" in str(w.message)), "")
+                if stock_right and (variant, tape) != STOCK_PATH:
+                    failure.worse, failure.stock = True, stock_values.get(failure.kind, {})
                 failures.append(failure)
     return failures
 
@@ -238,12 +274,19 @@ def run_case(case, kernel, device="cpu", make_tape=warp.Tape):
     return outputs, gradients
 
 
-def check_case(case, kernel, ref, variant: str, device="cpu", make_tape=warp.Tape):
-    """None when ``kernel``'s forward values and gradients match ``ref``; else the `Failure`."""
+def check_case(case, kernel, ref, variant: str, device="cpu", make_tape=warp.Tape, tape: str = "", values=None):
+    """None when ``kernel``'s forward values and gradients match ``ref``; else the `Failure`. With ``values`` (a
+    dict) and the case run, what Warp computed goes into it too: ``{"forward": ..., "gradient": ...}``."""
+    tape = tape or DEFAULT_TAPE.get(variant, "plain")
     try:
-        outputs, gradients = run_case(case, kernel, device, make_tape)
+        with warnings.catch_warnings(record=True) as seen:  # the snapshot Tape's runtime warnings, kept
+            warnings.simplefilter("always")
+            outputs, gradients = run_case(case, kernel, device, make_tape)
     except Exception as error:
-        return Failure(case, variant, "crash", detail=_short(error))
+        return Failure(case, variant, "crash", detail=_short(error), tape=tape)
+    if values is not None and (variant, tape) == STOCK_PATH:
+        values.update(forward=outputs, gradient=gradients)
+    said = next((str(w.message) for w in seen if issubclass(w.category, UserWarning)), "")
     dtype = case.program.dtype
     for kind, got, want, rounding in (
         ("forward", outputs, ref.outputs, {}),
@@ -252,7 +295,9 @@ def check_case(case, kernel, ref, variant: str, device="cpu", make_tape=warp.Tap
         scores = {n: oracle.mismatch(got[n], want[n], dtype, rounding.get(n, 0.0)) for n in want}
         name = max(scores, key=scores.get)
         if scores[name] > 1.0:
-            return Failure(case, variant, kind, scores[name], name, warp_value=got, reference=want)
+            failure = Failure(case, variant, kind, scores[name], name, warp_value=got, reference=want, tape=tape)
+            failure.tape_warned = said[:300]
+            return failure
     return None
 
 
@@ -262,7 +307,11 @@ def _short(error: Exception) -> str:
 
 
 __all__ = [
+    "DEFAULT_TAPE",
     "Failure",
+    "PACKAGE_PATHS",
+    "PATHS",
+    "STOCK_PATH",
     "VARIANTS",
     "build",
     "check_batch",

@@ -1,8 +1,13 @@
 """A fuzzing campaign: draw batches of kernels, check each batch in one build, shrink and file new failures.
 
 Failures are deduplicated by what triggers them: a failure whose constructs include those of a finding of the
-same variant and kind already filed counts toward it unshrunk; any other is shrunk, and filed under its
-shrunk constructs (``shrink.constructs``) with a standalone repro script.
+same variant, Tape, kind and verdict already filed counts toward it unshrunk; any other is shrunk, and filed
+under its shrunk constructs (``shrink.constructs``) with a standalone repro script.
+
+Verdicts: a failure **worse than stock** (`batch.Failure.worse`: a package path wrong where stock Warp on a
+plain Tape is right) is this package's defect, never known; a build-time warning excuses it on the snapshot Tape
+only (counted apart), never on a plain Tape, which must give what stock gives. Any other failure is known
+(`known`), warned about at build time, or new.
 """
 
 from __future__ import annotations
@@ -29,6 +34,19 @@ class Finding:
     repro_path: str = ""
     known: str = ""  # the known-issue id it matches, or ""
     warned: bool = False  # the package warned about this kernel at build time: not a silent failure
+    tape: str = "plain"  # the Tape it failed on: "plain" or "snapshot"
+    worse: bool = False  # worse than stock: wrong where stock Warp on a plain Tape is right
+
+    @property
+    def explained(self) -> bool:
+        """Known, or warned about at build time; a warning never excuses a plain Tape worse than stock."""
+        return bool(self.known) or (self.warned and not (self.worse and self.tape == "plain"))
+
+    @property
+    def status(self) -> str:
+        if self.worse:
+            return "worse, warned" if self.explained else "WORSE THAN STOCK"
+        return self.known or ("warned" if self.warned else "NEW")
 
 
 @dataclass
@@ -40,7 +58,13 @@ class Summary:
 
     @property
     def new(self) -> list:
-        return [f for f in self.findings if not f.known and not f.warned]
+        """Findings neither known nor excused by a build-time warning (worse-than-stock ones among them)."""
+        return [f for f in self.findings if not f.explained]
+
+    @property
+    def worse(self) -> list:
+        """Findings worse than stock, excused or not: this package's defects."""
+        return [f for f in self.findings if f.worse]
 
 
 def draw(count: int, seed: int, features=None, **options) -> list:
@@ -65,10 +89,16 @@ def draw(count: int, seed: int, features=None, **options) -> list:
 
 def matches(finding: Finding, failure) -> bool:
     return (
-        finding.variant == failure.variant
+        (finding.variant, finding.tape) == failure.path
         and finding.kind == failure.kind
+        and finding.worse == failure.worse
         and set(finding.constructs) <= set(shrink.constructs(failure.case.program))
     )
+
+
+#: Which failure of a case is shrunk (the others come with it): worse than stock first, then the package's
+#: remedy, then the other package paths, stock last; gradients before other kinds.
+_SHRINK_ORDER = {path: k for k, path in enumerate((("zero_store", "snapshot"), *batch.PACKAGE_PATHS, batch.STOCK_PATH))}
 
 
 def run(
@@ -101,7 +131,7 @@ def run(
                 for failure in group:
                     next(f for f in summary.findings if matches(f, failure)).count += 1
                 continue
-            primary = min(group, key=lambda f: (f.variant != "zero_store", f.kind != "gradient"))
+            primary = min(group, key=lambda f: (not f.worse, _SHRINK_ORDER[f.path], f.kind != "gradient"))
             for small in shrink.shrink(primary, rounds=shrink_rounds, device=device, log=log):
                 _file(summary, small, out)
         if progress is not None:
@@ -120,16 +150,25 @@ def _by_case(failures) -> list:
 def _file(summary: Summary, failure, out) -> None:
     """Count ``failure`` toward the finding of its shrunk constructs, or file a new one with its repro."""
     labels = shrink.constructs(failure.case.program)
+    key = (failure.variant, failure.tape, failure.kind, failure.worse, labels)
     for finding in summary.findings:
-        if (finding.variant, finding.kind, finding.constructs) == (failure.variant, failure.kind, labels):
+        if (finding.variant, finding.tape, finding.kind, finding.worse, finding.constructs) == key:
             finding.count += 1
             return
     finding = Finding(
-        failure.variant, failure.kind, labels, failure, known=known.match(failure), warned=bool(failure.warned)
+        failure.variant,
+        failure.kind,
+        labels,
+        failure,
+        known=known.match(failure),
+        warned=bool(failure.warned),
+        tape=failure.tape,
+        worse=failure.worse,
     )
     if out is not None:
         os.makedirs(out, exist_ok=True)
-        name = f"{len(summary.findings):03d}_{failure.variant}_{failure.kind}.py"
+        worse = "_worse" if failure.worse else ""
+        name = f"{len(summary.findings):03d}_{failure.variant}_{failure.tape}_{failure.kind}{worse}.py"
         finding.repro_path = os.path.join(out, name)
         with open(finding.repro_path, "w") as f:
             f.write(repro.script(failure))
@@ -138,10 +177,12 @@ def _file(summary: Summary, failure, out) -> None:
 
 def table(summary: Summary) -> str:
     """The findings as a text table."""
-    rows = [("variant", "kind", "count", "status", "constructs", "repro")]
+    rows = [("variant", "tape", "kind", "count", "worse", "status", "constructs", "repro")]
     for f in summary.findings:
-        status = f.known or ("warned" if f.warned else "NEW")
-        rows.append((f.variant, f.kind, str(f.count), status, ", ".join(f.constructs), f.repro_path or "-"))
+        worse = "WORSE" if f.worse else "-"
+        rows.append(
+            (f.variant, f.tape, f.kind, str(f.count), worse, f.status, ", ".join(f.constructs), f.repro_path or "-")
+        )
     widths = [max(len(r[k]) for r in rows) for k in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
     lines.insert(1, "-" * len(lines[0]))
@@ -149,5 +190,11 @@ def table(summary: Summary) -> str:
     lines.append(
         f"{summary.kernels} kernels in {summary.builds} builds, {summary.seconds:.0f} s ({rate:.0f} kernels/min); "
         f"{len(summary.findings)} distinct failures, {len(summary.new)} neither known nor warned"
+    )
+    excused = sum(f.explained for f in summary.worse)
+    lines.append(
+        f"worse than stock (a package path wrong where stock on a plain Tape is right): {len(summary.worse)} "
+        f"distinct ({sum(f.count for f in summary.worse)} failures), {excused} of them warned at build time "
+        "(snapshot Tape)"
     )
     return "\n".join(lines)

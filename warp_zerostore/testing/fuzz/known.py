@@ -1,8 +1,11 @@
 """Failures the fuzzer found and that are known, per Warp version (docs/known-issues.md: each with its repro).
 
 An entry matches a failure of one of its variants and its kind whose kernel uses at least the entry's
-constructs (the constructs of the shrunk repro). Matching unshrunk kernels by a subset is loose on purpose: the
-CI campaign does not shrink, and a kernel that contains a known trigger is not evidence of a new bug.
+constructs (the constructs of the shrunk repro). A variant is a kernel on either Tape (``"stock"``) or on one
+(``"zero_store:plain"``: `batch.PATHS`). Matching unshrunk kernels by a subset is loose on purpose: the CI
+campaign does not shrink, and a kernel that contains a known trigger is not evidence of a new bug. A failure
+worse than stock (``Failure.worse``: a package path wrong where stock Warp on a plain Tape is right) is this
+package's defect and never matches.
 """
 
 from __future__ import annotations
@@ -13,19 +16,23 @@ from .shrink import constructs
 
 ALL = ("1.9.1", "1.10.1", "1.12.1", "1.19.0")
 BOTH = ("stock", "zero_store")
+#: An in-place update (a read of an element, then a store over it): wrong on a plain Tape flagged or not (the
+#: launch's input is gone; the flagged kernel gives what stock gives), right flagged on the snapshot Tape.
+IN_PLACE = ("stock", "zero_store:plain")
 OLD = ("1.9.1", "1.10.1", "1.12.1")  # store adjoints accumulate (Warp <= 1.12)
 
 #: id -> (Warp versions, variants, kind, constructs that trigger it).
 KNOWN = {
     # y[i] read, then y[i] stored in the same launch (an in-place update): Warp's backward re-reads the new
-    # value. Flagged kernels are checked on Tape(snapshot=True), the package's remedy, and are right there;
-    # a plain Tape is wrong for both, and Tape(check=...) reports it as a stale read.
-    "read-then-overwrite": (ALL, ("stock",), "gradient", ("readback y[i]", "store")),
-    "read-then-augstore": (ALL, ("stock",), "gradient", ("readback y[i]", "augstore")),
-    "helper-store-readback": (ALL, ("stock",), "gradient", ("callstore", "readback y[i]")),
+    # value. Flagged kernels are right on Tape(snapshot=True), the package's remedy; a plain Tape is wrong for
+    # both, and Tape(check=...) reports it as a stale read. Unflagged, the snapshot Tape cannot serve an element
+    # read both before and after the store (one replayed read; it warns "read before and after write").
+    "read-then-overwrite": (ALL, IN_PLACE, "gradient", ("readback y[i]", "store")),
+    "read-then-augstore": (ALL, IN_PLACE, "gradient", ("readback y[i]", "augstore")),
+    "helper-store-readback": (ALL, IN_PLACE, "gradient", ("callstore", "readback y[i]")),
     # the same on a 2-D output (feature "arrays2d"): ym[i, c] read, then ym[i, c] stored or augmented.
-    "read-then-overwrite-2d": (ALL, ("stock",), "gradient", ("readback ym[i, c]", "store ym")),
-    "read-then-augstore-2d": (ALL, ("stock",), "gradient", ("augstore ym", "readback ym[i, c]")),
+    "read-then-overwrite-2d": (ALL, IN_PLACE, "gradient", ("readback ym[i, c]", "store ym")),
+    "read-then-augstore-2d": (ALL, IN_PLACE, "gradient", ("augstore ym", "readback ym[i, c]")),
     # a local vector's component updated after the vector was used: Warp's adjoint of the update is wrong.
     "component-update-after-use": (ALL, BOTH, "gradient", ("setcomponent(+=)",)),
     "component-assign-after-use": (ALL, BOTH, "gradient", ("setcomponent(=)",)),
@@ -79,12 +86,13 @@ KNOWN = {
     "struct-field-scale-after-call": (ALL, BOTH, "gradient", ("setfield(*=)", "struct arg")),
     # the tile form (feature "tiles"): this thread's region of yt tile-loaded, then tile-stored or tile-atomic-added
     # over in the same launch; Warp's backward re-reads the new values. Right on the snapshot Tape, as above.
-    "tile-read-then-store": (ALL, ("stock",), "gradient", ("tile readback yt", "tile_store")),
-    "tile-read-then-atomic-add": (ALL, ("stock",), "gradient", ("tile readback yt", "tile_atomic_add")),
+    "tile-read-then-store": (ALL, IN_PLACE, "gradient", ("tile readback yt", "tile_store")),
+    "tile-read-then-atomic-add": (ALL, IN_PLACE, "gradient", ("tile readback yt", "tile_atomic_add")),
     # a valid kernel Warp <= 1.12 cannot build: wp.tile_map(wp.tanh, t) (the tile map's adjoint calls adj_tanh
     # without the return value tanh's adjoint takes); sin and cos map and build.
     "tile-map-tanh-build-error": (OLD, BOTH, "build", ("tile_map(tanh)",)),
-    # two stores to one element: Warp <= 1.12 keeps the overwritten store's gradient (what zero_store fixes).
+    # two stores to one element: Warp <= 1.12 keeps the overwritten store's gradient (what zero_store fixes), on
+    # either Tape (the snapshot Tape restores values, not adjoints).
     "overwrite-accumulates": (OLD, ("stock",), "gradient", ("store",)),
     "overwrite-accumulates-in-helper": (OLD, ("stock",), "gradient", ("callstore",)),
     "overwrite-accumulates-2d": (OLD, ("stock",), "gradient", ("store ym",)),
@@ -94,10 +102,15 @@ KNOWN = {
 
 
 def match(failure, version: str | None = None) -> str:
-    """The id of the known issue ``failure`` matches on ``version`` (default: the installed Warp), or ""."""
+    """The id of the known issue ``failure`` matches on ``version`` (default: the installed Warp), or "" (always
+    for a failure worse than stock)."""
+    if getattr(failure, "worse", False):
+        return ""
     version = version or warp.config.version
     labels = set(constructs(failure.case.program))
+    tape = getattr(failure, "tape", "") or ""
     for key, (versions, variants, kind, needed) in KNOWN.items():
-        if version in versions and failure.variant in variants and failure.kind == kind and set(needed) <= labels:
+        on = failure.variant in variants or f"{failure.variant}:{tape}" in variants
+        if version in versions and on and failure.kind == kind and set(needed) <= labels:
             return key
     return ""

@@ -2,8 +2,9 @@
 
 Each round builds every one-step simplification of the current program in one module (``batch``): drop a
 statement, inline a branch or a loop body, replace an expression by one of its operands or a constant, drop a
-helper's use. The smallest candidate that still fails with the same variant and kind wins; rounds repeat until
-none does (a local minimum), or the round budget is spent.
+helper's use. The smallest candidate that still fails with the same variant, Tape and kind (and is still worse
+than stock, if the failure was) wins; rounds repeat until none does (a local minimum), or the round budget is
+spent.
 """
 
 from __future__ import annotations
@@ -332,9 +333,16 @@ def _rebuild_identity(node, target, option):
     return dataclasses.replace(node, **changes) if changes else node
 
 
-def shrink(failure, *, rounds: int = 12, device: str = "cpu", log=None) -> list:
-    """The smallest case found that fails like ``failure`` (same variant and kind): its failures, every
-    variant's (the first is ``failure``'s own)."""
+def fails_like(found, failure) -> bool:
+    """Whether ``found`` (a `batch.Failure`) fails as ``failure`` does: same variant, Tape and kind, and worse
+    than stock if ``failure`` is (a package path wrong where stock Warp on a plain Tape is right)."""
+    return found.path == failure.path and found.kind == failure.kind and (found.worse or not failure.worse)
+
+
+def shrink(failure, *, rounds: int = 12, device: str = "cpu", log=None, prelude: str = "") -> list:
+    """The smallest case found that fails like ``failure`` (`fails_like`: same variant, Tape and kind, still
+    worse than stock if it was): its failures, every path's (the first is ``failure``'s own). ``prelude``: extra
+    source for each round's module, as `batch.check_batch` takes it (a mutant's helpers or salt)."""
     best = [failure]
     for _ in range(rounds):
         program = best[0].case.program
@@ -351,8 +359,8 @@ def shrink(failure, *, rounds: int = 12, device: str = "cpu", log=None) -> list:
                 break
         if not candidates:
             break
-        found = batch.check_batch(candidates, device)
-        same = [f for f in found if f.variant == failure.variant and f.kind == failure.kind]
+        found = batch.check_batch(candidates, device, prelude=prelude)
+        same = [f for f in found if fails_like(f, failure)]
         if not same:
             break
         winner = min(same, key=lambda f: size(f.case.program))
