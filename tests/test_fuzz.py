@@ -1,7 +1,8 @@
 """The kernel fuzzer: its grammar, printer and reference without Warp builds, then a short fixed-seed campaign.
 
-The campaign (one build of a batch of drawn kernels) fails only on a failure that is neither listed in
-``testing.fuzz.known`` for the installed Warp nor warned about by the package at build time.
+The campaign (one build of a batch of drawn kernels, each checked stock and flagged on a plain and a snapshot
+Tape) fails on a failure that is neither listed in ``testing.fuzz.known`` for the installed Warp nor warned about
+by the package at build time, and on any failure worse than stock (tests/test_fuzz_worse_than_stock.py).
 """
 
 import ast
@@ -128,12 +129,13 @@ def _small_campaign(features, tmp_path, seed=19):
 
 
 def _assert_nothing_unknown(summary, kernels: int) -> None:
-    """All ``kernels`` were checked, and every failure is a known Warp issue or one warned at build time."""
+    """All ``kernels`` were checked, every failure is a known Warp issue or one warned at build time, and none
+    is worse than stock (a package path wrong where stock on a plain Tape is right), warned or not."""
     assert summary.kernels == kernels
-    unknown = [f for f in summary.findings if not f.known and not f.warned]
+    unknown = summary.new + [f for f in summary.worse if f not in summary.new]
     assert not unknown, "\n\n".join(
-        f"{f.variant} {f.kind} ({', '.join(f.constructs)}) on Warp {wp.config.version}:\n"
-        + printer.source(f.failure.case.program, f.failure.case.thresholds)
+        f"{f.variant} on the {f.tape} Tape, {f.kind}, {f.status} ({', '.join(f.constructs)}) on Warp "
+        f"{wp.config.version}:\n" + printer.source(f.failure.case.program, f.failure.case.thresholds)
         for f in unknown
     )
 
@@ -142,6 +144,8 @@ def _assert_nothing_unknown(summary, kernels: int) -> None:
 def test_fixed_seed_campaign_finds_nothing_unknown(tmp_path):
     summary = campaign.run(minutes=60, seed=19, batch_size=24, max_batches=1, shrink_rounds=0, out=str(tmp_path))
     _assert_nothing_unknown(summary, 24)
+    assert summary.worse == []  # every package path right wherever stock on a plain Tape is
+    assert {(f.variant, f.tape) for f in summary.findings} <= set(batch.PATHS)
 
 
 def test_known_issues_match_by_constructs():
@@ -182,16 +186,19 @@ def test_the_fuzz_command_names_an_unknown_feature(capsys):
 
 @pytest.mark.matrix
 def test_an_in_place_update_is_right_on_a_snapshot_tape_and_reported_by_check(tmp_path):
-    """y[i] = x[i] * y[i]: Warp's backward re-reads the new y (stock wrong on a plain Tape, on every version);
-    the flagged kernel is checked on Tape(snapshot=True), the package's remedy, and is right there; a checking
-    Tape names the hazard (the plain-Tape failure is never silent)."""
+    """y[i] = x[i] * y[i]: Warp's backward re-reads the new y (stock wrong on a plain Tape, on every version, and
+    the flagged kernel with it: never worse than stock); on Tape(snapshot=True), the package's remedy, the flagged
+    kernel is right (and stock too but on Warp <= 1.12, whose store adjoint keeps the overwritten value's
+    gradient); a checking Tape names the hazard (the plain-Tape failure is never silent)."""
     from warp_zerostore.testing.fuzz import Case
 
     case = Case(
         Program("float32", (), (), (), (Store("y", "=", Binary("mul", Load("x"), Load("y"))),)), {}, INPUTS, COT
     )
     failures = batch.check_batch([case])
-    assert [(f.variant, f.kind) for f in failures] == [("stock", "gradient")]
+    old = wp.config.version in known.OLD
+    want = [("stock", "plain"), ("zero_store", "plain")] + [("stock", "snapshot")] * old
+    assert [(f.path, f.kind, f.worse) for f in failures] == [(path, "gradient", False) for path in want]
     # Read after its own store: the snapshot Tape wants the read twin, built with the batch (one compile); the
     # in-place case reads before storing and gets none then (a twin made later has a module of its own).
     from warp_zerostore import _compat
@@ -633,8 +640,13 @@ def test_a_2d_in_place_update_is_wrong_stock_and_right_flagged(tmp_path):
 
     failures = batch.check_batch([case(0), case(1)])
     old = wp.config.version in known.OLD  # Warp <= 1.12: any store over a seeded element keeps its gradient
-    want = [(case(0).program, "stock", "gradient")] + [(case(1).program, "stock", "gradient")] * old
-    assert [(f.case.program, f.variant, f.kind) for f in failures] == want
+    # the in-place update: wrong on a plain Tape, flagged or not; stock on the snapshot Tape only on <= 1.12
+    in_place = [("stock", "plain"), ("zero_store", "plain")] + [("stock", "snapshot")] * old
+    stores = [("stock", "plain"), ("stock", "snapshot")] * old  # the store over a seeded element, stock on <= 1.12
+    want = [(case(0).program, path, "gradient") for path in in_place]
+    want += [(case(1).program, path, "gradient") for path in stores]
+    assert [(f.case.program, f.path, f.kind) for f in failures] == want
+    assert not any(f.worse for f in failures)
     assert known.match(failures[0]) == "read-then-overwrite-2d"
     assert all(known.match(f) for f in failures[1:])  # by its labels (ym read back, ym stored): known either way
     script = tmp_path / "repro.py"
@@ -716,7 +728,9 @@ def test_snapshot_tape_in_place_update_read_back_then_two_stores():
         (Store("y", "+=", Load("x")), Store("y", "=", m)),  # one store after the read-back: right
     )
     cases = [Case(Program("float64", (), (), (), body), {}, INPUTS, COT) for body in bodies]
-    failures = [f for f in batch.check_batch(cases, parts=1) if f.variant == "zero_store"]
+    found = batch.check_batch(cases, parts=1)
+    assert not any(f.worse for f in found)  # the in-place updates are wrong on a plain Tape, stock and flagged
+    failures = [f for f in found if f.path == ("zero_store", "snapshot")]
     assert not failures, f"zero_store {failures[0].kind} failure, warned: {failures[0].warned!r}"
 
 
