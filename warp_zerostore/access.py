@@ -50,6 +50,9 @@ class ArgumentAccess:
     #: a ``@wp.func`` helper the kernel passes it to stores into it: stock Warp's backward re-runs that store into
     #: memory (a flagged kernel's replay sends it to its log)
     helper_stores: bool = False
+    #: the source writes it for certain somewhere (a store, ``+=``, an atomic, a tile store; in a helper too),
+    #: as opposed to a use the analysis cannot follow, which only may write it (``stores`` set by caution)
+    surely_writes: bool = False
 
     @property
     def writes(self) -> bool:
@@ -211,15 +214,16 @@ class _Visitor(ast.NodeVisitor):
                 access.accumulates |= inner.accumulates
                 access.reads_after_store |= inner.reads_after_store
                 access.helper_stores |= inner.writes
+                access.surely_writes |= inner.surely_writes
             elif name in _ACCUMULATING:
                 self._note(label, access, store=True)
-                access.accumulates = True
+                access.accumulates = access.surely_writes = True
             elif name in _READING:
                 self._note(label, access, read=True)
                 access.reads = True
             elif name in _STORING:
                 self._note(label, access, store=True)
-                access.stores = True
+                access.stores = access.surely_writes = True
             else:  # another builtin, or a helper whose source cannot be read: it may do anything with the array
                 _anything(access)
         elif isinstance(node.ctx, ast.Load) and isinstance(parent, (ast.Return, ast.Expr)):
@@ -277,10 +281,10 @@ class _Visitor(ast.NodeVisitor):
         if isinstance(outer.ctx, ast.Store):
             if isinstance(self.parents.get(outer), ast.AugAssign):
                 self._note(label, access, store=True)
-                access.accumulates = True  # Warp turns `a[i] += v` into an atomic add
+                access.accumulates = access.surely_writes = True  # Warp turns `a[i] += v` into an atomic add
             else:
                 self._note(label, access, store=True)
-                access.stores = True
+                access.stores = access.surely_writes = True
         else:
             self._note(label, access, read=True)
             access.reads = True
@@ -415,3 +419,24 @@ def fully_stored(kernel) -> dict:
             found.setdefault(name, len(tid))
     _FULL_CACHE[id(kernel)] = (kernel, found)
     return found
+
+
+def written(kernel, parameters) -> list:
+    """``[(parameter, surely)]`` for each of ``parameters`` (names) the kernel may write: ``surely`` where its
+    source writes it for certain, False where a use the analysis cannot follow only may. The bridges refuse or
+    warn with it when a kernel would write what their callers pass as an input.
+
+    Example:
+        ```python
+        import warp_zerostore as wp
+        from warp_zerostore.access import written
+
+        @wp.kernel
+        def bump(x: wp.array(dtype=float)):
+            x[wp.tid()] += 1.0
+
+        assert written(bump, ["x"]) == [("x", True)]
+        ```
+    """
+    access = argument_access(kernel)
+    return [(name, access[name].surely_writes) for name in parameters if name in access and access[name].writes]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import sys
+import warnings
 from typing import Any, Callable
 
 import jax
@@ -17,7 +18,7 @@ import numpy as np
 import warp
 
 from .. import _compat
-from ..access import argument_access, fully_stored
+from ..access import argument_access, fully_stored, written
 from ..codegen import pre_backward
 from ..options import effective_zero_store
 from .calls import GRAD, OUT, Calls
@@ -363,6 +364,20 @@ class KernelOp(JaxOp):
         super().__init__(fn, outputs, in_out, zero_outputs=zero_outputs, name=name or kernel.key, module=fn.__module__)
         self.kernel = kernel
         self.dim = dim
+        # A kernel that writes a parameter passed as an input would write JAX's (immutable) buffer.
+        inputs = [p.name for p in self.params if p.role not in (IN_OUT, OUTPUT)]
+        for parameter, surely in written(kernel, inputs):
+            remedy = f"Declare it in_out=({parameter!r},) (the kernel needs zero_store=True), or make it an output."
+            if surely:
+                raise BridgeError(
+                    f"{self.describe()}: the kernel writes its input '{parameter}', which would change JAX's buffer "
+                    f"behind its back. {remedy}"
+                )
+            warnings.warn(
+                f"{self.describe()}: the kernel may write its input '{parameter}' (a use the bridge cannot follow), "
+                f"which would change JAX's buffer. {remedy}",
+                stacklevel=3,
+            )
         if in_out and _zero_store(kernel) is not True:
             raise BridgeError(
                 f"{self.describe()}: in_out={tuple(in_out)!r} needs a kernel built with zero_store=True "

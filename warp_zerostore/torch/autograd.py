@@ -78,6 +78,9 @@ class Recording:
     aliases: list = field(default_factory=list)
     #: the bridge's gradient buffers, by id of their array, as the tensors PyTorch allocated
     grads: dict = field(default_factory=dict)
+    #: input position -> output position of each in-out array: the function updated a copy (the output), whose
+    #: gradient after the backward is the input's
+    in_out: dict = field(default_factory=dict)
 
     def acquire(self) -> None:
         """Give every array a gradient buffer: zeroed for inputs and temporaries; the outputs' ones are
@@ -152,7 +155,11 @@ class Recording:
                     self.grads[id(pair[0])].copy_(grad_output)
             _compat.refresh_struct_arguments(self.tape)  # structs hold their arrays' gradient pointers
             self.tape.backward()
-            return [None if pair is None else self.grads[id(pair[0])] for pair in self.inputs]
+            grads = [None if pair is None else self.grads[id(pair[0])] for pair in self.inputs]
+            for k, j in self.in_out.items():
+                if self.outputs[j] is not None:
+                    grads[k] = self.grads[id(self.outputs[j][0])]
+            return grads
         finally:
             self.release()
 
@@ -160,11 +167,20 @@ class Recording:
 def record(op, call, device: torch.device, needs: list) -> Recording:
     """Run ``op`` on ``call`` with its launches recorded on a ``wp.Tape``: gradient buffers for the inputs that
     ``needs`` marks, the differentiable outputs, and whatever temporaries the function made with gradients."""
+    in_out = {
+        k: next(j for j, out in enumerate(op.outputs) if out.name == p.name)
+        for k, p in enumerate(op.inputs)
+        if p.name in op.in_out
+    }
     recording = Recording(
         op,
         device,
-        inputs=[pair if need and _differentiable(pair) else None for pair, need in zip(call.inputs, needs)],
+        inputs=[
+            pair if need and _differentiable(pair) and k not in in_out else None
+            for k, (pair, need) in enumerate(zip(call.inputs, needs))
+        ],
         outputs=[pair if _differentiable(pair) else None for pair in call.outputs],
+        in_out=in_out,
     )
     recording.acquire()  # before recording: Warp records wp.copy only between arrays with gradients
     with warp.Tape() as recording.tape:
@@ -184,7 +200,9 @@ class WarpFunction(torch.autograd.Function):
         device = op.device_of(values)
         with streams.on_torch_device(device), _compat.no_active_tape():
             call = op.prepare(values, device)
-            if not recorded:
+            ctx.recording = None
+            if not recorded or op.pre_memory:
+                # a PRE op's adjoint runs on its inputs as they were (op.backward), not on a replayed Tape
                 op.run(call)
             else:
                 needs = [isinstance(v, torch.Tensor) and v.requires_grad for v in values]
@@ -194,12 +212,15 @@ class WarpFunction(torch.autograd.Function):
         if recorded:
             # PyTorch's version counters then catch an input or output modified in place before backward
             ctx.save_for_backward(*(v for v in values if isinstance(v, torch.Tensor)), *out_tensors)
+            ctx.op, ctx.values, ctx.n_outputs = op, values, len(out_tensors)
         return out_tensors
 
     @staticmethod
     def backward(ctx, *grad_outputs):
         recording: Recording = ctx.recording
         saved = ctx.saved_tensors  # raises if an input or output was modified in place since forward
+        if recording is None:
+            return WarpFunction._adjoint_backward(ctx, saved, grad_outputs)
         if all(g is None for g, pair in zip(grad_outputs, recording.outputs) if pair is not None):
             return (None,) * (len(recording.inputs) + 2)
         with torch.no_grad(), streams.torch_stream(recording.device), _compat.no_active_tape():
@@ -207,6 +228,19 @@ class WarpFunction(torch.autograd.Function):
         grads = [g if need else None for g, need in zip(grads, ctx.needs_input_grad[2:])]
         if torch.is_grad_enabled():  # create_graph=True: these gradients must refuse a second differentiation
             grads = refuse_double_backward(recording.op, grads, [*saved, *grad_outputs])
+        return (None, None, *grads)
+
+    @staticmethod
+    def _adjoint_backward(ctx, saved, grad_outputs):
+        op, needs = ctx.op, list(ctx.needs_input_grad[2:])
+        if all(g is None for g in grad_outputs):
+            return (None,) * (len(needs) + 2)
+        outputs = saved[len(saved) - ctx.n_outputs :]
+        with torch.no_grad():
+            given = iter(op.backward(ctx.values, outputs, grad_outputs, needs))
+        grads = [next(given) if need else None for need in needs]
+        if torch.is_grad_enabled():
+            grads = refuse_double_backward(op, grads, [*saved, *grad_outputs])
         return (None, None, *grads)
 
 

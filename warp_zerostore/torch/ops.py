@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import warnings
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -16,17 +17,22 @@ import torch
 import warp
 
 from .. import _compat
+from ..access import written
+from ..codegen import pre_backward
+from ..options import effective_zero_store
 from . import arrays, custom_ops, streams
 from .autograd import WarpFunction, record
 
 
 @dataclass
 class Output:
-    """An output parameter: its annotation says the dtype, ``spec`` the shape (see `op`)."""
+    """An output parameter: its annotation says the dtype, ``spec`` the shape (see `op`). ``in_out``: an input the
+    function updates in place, returned updated; the function works on a copy (its ``spec`` is its own name)."""
 
     name: str
     annotation: Any
     spec: Any
+    in_out: bool = False
 
 
 @dataclass
@@ -72,12 +78,27 @@ class WarpOp:
         ValueError: ``outputs`` names something that is not a parameter.
     """
 
-    def __init__(self, fn, outputs: dict, *, signature=None, globals_=None, name=None, location=None, adjoint=None):
+    def __init__(
+        self,
+        fn,
+        outputs: dict,
+        *,
+        in_out=(),
+        signature=None,
+        globals_=None,
+        name=None,
+        location=None,
+        adjoint=None,
+        pre_memory: bool = False,
+    ):
         code = getattr(fn, "__code__", None)
         self.fn = fn
         #: ``adjoint(args, adj_args)`` runs the function's adjoint directly (a kernel_op's one launch); without
         #: it, backward runs ``fn`` again on a ``wp.Tape`` and replays that
         self.adjoint = adjoint
+        #: the adjoint runs on the in-out arrays' values from before the op (a zero_store=True kernel's PRE
+        #: backward, codegen/replay.py), not on the updated copies
+        self.pre_memory = pre_memory
         self.name = name or getattr(fn, "__qualname__", repr(fn))
         self.location = location or (f"{code.co_filename}:{code.co_firstlineno}" if code else "unknown location")
         signature = signature or inspect.signature(fn)
@@ -86,12 +107,17 @@ class WarpOp:
         where = self.describe()
         if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params.values()):
             raise TypeError(f"{where}: *args and **kwargs parameters are not supported; name every parameter.")
-        if not isinstance(outputs, dict) or not outputs:
+        in_out = tuple(in_out or ())
+        if not isinstance(outputs, dict) or not (outputs or in_out):
             raise TypeError(
                 f"{where}: outputs must be a non-empty dict from output parameter name to its shape, e.g. "
-                f"outputs={{'y': 'x'}} (y shaped like input x), got {outputs!r}."
+                f"outputs={{'y': 'x'}} (y shaped like input x), or in_out must name an input the function updates "
+                f"in place; got outputs={outputs!r}, in_out={in_out!r}."
             )
-        unknown = [n for n in outputs if n not in params]
+        unknown = [n for n in (*outputs, *in_out) if n not in params]
+        both = [n for n in in_out if n in outputs]
+        if both:
+            raise ValueError(f"{where}: {both} are in both outputs and in_out; an argument is one or the other.")
         if unknown:
             raise ValueError(
                 f"{where}: outputs names {unknown}, which are not parameters of the function "
@@ -104,7 +130,19 @@ class WarpOp:
             if p.name not in outputs
         ]
         input_names = [p.name for p in self.inputs]
+        self.in_out = in_out
+        # the updated in-out arrays first (in parameter order), then the outputs (in the order of `outputs`)
         self.outputs = [
+            Output(
+                n,
+                self._output(n, arrays.resolve_annotation(params[n].annotation, globals_), n, input_names).annotation,
+                n,
+                True,
+            )
+            for n in self.order
+            if n in in_out
+        ]
+        self.outputs += [
             self._output(name, arrays.resolve_annotation(params[name].annotation, globals_), spec, input_names)
             for name, spec in outputs.items()
         ]
@@ -262,14 +300,28 @@ class WarpOp:
         first = next(p.name for p, v in zip(self.inputs, values) if isinstance(v, torch.Tensor))
         inputs = [arrays.input_array(p, v, device, first) for p, v in zip(self.inputs, values)]
         by_name = {p.name: value for p, (value, _) in zip(self.inputs, inputs)}
+        position = {p.name: k for k, p in enumerate(self.inputs)}
+        # an in-out array's adjoint carries the gradient through the update: it gets a buffer, wanted or not
         grads = [
             arrays.attach_grad(array, tensor)
-            if need and tensor is not None and arrays.is_differentiable(array.dtype)
+            if (need or p.name in self.in_out) and tensor is not None and arrays.is_differentiable(array.dtype)
             else None
-            for (array, tensor), need in zip(inputs, needs)
+            for p, (array, tensor), need in zip(self.inputs, inputs, needs)
         ]
         for out, tensor, grad_output in zip(self.outputs, outputs, grad_outputs):
             _, dtype = self._layout(out, by_name)
+            if out.in_out:
+                # seeded with the updated array's gradient; after the adjoint it is the input's. The adjoint
+                # runs on the values from before the op (PRE) or on the updated copy (POST, as a plain Tape).
+                before, _ = inputs[position[out.name]]
+                grad = grads[position[out.name]]
+                if grad is not None and grad_output is not None:
+                    grad.copy_(grad_output.reshape(grad.shape))
+                if not self.pre_memory:
+                    updated = arrays.wrap(tensor, dtype)
+                    updated.grad = before.grad
+                    by_name[out.name] = updated
+                continue
             array = arrays.wrap(tensor, dtype)
             if arrays.is_differentiable(dtype):
                 # a copy: store adjoints that zero what they read must not zero the caller's grad_output
@@ -312,7 +364,14 @@ class WarpOp:
         first = next(p.name for p, v in zip(self.inputs, values) if isinstance(v, torch.Tensor))
         inputs = [arrays.input_array(p, v, device, first) for p, v in zip(self.inputs, values)]
         by_name = {p.name: value for p, (value, _) in zip(self.inputs, inputs)}
-        return Call(inputs, [self._allocate(out, by_name, device) for out in self.outputs])
+        tensors = {p.name: tensor for p, (_, tensor) in zip(self.inputs, inputs)}
+        outputs = []
+        for out in self.outputs:
+            array, tensor = self._allocate(out, by_name, device)
+            if out.in_out:  # the function updates a copy: the caller's tensor keeps its values
+                tensor.copy_(tensors[out.name].reshape(tensor.shape))
+            outputs.append((array, tensor))
+        return Call(inputs, outputs)
 
     def _allocate(self, out: Output, by_name: dict, device: torch.device):
         return arrays.output_array(*self._layout(out, by_name), device)
@@ -349,7 +408,7 @@ class WarpOp:
         self.fn(*(by_name[name] for name in self.order))
 
 
-def op(outputs: dict, *, name: str | None = None):
+def op(outputs: dict | None = None, *, in_out=(), name: str | None = None):
     """Decorator: a function that launches Warp kernels on Warp arrays becomes a differentiable PyTorch op.
 
     ``outputs`` maps each output parameter (annotated ``wp.array(dtype=..., ndim=...)``) to its shape: an
@@ -357,7 +416,8 @@ def op(outputs: dict, *, name: str | None = None):
     whose parameter names pick the inputs it gets (``lambda x, n: (x.shape[0], n)``). The op takes the other
     parameters (tensors, or Python values), allocates the outputs zero-filled, calls the function with Warp
     arrays over the tensors' memory, and returns the outputs as tensors: one tensor, or a tuple in the order
-    of ``outputs``.
+    of ``outputs``. ``in_out`` names inputs the function updates in place: the function gets a copy of each,
+    which the op returns updated (first, in parameter order), and the caller's tensor keeps its values.
 
     Guarantees (details in `warp_zerostore.torch`): gradients are PyTorch autograd's for the same math;
     Warp never touches a tensor's ``.grad`` (no leaf double counting); every backward call is independent
@@ -365,10 +425,11 @@ def op(outputs: dict, *, name: str | None = None):
     `DoubleBackwardError`; contiguous inputs of the right dtype are not copied, others are copied once
     (non-contiguous) or refused with an error naming the argument; kernels keep their ``zero_store`` flag;
     on CUDA the work runs on PyTorch's current stream without synchronising the device. The function must
-    write only its outputs.
+    write only its outputs and its ``in_out`` copies.
 
     Args:
         outputs: ``{output parameter: shape}``: an input's name, an int or tuple, or a function of inputs.
+        in_out: Inputs the function updates in place (returned updated; the caller's tensors are not changed).
         name: The op's name in messages; None: the function's qualified name.
 
     Returns:
@@ -396,21 +457,51 @@ def op(outputs: dict, *, name: str | None = None):
     """
 
     def decorate(fn):
-        return WarpOp(fn, outputs, name=name)
+        return WarpOp(fn, {} if outputs is None else outputs, in_out=in_out, name=name)
 
     return decorate
 
 
-def kernel_op(kernel, outputs: dict, *, dim=None, name: str | None = None) -> WarpOp:
+def _refuse_written_inputs(kernel, label: str, names: list, outputs: dict, in_out: tuple) -> None:
+    """A kernel that writes a parameter passed as an input would change the caller's tensor behind PyTorch's back
+    (and the registered operator says it mutates nothing): refused where the source surely writes it, warned
+    where the analysis only cannot rule it out."""
+    inputs = [n for n in names if n not in outputs and n not in in_out]
+    for parameter, surely in written(kernel, inputs):
+        where = f"kernel_op '{label}' ({_compat.kernel_source_location(kernel)}): the kernel"
+        remedy = (
+            f"Declare it in_out=({parameter!r},): the op then updates a copy and returns it, the caller's tensor "
+            f"keeps its values, and the gradient flows through the update; or make it an output."
+        )
+        if surely:
+            raise ValueError(
+                f"{where} writes its input '{parameter}', which would change the caller's tensor. {remedy}"
+            )
+        warnings.warn(
+            f"{where} may write its input '{parameter}' (a use the bridge cannot follow), which would change the "
+            f"caller's tensor. {remedy}",
+            stacklevel=3,
+        )
+
+
+def kernel_op(kernel, outputs: dict | None = None, *, in_out=(), dim=None, name: str | None = None) -> WarpOp:
     """One kernel as a differentiable PyTorch op: the shortcut for an `op` that makes one launch.
 
     The op's parameters are the kernel's, less the ``outputs`` (as in `op`). ``dim`` is the launch
     grid: an argument's name (its array shape), an int or tuple, or a function of the inputs; by default the
-    shape of the first output.
+    shape of the first output (an ``in_out`` array first).
+
+    A kernel that writes an input updates it in place: name it in ``in_out``. The op then launches the kernel
+    on a copy, returns the copy updated (before the outputs), leaves the caller's tensor as it was, and takes
+    the gradient through the update (the in-out array's adjoint always gets a buffer). Its backward runs on
+    the values from before the op for a ``zero_store=True`` kernel (its PRE backward, exact for a read before
+    the update too), on the updated copy for others (what a plain ``wp.Tape`` gives). A kernel whose source
+    writes an input not so named is refused; one that only may write it is warned about.
 
     Args:
         kernel: The ``wp.Kernel``.
         outputs: ``{output parameter: shape}``, as in `op`.
+        in_out: Inputs the kernel updates in place (returned updated; the caller's tensors are not changed).
         dim: The launch grid: an argument's name, an int or tuple, or a function of the inputs; None: the shape
             of the first output.
         name: The op's name in messages; None: the kernel's key.
@@ -420,7 +511,8 @@ def kernel_op(kernel, outputs: dict, *, dim=None, name: str | None = None) -> Wa
 
     Raises:
         TypeError: ``kernel`` is not a Warp kernel.
-        ValueError: ``dim`` names something that is not a kernel parameter.
+        ValueError: ``dim`` names something that is not a kernel parameter, or the kernel writes an input that
+            is neither an output nor in ``in_out``.
 
     Example:
         ```python
@@ -442,11 +534,14 @@ def kernel_op(kernel, outputs: dict, *, dim=None, name: str | None = None) -> Wa
     """
     if not isinstance(kernel, _compat.Kernel):
         raise TypeError(f"kernel_op takes a @wp.kernel, got {kernel!r}; for a Python function use @wpt.op.")
+    outputs = {} if outputs is None else outputs
+    in_out = tuple(in_out or ())
     fn = _compat.kernel_function(kernel)
     signature = inspect.signature(fn)
     names = list(signature.parameters)
-    first_output = next(iter(outputs), None) if isinstance(outputs, dict) else None
+    first_output = next(iter([*in_out, *outputs]), None) if isinstance(outputs, dict) else None
     label = name or _compat.kernel_key(kernel)
+    _refuse_written_inputs(kernel, label, names, outputs, in_out)
     if isinstance(dim, str) and dim not in names:
         raise ValueError(f"kernel_op '{label}': dim names '{dim}', which is not a kernel parameter ({names}).")
 
@@ -461,13 +556,22 @@ def kernel_op(kernel, outputs: dict, *, dim=None, name: str | None = None) -> Wa
     def launch(*args):
         warp.launch(kernel, dim=grid(args), inputs=list(args))
 
+    # A zero_store=True kernel's adjoint runs on the in-out arrays as they were before the op: its PRE backward
+    twin = pre_backward(kernel) if in_out and effective_zero_store(kernel) is True else None
+    pre_memory = twin is not None  # None too for a generic kernel's overload: the updated copy, as a plain Tape
+    adjoint_kernel = twin or kernel
+
     def launch_adjoint(args, adj_args, device):
         # what wp.Tape.backward does for one recorded launch: gradients of arrays, none for Python values
-        warp.launch(kernel, dim=grid(args), inputs=list(args), adj_inputs=list(adj_args), adjoint=True, device=device)
+        warp.launch(
+            adjoint_kernel, dim=grid(args), inputs=list(args), adj_inputs=list(adj_args), adjoint=True, device=device
+        )
 
     bridged = WarpOp(
         launch,
         outputs,
+        in_out=in_out,
+        pre_memory=pre_memory,
         signature=signature,
         globals_=getattr(fn, "__globals__", {}),
         name=label,
