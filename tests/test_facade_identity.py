@@ -51,13 +51,16 @@ def test_the_facade_computes_what_stock_computes_in_every_launch_dimension(separ
     assert facade == stock
 
 
-def test_an_unflagged_kernels_generated_code_is_stocks_byte_for_byte(separate):
+def test_an_unflagged_kernels_generated_code_is_stocks_byte_for_byte_up_to_block_order(separate):
     _, stock = separate["stock"]
     _, facade = separate["facade"]
     assert stock, "no generated source found in the kernel cache"
     assert sorted(facade) == sorted(stock)  # same module hashes: same file names
     for name in stock:
-        assert facade[name] == stock[name], name
+        if facade[name] != stock[name]:
+            # Some releases (1.13) order a module's kernels differently from run to run, stock against stock too:
+            # the same blocks in another order are the same code.
+            assert sorted(facade[name].split("\n\n")) == sorted(stock[name].split("\n\n")), name
 
 
 @pytest.mark.parametrize("order", [("stock", "facade"), ("facade", "stock")], ids=["stock first", "facade first"])

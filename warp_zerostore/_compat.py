@@ -4,38 +4,40 @@ Nothing else in warp_zerostore imports Warp internals (an import-linter contract
 Sections follow Warp's own concepts: versions and features, hook points, kernels and modules, module building
 and hashing, code generation, types, structs, arrays, the Tape and launches, whole-array copies. Type queries
 live here too: which of them ``warp.types`` exports publicly differs between versions. The version differences
-this package depends on:
+this package depends on, over the eleven supported minors (1.9.1, 1.10.1, 1.11.1, 1.12.1, 1.13.0, 1.14.0,
+1.15.0, 1.16.0, 1.17.0, 1.18.0, 1.19.0). The stock behaviours were measured on each release with
+``scripts/probe_warp_versions.py`` (``make probe-versions``); the code tests features, not version numbers,
+wherever Warp offers one:
 
-================================  ==========================  ==========================================
-what                              warp-lang 1.9.x             warp-lang 1.10 and later
-================================  ==========================  ==========================================
-internals                         ``warp.codegen``,           ``warp._src.codegen``,
-                                  ``warp.context``            ``warp._src.context``
-``ModuleHasher.hash_kernel``      ``(kernel)``                ``(kernel)``; 1.19: ``(kernel, grid_stride)``
-component stores ``a[i].x = v``   ``address`` + ``indexref``  same up to 1.12 (no adjoint: the gradient
-                                  + ``store``, no adjoint     is dropped); 1.19 emits
-                                                              ``wp::adj_array_store_slot`` (differentiable)
-``retain_grad`` array flag        absent                      1.13 and later (``ARRAY_FLAG_RETAIN_GRAD``)
-``wp.copy`` adjoint on a Tape     ``adj_copy``: copies        same up to 1.12; 1.19 accumulates into src
-                                  dest.grad over src.grad     and zeroes dest (``dest_retain_grad=``)
-tile_store adjoint                accumulates                 zeroes (1.10 and later)
-``tile_global_t::index`` type     ``int``                     ``int``; ``int64_t`` in 1.19
-store adjoint in stock Warp       accumulates                 accumulates up to 1.12; zeroes from 1.13
-deterministic mode                absent                      1.19 (also emits ``wp::adj_array_store``)
-``@wp.struct`` array fields       a native descriptor holding the array's grad pointer at assignment, on every
-                                  supported version; re-assigning the field refreshes it
-``Tape.launches`` entries         ``[kernel, dim, max_blocks,   same
-                                  inputs, outputs, device,
-                                  block_dim, metadata]``, or a
-                                  callable (``record_func``)
-the active Tape                   ``context.runtime.tape``    same (under ``warp._src``)
-``Tape.record_launch``            called by ``launch()``      same; ``warp.launch`` and
-                                  *after* the kernel ran      ``context.launch`` are separate names
-                                                              (``launch_tiled`` calls the latter)
-the ``Tape`` class                ``warp.Tape``,              ``warp.Tape``, ``warp._src.tape.Tape``,
-                                  ``warp.tape.Tape``          ``warp.tape.Tape`` (re-export)
-a kernel's parsed source          ``kernel.adj.tree``         same (the ``ast.Module`` Warp compiles)
-================================  ==========================  ==========================================
+===================================  =========================================================================
+what                                 where it changed
+===================================  =========================================================================
+internals                            1.9: ``warp.codegen``, ``warp.context``; 1.10+: ``warp._src.*``
+``ModuleHasher.hash_kernel``         ``(kernel)``; 1.19: ``(kernel, grid_stride)``
+store adjoint in stock Warp          accumulates up to 1.12; zeroes from 1.13 (``STOCK_STORE_ZEROES``)
+``retain_grad`` array flag           from 1.13 (``ARRAY_FLAG_RETAIN_GRAD``, ``HAS_RETAIN_GRAD``)
+component stores ``a[i].x = v``      ``address`` + ``indexref`` + ``store``: no gradient at all up to 1.13;
+                                     differentiable from 1.14; emitted as ``wp::adj_array_store_slot`` "slot"
+                                     stores from 1.18 (``HAS_SLOT_STORES``, ``Adjoint.array_slot_adjoint``)
+``wp.copy`` adjoint on a Tape        ``adj_copy`` copies dest.grad over src.grad up to 1.16; from 1.17 it
+                                     accumulates into src.grad and zeroes dest.grad (``dest_retain_grad=``
+                                     from 1.13)
+tile_store adjoint                   accumulates on 1.9; zeroes from 1.10
+``tile_global_t::index`` type        ``int``; ``int64_t`` from 1.13 (read from ``tile.h``)
+deterministic mode                   1.19 (also emits ``wp::adj_array_store``)
+a kernel's launch dimension          inferred from ``i, j = wp.tid()`` when the receiver resolves to the
+                                     ``warp`` module itself (``_is_tid_call``, 1.17): the facade must resolve
+                                     to ``warp`` (hook ``Adjoint.resolve_external_reference``, every version)
+``@wp.struct`` array fields          a native descriptor holding the array's grad pointer at assignment, on
+                                     every version; re-assigning the field refreshes it
+``Tape.launches`` entries            ``[kernel, dim, max_blocks, inputs, outputs, device, block_dim,
+                                     metadata]``, or a callable (``record_func``), on every version
+the active Tape                      ``context.runtime.tape`` (under ``warp._src`` from 1.10)
+``Tape.record_launch``               called by ``launch()`` *after* the kernel ran; from 1.10 ``warp.launch``
+                                     and ``context.launch`` are separate names (``launch_tiled`` calls the latter)
+the ``Tape`` class                   ``warp.Tape``, ``warp.tape.Tape``; ``warp._src.tape.Tape`` from 1.10
+a kernel's parsed source             ``kernel.adj.tree`` (the ``ast.Module`` Warp compiles), every version
+===================================  =========================================================================
 """
 
 from __future__ import annotations
@@ -54,7 +56,20 @@ import warp
 # ============================================================================================================
 # Versions and features
 
-SUPPORTED = ("1.9.1", "1.10.1", "1.12.1", "1.19.0")
+#: the latest patch of each supported minor, each tested (docs/development.md says which suite runs where)
+SUPPORTED = (
+    "1.9.1",
+    "1.10.1",
+    "1.11.1",
+    "1.12.1",
+    "1.13.0",
+    "1.14.0",
+    "1.15.0",
+    "1.16.0",
+    "1.17.0",
+    "1.18.0",
+    "1.19.0",
+)
 _MIN_VERSION = (1, 9, 1)
 _MAX_VERSION_EXCLUSIVE = (1, 20, 0)
 
@@ -101,7 +116,7 @@ ModuleHasher = context.ModuleHasher
 # Warp >= 1.13 tags arrays created with retain_grad=True; its native header has ARRAY_FLAG_RETAIN_GRAD.
 HAS_RETAIN_GRAD: bool = "retain_grad" in inspect.signature(warp.array.__init__).parameters
 
-# Warp >= 1.19 emits component stores into array elements as differentiable "slot" stores itself.
+# Warp >= 1.18 emits component stores into array elements as differentiable "slot" stores itself.
 HAS_SLOT_STORES: bool = hasattr(Adjoint, "array_slot_adjoint")
 
 # Warp 1.19 loads modules from several threads at once: codegen serialised under a lock, the C++ compile outside

@@ -383,7 +383,9 @@ def _helper_twin(helper, parameters: tuple, depth: int):
     return made
 
 
-def _build(kernel):
+def _build(kernel, aliased: bool = False):
+    """``aliased``: every array argument read or written gets all three shadows (a launch passing one array under
+    several labels shares them between those labels, so a read through one sees a store through another)."""
     access = argument_access(kernel)
     params = _compat.kernel_parameters(kernel)
     if any(not _compat.is_array_type(t) and hasattr(t, "vars") for _, t in params):
@@ -394,7 +396,7 @@ def _build(kernel):
     for label, _ in params:
         use = access.get(label)
         if use is not None and (use.reads or use.writes):
-            kinds[label] = READ_WRITE if use.reads and use.writes else READ if use.reads else WRITE
+            kinds[label] = READ_WRITE if aliased or (use.reads and use.writes) else READ if use.reads else WRITE
     ndims = {label: _compat.array_type_ndim(t) for label, t in params if label in kinds}
     if not ndims:
         return None
@@ -415,7 +417,7 @@ def _build(kernel):
     whole = (marker.whole | marker.used_otherwise(function)) & {label for label in kinds if kinds[label] != WRITE}
     # Every argument gets its shadows (a whole-argument read one is simply not looked at): helpers may take them.
     _add_shadow_parameters(function, ndims, kinds)
-    function.name = f"{function.name}_reads"
+    function.name = f"{function.name}_reads{'_aliased' if aliased else ''}"
     source = ast.unparse(ast.fix_missing_locations(tree))
     into = _INTO[-1] if _INTO else None
     module = _load_module(source, _namespace(func), names, into)
@@ -445,15 +447,16 @@ def built_into(module):
         _INTO.pop()
 
 
-def twin(kernel):
+def twin(kernel, aliased: bool = False):
     """``(forward-only twin kernel, {label given shadows: kind}, {labels whose reads it cannot mark})`` or None
-    (see the module docstring)."""
-    cached = _CACHE.get(id(kernel))
+    (see the module docstring); ``aliased``: the variant for a launch that passes one array under several labels."""
+    key = (id(kernel), aliased) if aliased else id(kernel)
+    cached = _CACHE.get(key)
     mode = effective_mode(kernel)  # the twin follows the kernel's mode (its replay log): rebuilt if it changes
     if cached is not None and cached[0] is kernel and cached[2] == mode:
         return cached[1]
     try:
-        built = _build(kernel)
+        built = _build(kernel, aliased)
         if built is None:
             _log.debug(
                 "kernel %r: no read twin (@wp.struct, indexed or fabric array arguments, or no array argument "
@@ -468,7 +471,7 @@ def twin(kernel):
             error,
         )
         built = None
-    _CACHE[id(kernel)] = (kernel, built, mode)
+    _CACHE[key] = (kernel, built, mode)
     return built
 
 
@@ -549,10 +552,16 @@ class _Runner:
                 self.scalars.append(position)
                 params.append(v)
         self.shadows = {}
+        shared: dict = {}  # id of an array passed under several labels -> the shadows they share
         for label, kind in kinds.items():
             arr = by_label.get(label)
             shape = arr.shape if isinstance(arr, warp.array) else (0,)
-            self.shadows[label] = [scratch("shadow", shape, warp.int32, device) for _ in _flags(kind)]
+            mine = shared.get(id(arr)) if isinstance(arr, warp.array) and kind == READ_WRITE else None
+            if mine is None:
+                mine = [scratch("shadow", shape, warp.int32, device) for _ in _flags(kind)]
+                if isinstance(arr, warp.array) and kind == READ_WRITE:
+                    shared[id(arr)] = mine
+            self.shadows[label] = mine
             params.extend(entry[0] for entry in self.shadows[label])
         self.last = list(params)
         dim = launch["dim"]
@@ -632,11 +641,13 @@ def element_reads(kernel, launch: dict) -> dict:
     The twin runs on scratch copies of every array argument (one per distinct array: arguments passed the same
     array stay one array), so the real arrays are never touched, whatever the source analysis says.
     """
-    made = twin(kernel)
+    values = list(launch.get("inputs") or []) + list(launch.get("outputs") or [])
+    arrays = [id(v) for v in values if isinstance(v, warp.array)]
+    aliased = len(set(arrays)) < len(arrays)
+    made = twin(kernel, aliased=aliased)
     if made is None:
         return {}
     variant, kinds, whole = made
-    values = list(launch.get("inputs") or []) + list(launch.get("outputs") or [])
     key = _memo_key(kernel, variant, values, launch)
     if key is not None:
         cached = _MEMO.get(key)
@@ -652,7 +663,7 @@ def element_reads(kernel, launch: dict) -> dict:
             type(error).__name__,
             error,
         )
-        _CACHE[id(kernel)] = (kernel, None, effective_mode(kernel))
+        _CACHE[(id(kernel), True) if aliased else id(kernel)] = (kernel, None, effective_mode(kernel))
         return {}
     out = {}
     for position, label, kind in _marked_positions(kernel, kinds):

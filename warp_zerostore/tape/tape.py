@@ -131,6 +131,9 @@ class Hazard:
         earlier: The launch that wrote them first (overwrite).
         real: False for an overwrite whose later writer zeroes its store adjoints (kept, not warned about).
         elements: How many elements, where counted.
+        cause: For a "read before and after write": ``""`` (one thread read an element before and after writing
+            it), ``"aliased"`` (one array under two parameters, with no read twin to order the reads) or
+            ``"helper store"`` (an unflagged kernel's ``@wp.func`` helper stores into it).
     """
 
     kind: str
@@ -139,8 +142,6 @@ class Hazard:
     earlier: Site | None = None
     real: bool = True
     elements: int = 0
-    #: for "read before and after write": why no snapshot can make the reads right ("" a thread's own reads,
-    #: "aliased" one array under two parameters, "helper store" an unflagged helper's store re-run into memory)
     cause: str = ""
 
     def key(self) -> tuple:
@@ -714,10 +715,11 @@ class Tape(_compat.WarpTape):
             if replays_helper_stores and use.access.helper_stores:
                 found.append(Hazard(REPLAY, writer=launch.site(use.label), cause="helper store"))
             saved_bytes = use.saved.size * _compat.dtype_size_bytes(use.saved.dtype)
-            if use.crossed:
-                # Read through one parameter, written through another: the twin marks each label's reads
-                # against that label's own stores, so it cannot tell a read before the write from one after.
-                # Restore what the launch wrote (what a plain Tape gives) and say so.
+            if use.crossed and not use.reads_known():
+                # Read through one parameter, written through another, with no twin to mark the order (the twin
+                # of such a launch shares its shadows between the labels, so it can): the Tape cannot tell a
+                # read before the write from one after. Restore what the launch wrote (what a plain Tape gives),
+                # and say so.
                 read_values.append((use.array, _device_array(use.after, use.array)))
                 inputs.append((use.array, use.saved))
                 self.snapshot_bytes += 2 * saved_bytes
