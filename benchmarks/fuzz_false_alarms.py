@@ -6,8 +6,10 @@ snapshot Tape (`fuzz.batch.check_batch`: four checks per kernel, one build per b
 **worse than stock** (a package path wrong where stock on a plain Tape is right: this package's defect; with a
 build-time warning on the snapshot Tape counted apart), known for the installed Warp (`fuzz.known`), warned
 about at build time, or neither (a false alarm or a new bug). Each unexplained or worse-than-stock failure is
-written to ``--out`` as a standalone repro to investigate; nothing is shrunk unless ``--shrink-worse`` (each
-worse-than-stock failure then also shrunk, still worse than stock, its repro written beside). Prints the counts
+written to ``--out`` as a standalone repro to investigate; nothing is shrunk unless ``--shrink-worse`` (a
+worse-than-stock failure is then also shrunk, still worse than stock, its repro written beside: one per case, and
+none for a failure of the same path and kind whose constructs include those of one already shrunk, as a campaign
+deduplicates). Prints the counts
 and JSON (benchmarks/results/). The figures asked for: unexplained failures, and worse-than-stock ones, over N
 thousand kernels.
 
@@ -62,10 +64,13 @@ def main():
     counts = collections.Counter()
     unexplained, worse = [], []
     shrink_seconds = 0.0
+    shrunk = []  # (path, kind, constructs) of each worse-than-stock failure shrunk: what a larger one is not shrunk for
+    shrunk_cases = set()  # one shrink per case (its other paths' failures come with it)
 
-    def write(failure, listing, tag="") -> str:
+    def write(failure, listing, tag="", number=None) -> str:
         os.makedirs(args.out, exist_ok=True)
-        name = f"{len(unexplained) + len(worse):03d}_{failure.variant}_{failure.tape}_{failure.kind}{tag}.py"
+        number = len(unexplained) + len(worse) if number is None else number
+        name = f"{number:03d}_{failure.variant}_{failure.tape}_{failure.kind}{tag}.py"
         path = os.path.join(args.out, name)
         with open(path, "w") as f:
             f.write(_script(failure))
@@ -85,11 +90,16 @@ def main():
                 write(failure, unexplained)
             elif failure.worse:
                 write(failure, worse, "_worse")
-                if args.shrink_worse:
+                labels = set(shrink.constructs(failure.case.program))
+                seen = any(p == failure.path and k == failure.kind and c <= labels for p, k, c in shrunk)
+                if args.shrink_worse and not seen and id(failure.case) not in shrunk_cases:
+                    shrunk_cases.add(id(failure.case))
                     began = time.monotonic()
                     small = shrink.shrink(failure)[0]
                     shrink_seconds += time.monotonic() - began
-                    worse[-1]["shrunk"] = write(small, [], "_worse_shrunk")
+                    shrunk.append((small.path, small.kind, set(shrink.constructs(small.case.program))))
+                    number = len(unexplained) + len(worse) - 1  # the unshrunk one's
+                    worse[-1]["shrunk"] = write(small, [], "_worse_shrunk", number)
                     worse[-1]["shrunk_constructs"] = ", ".join(shrink.constructs(small.case.program))
         rate = 60.0 * kernels / (time.monotonic() - start - shrink_seconds)
         print(

@@ -60,8 +60,9 @@ def run(kernel, tape):
     {arrays}
     with tape:
         {launch}
+    forward = {{{outputs}}}
     tape.backward(grads={{{cotangents}}})
-    return {{{outputs}}}, {{{gradients}}}
+    return forward, {{{gradients}}}
 
 
 expected_forward = {expected_forward}
@@ -183,7 +184,9 @@ def _side_by_side(failure, warp_version: str) -> str:
         ),
         launch=_launch(case),
         cotangents=", ".join(f"{n}: wp.array({case.cotangents[n].tolist()}, dtype={t})" for n in outputs),
-        outputs=", ".join(f"{n!r}: {n}.numpy()" for n in outputs),
+        # copies: on the CPU .numpy() is a view, and a backward pass may write the array (a helper's store is
+        # replayed); the forward values are taken before it
+        outputs=", ".join(f"{n!r}: {n}.numpy().copy()" for n in outputs),
         gradients=", ".join(f"{n!r}: {n}.grad.numpy()" for n in shapes),
         expected_forward=values({n: ref.outputs[n] for n in outputs}),
         expected=values({n: ref.grads[n] for n in shapes}),
