@@ -118,6 +118,7 @@ gpu-check: install
 # Warp's own unittest modules, with this package imported and with zero_store forced on.
 test-warp-suite: install
 	$(BIN)/python -m warp_zerostore warp-suite
+	$(BIN)/python -m warp_zerostore warp-suite --zero-store true
 
 # The documentation site (build/site): the pictures first (docs/pictures.py runs docs/pictures.md's examples
 # into docs/generated/), then mkdocs with --strict (a warning fails it). GraphViz's `dot` renders the Tape

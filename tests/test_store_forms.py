@@ -167,14 +167,14 @@ def test_two_components_both_count(flag, device):
 
 
 def test_component_store_unflagged_is_stock(device):
-    """zero_store=None keeps the installed Warp's component-store gradient: dropped before slot stores."""
+    """zero_store=None keeps the installed Warp's component-store gradient: dropped before 1.14."""
     kernel = COMPONENT[None]["two_components"][0]
     x = wp.ones(2, dtype=float, requires_grad=True, device=device)
     v = wp.zeros(2, dtype=wp.vec3, requires_grad=True, device=device)
     with wp.Tape() as tape:
         wp.launch(kernel, dim=2, inputs=[x, v], device=device)
     tape.backward(grads={v: wp.array(np.ones((2, 3)), dtype=wp.vec3, device=device)})
-    np.testing.assert_array_equal(x.grad.numpy(), 7.0 if _compat.HAS_SLOT_STORES else 0.0)
+    np.testing.assert_array_equal(x.grad.numpy(), 7.0 if _compat.STOCK_COMPONENT_STORES_DIFFERENTIABLE else 0.0)
 
 
 # ---- structs, loops, branches, helpers -------------------------------------------------------------------

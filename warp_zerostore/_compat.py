@@ -116,6 +116,10 @@ ModuleHasher = context.ModuleHasher
 # Warp >= 1.13 tags arrays created with retain_grad=True; its native header has ARRAY_FLAG_RETAIN_GRAD.
 HAS_RETAIN_GRAD: bool = "retain_grad" in inspect.signature(warp.array.__init__).parameters
 
+# Warp >= 1.14 differentiates a component store into an array element (measured on each release: 1.13.0 drops
+# the gradient, 1.14.0 has it); no feature of Warp's tells it, so the version does.
+STOCK_COMPONENT_STORES_DIFFERENTIABLE: bool = WARP_VERSION >= (1, 14, 0)
+
 # Warp >= 1.18 emits component stores into array elements as differentiable "slot" stores itself.
 HAS_SLOT_STORES: bool = hasattr(Adjoint, "array_slot_adjoint")
 
