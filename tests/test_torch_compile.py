@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 torch = pytest.importorskip(
-    "torch", reason="warp_zerostore.torch needs PyTorch: pip install 'warp_zerostore[torch]' (torch 2.5 to 2.13)"
+    "torch", reason="warp_zerostore.torch needs PyTorch: pip install 'warp_zerostore[torch]' (torch 2.5 to 2.15)"
 )
 
 from helpers import kernels_torch as K  # noqa: E402

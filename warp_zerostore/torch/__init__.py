@@ -69,7 +69,7 @@ from __future__ import annotations
 try:
     import torch as _torch  # noqa: F401
 except ImportError as e:  # pragma: no cover - exercised where torch is absent
-    raise ImportError("warp_zerostore.torch needs PyTorch 2.5 to 2.13: pip install 'warp_zerostore[torch]'.") from e
+    raise ImportError("warp_zerostore.torch needs PyTorch 2.5 to 2.15: pip install 'warp_zerostore[torch]'.") from e
 
 import warp as _warp
 
