@@ -2,11 +2,11 @@
 PYTHON ?= python3
 WARP ?= 1.19.0
 VENV ?= .venv
-# The full suite runs on the boundary versions (MATRIX; 1.19.0 is also `make test`'s); a fast suite (FAST_TESTS)
-# on the latest patch of every other supported minor (MINORS, warp_zerostore._compat.SUPPORTED). The choice and
-# the timings are in docs/development.md.
-MATRIX ?= 1.9.1 1.12.1 1.19.0
-MINORS ?= 1.10.1 1.11.1 1.13.0 1.14.0 1.15.0 1.16.0 1.17.0 1.18.0
+# The full suite runs on the boundary versions: 1.19.0 in `make test`, 1.9.1 here (MATRIX); a fast suite
+# (FAST_TESTS) on the latest patch of every other supported minor (MINORS, warp_zerostore._compat.SUPPORTED).
+# The choice and the timings are in docs/development.md.
+MATRIX ?= 1.9.1
+MINORS ?= 1.10.1 1.11.1 1.12.1 1.13.0 1.14.0 1.15.0 1.16.0 1.17.0 1.18.0
 FAST_TESTS ?= tests/test_store_forms.py tests/test_facade_identity.py tests/test_never_worse_than_stock.py \
 	tests/test_composite_slots.py tests/test_seed.py tests/test_tape_safety.py tests/test_warp_suite_modules.py \
 	tests/test_demo.py
