@@ -150,6 +150,19 @@ HAS_TILE_GRAD_ZERO_GLOBAL: bool = ("grad_zero_global" in _TILE_H) if _TILE_H els
 # Warp >= 1.10 zeroes in its stock tile_store adjoint; 1.9 accumulates.
 STOCK_TILE_STORE_ZEROES: bool = WARP_VERSION >= (1, 10, 0)
 
+# The augmented assignments Warp turns into an atomic on an array element (``a[i] += v``: an accumulation, no read);
+# the others (``*=``, ``/=``, ...) are a load, the operation and a store. The bitwise ones from 1.10. (Elements of
+# 8- and 16-bit integers are never atomic: not differentiable, and the access analysis does not see dtypes.)
+ATOMIC_AUGMENTED_OPS: frozenset = frozenset(
+    ("Add", "Sub") + (("BitAnd", "BitOr", "BitXor") if WARP_VERSION >= (1, 10, 0) else ())
+)
+
+
+def is_atomic_augmented(op) -> bool:
+    """Whether Warp makes ``a[i] <op>= v`` (``op`` an ``ast.operator``) an atomic rather than load-op-store."""
+    return type(op).__name__ in ATOMIC_AUGMENTED_OPS
+
+
 # Warp >= 1.13 zeroes in stock store adjoints.
 STOCK_STORE_ZEROES: bool = WARP_VERSION >= (1, 13, 0)
 

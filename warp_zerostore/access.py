@@ -279,7 +279,14 @@ class _Visitor(ast.NodeVisitor):
                 _anything(access)
                 return
         if isinstance(outer.ctx, ast.Store):
-            if isinstance(self.parents.get(outer), ast.AugAssign):
+            augmented = self.parents.get(outer)
+            if isinstance(augmented, ast.AugAssign) and not _compat.is_atomic_augmented(augmented.op):
+                # `a[i] *= v` is a load, then a store: a read of the element (which the store then overwrites)
+                self._note(label, access, read=True)
+                access.reads = True
+                self._note(label, access, store=True)
+                access.stores = access.surely_writes = True
+            elif isinstance(augmented, ast.AugAssign):
                 self._note(label, access, store=True)
                 access.accumulates = access.surely_writes = True  # Warp turns `a[i] += v` into an atomic add
             else:

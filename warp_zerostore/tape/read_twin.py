@@ -209,12 +209,15 @@ class _ReadMarker:
         return marks
 
     def _augmented_reads(self, statement) -> list:
-        """``x[idx] += v`` of a logged ``x``: a read of ``x[idx]`` before the statement (see ``logged``)."""
+        """A read of ``x[idx]`` before ``x[idx] *= v`` (Warp loads, multiplies, stores), and before ``x[idx] += v``
+        of a logged ``x`` (see ``logged``); none before an atomic ``+=`` otherwise."""
         target = statement.target
         if not (isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name)):
             return []
         label = target.value.id
-        if label not in self.logged:  # logged arguments are read and written (READ_WRITE)
+        if label not in self.ndims or self.kinds[label] != READ_WRITE:
+            return []
+        if label not in self.logged and _compat.is_atomic_augmented(statement.op):
             return []
         index = _element_index(target, self.ndims[label])
         return [] if index is None else [_read_mark(label, index, READ_WRITE)]
