@@ -666,28 +666,39 @@ _LAUNCH_PARAMETERS = inspect.signature(_LAUNCH_ORIGINAL)
 _launch_users = 0
 
 
+_installed_launch: dict = {}  # (owner, attr) -> (our hook function, what it wraps)
+
+
 def install_launch_hook(hook) -> None:
-    """Make ``warp.launch`` / ``context.launch`` call ``hook(original, args, kwargs)``; counted, so nested users
-    share one installation. Only tapes with checks or snapshots install it: plain launches stay untouched."""
+    """Make ``warp.launch`` / ``context.launch`` call ``hook(previous, args, kwargs)``, where ``previous`` is
+    whatever each name held when the hook went in (a user's or a library's own wrapper included, which so stays
+    in the chain); counted, so nested users share one installation. Only tapes with checks or snapshots install
+    it: plain launches stay untouched."""
     global _launch_users
     _launch_users += 1
     if _launch_users > 1:
         return
-
-    def launch(*args, **kwargs):
-        return hook(_LAUNCH_ORIGINAL, args, kwargs)
-
-    launch.__wrapped__ = _LAUNCH_ORIGINAL  # type: ignore[attr-defined]
     for owner, attr in _LAUNCH_OWNERS:
+        previous = getattr(owner, attr)
+
+        def launch(*args, _previous=previous, **kwargs):
+            return hook(_previous, args, kwargs)
+
+        launch.__wrapped__ = previous  # type: ignore[attr-defined]
         setattr(owner, attr, launch)
+        _installed_launch[(owner, attr)] = (launch, previous)
 
 
 def remove_launch_hook() -> None:
+    """Take the hook out where it is still what the name holds; where someone wrapped it meanwhile, their wrapper
+    stays (the hook then passes launches through: no Tape intercepts)."""
     global _launch_users
     _launch_users = max(0, _launch_users - 1)
     if _launch_users == 0:
-        for owner, attr in _LAUNCH_OWNERS:
-            setattr(owner, attr, _LAUNCH_ORIGINAL)
+        for (owner, attr), (launch, previous) in list(_installed_launch.items()):
+            if getattr(owner, attr) is launch:
+                setattr(owner, attr, previous)
+        _installed_launch.clear()
 
 
 _LAUNCH_NAMES = [name for name, p in _LAUNCH_PARAMETERS.parameters.items() if p.kind is p.POSITIONAL_OR_KEYWORD]

@@ -49,6 +49,7 @@ import dataclasses
 import logging
 import os
 import sys
+import threading
 import warnings
 from typing import Callable, Iterator
 
@@ -456,10 +457,22 @@ def _array_parameters(kernel) -> list:
 _PARAMETERS: dict = {}
 
 
+class _Recording(threading.local):
+    active = False  # a recorded launch is under way on this thread: a launch it makes (a user's wrapper calling
+    # the next name in the chain, ``warp.launch`` -> ``context.launch``) is that same launch, not another
+
+
+_recording = _Recording()
+
+
 def _launch_hook(original, args, kwargs):
     tape = _compat.active_tape()
-    if isinstance(tape, Tape) and tape._intercepts():
-        return tape._recorded_launch(original, args, kwargs)
+    if isinstance(tape, Tape) and tape._intercepts() and not _recording.active:
+        _recording.active = True
+        try:
+            return tape._recorded_launch(original, args, kwargs)
+        finally:
+            _recording.active = False
     return original(*args, **kwargs)
 
 
