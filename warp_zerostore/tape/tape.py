@@ -835,7 +835,9 @@ class Tape(_compat.WarpTape):
                         OVERWRITE,
                         writer=writer,
                         earlier=self._sites[site],
-                        real=not store_adjoints_zero(launch.kernel),
+                        # safe only where the store adjoint zeroes this array's gradient: never one made with
+                        # retain_grad=True (Warp >= 1.13 skips zeroing it, stock and flagged alike)
+                        real=not store_adjoints_zero(launch.kernel) or _compat.retains_grad(use.array),
                         elements=int(count),
                     )
                 )
