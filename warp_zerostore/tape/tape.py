@@ -51,6 +51,7 @@ import os
 import sys
 import threading
 import warnings
+import zlib
 from typing import Callable, Iterator
 
 import numpy as np
@@ -299,6 +300,12 @@ def _user_stacklevel() -> int:
     return level
 
 
+def _checksum(values: np.ndarray) -> int:
+    """CRC-32 of an array's bytes: what a snapshot Tape keeps of an input to see a change after record."""
+    data = values if values.flags.c_contiguous else np.ascontiguousarray(values)
+    return zlib.crc32(memoryview(data).cast("B"))
+
+
 def _host_copy(arr) -> np.ndarray:
     return _compat.host_view(arr).copy()
 
@@ -529,6 +536,10 @@ class Tape(_compat.WarpTape):
         self._sites: list = []  # writer Sites, indexed from Region.writer
         self._snapshotted: dict = {}  # id -> array with at least one snapshot
         self.snapshot_bytes: int = 0
+        # snapshot Tape without checks: id -> [array, checksum after the last recorded launch that passed it,
+        # the Site of each recorded launch that read it]
+        self._fingerprints: dict = {}
+        self._mutated: list = []  # (array, reader Sites, the launch that found it) found between launches
 
     def _intercepts(self) -> bool:
         return self.check != "off" or self.snapshot
@@ -560,6 +571,8 @@ class Tape(_compat.WarpTape):
         if _compat.is_capturing(launch.device):
             return self._captured(launch, original, args, kwargs)
         found = self._before(launch, a)
+        if self.snapshot and self.check == "off" and self._fingerprints:
+            self._mutated_before(launch)
         result = original(*args, **kwargs)
         if _compat.tape_launch_count(self) <= launch.index:  # not recorded (e.g. the Tape was left inside)
             return result
@@ -570,6 +583,8 @@ class Tape(_compat.WarpTape):
         found += self._after(launch)
         if self.snapshot:
             self._save_snapshots(launch)
+            if self.check == "off":
+                self._fingerprint(launch)
         if found:
             self._report(found)
         return result
@@ -911,12 +926,66 @@ class Tape(_compat.WarpTape):
         """
         if self.check != "off":
             self._check_mutations()
+        elif self.snapshot:
+            self._refuse_mutations()
         final = [(arr, _device_copy(arr)) for arr in self._snapshotted.values()]
         try:
             super().backward(loss=loss, grads=grads)
         finally:
             for arr, saved in final:  # the forward pass's final values, again
                 _copy_into(arr, saved)
+
+    # -- mutation after record, on a snapshot Tape without checks: a checksum per array a recorded launch reads
+
+    def _fingerprint(self, launch: _Launch) -> None:
+        """Checksums of the launch's arrays (their content after it), and who reads them. An array that changed
+        since the Tape last saw it, before this launch, is a mutation: its readers' backward would read new values."""
+        replayed = _compat.kernel_has_backward(launch.kernel)
+        for use in launch.uses:
+            entry = self._fingerprints.get(id(use.array))
+            reads = replayed and use.access.reads and use.array.size
+            if entry is None and not reads:
+                continue
+            if entry is None or entry[0] is not use.array:
+                entry = self._fingerprints[id(use.array)] = [use.array, None, []]
+            if reads:
+                entry[2].append(launch.site(use.label))
+            entry[1] = _checksum(use.after if use.after is not None else _compat.host_view(use.array))
+        # other arrays over memory this launch wrote (views) changed legitimately too
+        written = [span(use.array) for use in launch.uses if use.access.writes and use.array.size]
+        if written and len(self._fingerprints) > len(launch.uses):
+            passed = {id(use.array) for use in launch.uses}
+            for key, entry in self._fingerprints.items():
+                if key in passed:
+                    continue
+                first, last = span(entry[0])
+                if any(first < w_last and w_first < last for w_first, w_last in written):
+                    entry[1] = _checksum(_compat.host_view(entry[0]))
+
+    def _mutated_before(self, launch: _Launch) -> None:
+        """Arrays of this launch that changed since the last recorded launch that passed them (found now, raised at
+        ``backward()``)."""
+        for use in launch.uses:
+            entry = self._fingerprints.get(id(use.array))
+            if entry is None or entry[0] is not use.array or not entry[2]:
+                continue
+            now = use.before if use.before is not None else _compat.host_view(use.array)
+            if entry[1] != _checksum(now):
+                self._mutated.append((use.array, list(entry[2]), launch.site(use.label)))
+
+    def _refuse_mutations(self) -> None:
+        """Raise, naming the reader, when an array a recorded launch read changed outside recorded launches: a
+        snapshot Tape never hands back a gradient of inputs that changed after it recorded them."""
+        # An array some recorded launch wrote and snapshotted is put back around each writer's adjoint by the
+        # restores; one no recorded launch snapshotted (an input only read) has nothing to put it back.
+        found = [m for m in self._mutated if id(m[0]) not in self._snapshotted]
+        for arr, checksum, readers in self._fingerprints.values():
+            if readers and id(arr) not in self._snapshotted and checksum != _checksum(_compat.host_view(arr)):
+                found.append((arr, list(readers), None))
+        if not found:
+            return
+        hazards = [Hazard(MUTATED, writer=writer, reader=reader) for _, readers, writer in found for reader in readers]
+        self._report(hazards, force_error=True)
 
     def reset(self):
         """Clear the recorded launches, zero the gradients and free the snapshots (``hazards`` are kept)."""
