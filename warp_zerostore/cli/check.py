@@ -42,16 +42,16 @@ class HazardCollector:
 
 
 def _summary(hazards: list) -> str:
-    real = [h for h in hazards if h.real and h.kind != tape_safety.CAPTURED]
-    unchecked = [h for h in hazards if h.kind == tape_safety.CAPTURED]
+    real = [h for h in hazards if h.real and h.kind not in tape_safety.UNCHECKED]
+    unchecked = [h for h in hazards if h.kind in tape_safety.UNCHECKED]
     notes = [h for h in hazards if not h.real]
     line = f"warp_zerostore check: {len(real)} hazard(s)"
     if notes:
         line += f", {len(notes)} note(s)"
     if unchecked:
         line += (
-            f"; {len(unchecked)} launch site(s) NOT CHECKED (recorded under graph capture: "
-            "run without wp.ScopedCapture to check them)"
+            f"; {len(unchecked)} launch site(s) NOT CHECKED (recorded under graph capture, or passing arrays "
+            "inside a @wp.struct: see each report)"
         )
     return line
 
@@ -176,10 +176,10 @@ def run(target: str, args: list, as_module: bool = False) -> int:
         print("warp_zerostore check: the program raised an exception (traceback above); hazards found up to there")
     elif outcome is ExitStatus.PROGRAM_FAILED:
         print(f"warp_zerostore check: the program exited with status {own_status}")
-    if any(h.real and h.kind != tape_safety.CAPTURED for h in collector.hazards):
+    if any(h.real and h.kind not in tape_safety.UNCHECKED for h in collector.hazards):
         return ExitStatus.HAZARDS
     if outcome is not ExitStatus.OK:
         return outcome
-    if any(h.kind == tape_safety.CAPTURED for h in collector.hazards):
+    if any(h.kind in tape_safety.UNCHECKED for h in collector.hazards):
         return ExitStatus.UNCHECKED
     return ExitStatus.OK

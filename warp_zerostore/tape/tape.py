@@ -73,9 +73,12 @@ STALE_READ = "stale read"
 MUTATED = "mutated after record"
 REPLAY = "read before and after write"
 CAPTURED = "not checked (graph capture)"
-KINDS = (OVERWRITE, STALE_READ, MUTATED, REPLAY, CAPTURED)
+IN_STRUCT = "not checked (arrays in a struct)"
+KINDS = (OVERWRITE, STALE_READ, MUTATED, REPLAY, CAPTURED, IN_STRUCT)
+#: what the Tape did not look at: never counted as a hazard, always as a launch left unchecked
+UNCHECKED = (CAPTURED, IN_STRUCT)
 # Kinds about what the Tape cannot do: reported (warned) even by a Tape with check="off".
-_ALWAYS_REPORTED = (REPLAY, CAPTURED)
+_ALWAYS_REPORTED = (REPLAY, CAPTURED, IN_STRUCT)
 
 
 class OverwriteWarning(UserWarning):
@@ -127,7 +130,8 @@ class Hazard:
 
     Attributes:
         kind: One of `KINDS`: ``"overwrite"``, ``"stale read"``, ``"mutated after record"``,
-            ``"read before and after write"``, ``"not checked (graph capture)"``.
+            ``"read before and after write"``, ``"not checked (graph capture)"``, ``"not checked (arrays in a
+            struct)"``.
         writer: The launch that changed the values (None: a mutation found at ``backward()``).
         reader: The launch whose backward reads them (stale read, mutation).
         earlier: The launch that wrote them first (overwrite).
@@ -206,6 +210,13 @@ class Hazard:
                 "value for both reads, so no snapshot can make both right: the snapshot restores the value written "
                 "(right for the later read; the gradient is right only if the earlier read's value does not matter, "
                 "as in an accumulation a[i] = a[i] + v). To be sure, write the result to a separate array."
+            )
+        if self.kind == IN_STRUCT:
+            return (
+                f"not checked (arrays in a struct): {self.writer.describe()} passes arrays inside a @wp.struct, "
+                "whose element reads and writes the Tape does not follow: its checks and snapshots say nothing "
+                "about them (a stale read or an in-place update through them goes unseen). Pass those arrays as "
+                "kernel arguments to have them checked."
             )
         if self.kind == CAPTURED:
             return (
@@ -571,6 +582,7 @@ class Tape(_compat.WarpTape):
         if _compat.is_capturing(launch.device):
             return self._captured(launch, original, args, kwargs)
         found = self._before(launch, a)
+        found += self._struct_arguments(launch, a)
         if self.snapshot and self.check == "off" and self._fingerprints:
             self._mutated_before(launch)
         result = original(*args, **kwargs)
@@ -614,6 +626,16 @@ class Tape(_compat.WarpTape):
         if device is None:
             device = uses[0].array.device if uses else warp.get_device()
         return _Launch(kernel, _compat.tape_launch_count(self), _call_site(), device, uses)
+
+    def _struct_arguments(self, launch: _Launch, a: dict) -> list:
+        """A `IN_STRUCT` report per argument that is a ``@wp.struct`` holding arrays: what the Tape cannot follow."""
+        values = list(a.get("inputs") or []) + list(a.get("outputs") or [])
+        labels = _compat.kernel_argument_labels(launch.kernel)
+        return [
+            Hazard(IN_STRUCT, writer=launch.site(label))
+            for label, value in zip(labels, values)
+            if _compat.is_struct_instance(value) and _compat.struct_arrays(value)
+        ]
 
     def _captured(self, launch: _Launch, original, args, kwargs):
         """Under graph capture the launch does not run now: record it, and say it was not checked."""
