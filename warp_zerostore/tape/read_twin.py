@@ -184,8 +184,11 @@ class _ReadMarker:
 
     def _reads(self, nodes) -> list:
         marks = []
+        skip: set = set()  # row views an atomic writes through: not reads
         for root in nodes:
             for node in ast.walk(root):
+                if id(node) in skip:
+                    continue
                 if isinstance(node, ast.Call):
                     atomic = self._element_atomic(node)
                     passed = self._helper_call(node)
@@ -193,6 +196,8 @@ class _ReadMarker:
                         passed = [label for label in passed if label != atomic[0]] + [
                             a.id for a in node.args[1:] if isinstance(a, ast.Name) and a.id == atomic[0]
                         ]
+                        if isinstance(node.args[0], ast.Subscript):
+                            skip.add(id(node.args[0]))  # the row view it writes through
                     self.whole.update(passed)
                 elif (
                     isinstance(node, ast.Subscript)
@@ -226,15 +231,26 @@ class _ReadMarker:
         return [_set(_shadow(label, "written"), index, ast.Constant(value=1))] if self.kinds[label] != READ else []
 
     def _element_atomic(self, node):
-        """``(label, index)`` of ``wp.atomic_*(x, i, v)`` (``x, i, j, v`` in 2-D...) on a marked ``x``, else None."""
-        if not isinstance(node, ast.Call) or not node.args or not isinstance(node.args[0], ast.Name):
+        """``(label, index)`` of ``wp.atomic_*(x, i, v)`` (``x, i, j, v`` in 2-D...) on a marked ``x``, or through a
+        row view of it (``wp.atomic_add(x[w], j, v)``: the element ``x[w, j]``), else None."""
+        if not isinstance(node, ast.Call) or not node.args:
             return None
         name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
-        label = node.args[0].id
-        if name.startswith("atomic_") and label in self.ndims and len(node.args) == self.ndims[label] + 2:
-            indices = node.args[1:-1]
-            return label, indices[0] if len(indices) == 1 else ast.Tuple(elts=list(indices), ctx=ast.Load())
-        return None
+        if not name.startswith("atomic_"):
+            return None
+        target, prefix = node.args[0], []
+        if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+            index = target.slice
+            parts = list(index.elts) if isinstance(index, ast.Tuple) else [index]
+            if any(isinstance(p, ast.Slice) for p in parts):
+                return None
+            target, prefix = target.value, parts
+        if not isinstance(target, ast.Name) or target.id not in self.ndims:
+            return None
+        indices = prefix + list(node.args[1:-1])
+        if len(indices) != self.ndims[target.id] or len(node.args) < 3:
+            return None
+        return target.id, indices[0] if len(indices) == 1 else ast.Tuple(elts=indices, ctx=ast.Load())
 
     def _atomic_reads(self, statement) -> list:
         """``wp.atomic_add(x, i, v)`` of a logged ``x``: a read of ``x[i]`` before the statement (the replay log
