@@ -75,3 +75,32 @@ def test_a_read_before_a_later_accumulation_is_still_a_stale_read():
 
     _, found = _hazards(program)
     assert found == [("stale read", "square_into")]
+
+
+# -- which elements a launch writes does not depend on the data: a store through a row view of the value already there
+
+
+@wp.kernel
+def reset_row_view(a: wp.array2d(dtype=float)):
+    w, j = wp.tid()
+    row = a[w]
+    row[j] = 1.0
+
+
+@wp.kernel
+def reset_direct(a: wp.array2d(dtype=float)):
+    w, j = wp.tid()
+    a[w, j] = 1.0
+
+
+def test_a_store_through_a_row_view_of_the_value_already_there_is_a_write_as_a_direct_one_is():
+    for writer in (reset_row_view, reset_direct):
+        a = wp.ones((2, 2), dtype=float, requires_grad=True)  # already 1: the bytes do not change
+        out = wp.zeros((2, 2), dtype=float, requires_grad=True)
+
+        def program(writer=writer, a=a, out=out):
+            wp.launch(square_into, dim=(2, 2), inputs=[a, out])
+            wp.launch(writer, dim=(2, 2), inputs=[a])
+
+        _, found = _hazards(program)
+        assert found == [("stale read", "square_into")], writer.key

@@ -151,6 +151,10 @@ class _ReadMarker:
         self.depth = depth
         self.whole: set = set()  # labels read in a way this cannot mark
         self.in_helpers: set = set()  # ids of Name nodes passed on to an instrumented helper
+        #: ``row = x[w]`` at the top level of the body: row name -> (label, names of locals holding the prefix
+        #: index, copied at the binding), so ``row[j] = v`` marks ``x[w, j]`` written whatever the value stored
+        self.row_views: dict = {}
+        self._top = True
 
     def _helper_call(self, call: ast.Call) -> list:
         """Instrument a call passing marked arrays to a user @wp.func; returns the labels it could not follow."""
@@ -276,12 +280,60 @@ class _ReadMarker:
                     index = _element_index(node, self.ndims[node.value.id])
                     if index is not None:
                         marks.extend(self._written(node.value.id, index))
+                elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
+                    marks.extend(self._row_view_store(node))
         return marks
+
+    def _row_view_store(self, node: ast.Subscript) -> list:
+        """``row[j] = v`` through a top-level ``row = x[w]``: the element ``x[w, j]`` is written."""
+        view = self.row_views.get(node.value.id)
+        if view is None:
+            return []
+        label, prefix = view
+        parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        if any(isinstance(p, ast.Slice) for p in parts) or len(prefix) + len(parts) != self.ndims[label]:
+            return []
+        indices = [ast.Name(id=name, ctx=ast.Load()) for name in prefix] + list(parts)
+        return self._written(label, ast.Tuple(elts=indices, ctx=ast.Load()))
+
+    def _bind_row_view(self, statement) -> list:
+        """Record ``row = x[w]`` (a view with fewer indices than ``x`` has dimensions, at the top level of the body)
+        and copy its index into locals of the twin's own, so a later change of ``w`` cannot move the mark."""
+        if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
+            target, value = statement.targets[0], statement.value
+        elif isinstance(statement, ast.AnnAssign) and statement.value is not None:
+            target, value = statement.target, statement.value
+        else:
+            return []
+        if not isinstance(target, ast.Name):
+            return []
+        self.row_views.pop(target.id, None)  # rebound: no longer the view it was
+        if not self._top or not (isinstance(value, ast.Subscript) and isinstance(value.value, ast.Name)):
+            return []
+        label = value.value.id
+        if label not in self.ndims or self.kinds[label] == READ:
+            return []
+        parts = value.slice.elts if isinstance(value.slice, ast.Tuple) else [value.slice]
+        if any(isinstance(p, ast.Slice) for p in parts) or len(parts) >= self.ndims[label]:
+            return []
+        names = [f"{_PREFIX}view_{target.id}_{k}" for k in range(len(parts))]
+        self.row_views[target.id] = (label, names)
+        return [
+            ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=copy.deepcopy(part), lineno=0)
+            for name, part in zip(names, parts)
+        ]
 
     def body(self, statements) -> list:
         out = []
+        top, self._top = self._top, False  # nested bodies (loops, branches) bind no row views
         for statement in statements:
             after = []
+            if isinstance(statement, (ast.Assign, ast.AnnAssign)):
+                self._top = top
+                after_binding = self._bind_row_view(statement)
+                self._top = False
+            else:
+                after_binding = []
             if isinstance(statement, ast.For):
                 out.extend(self._reads([statement.iter]))
                 statement.body = self.body(statement.body)
@@ -310,7 +362,9 @@ class _ReadMarker:
                 out.extend(self._atomic_reads(statement))
                 after = self._atomic_stores(statement)
             out.append(statement)
+            out.extend(after_binding)
             out.extend(after)
+        self._top = top
         return out
 
     def used_otherwise(self, function) -> set:
