@@ -104,3 +104,38 @@ def test_a_store_through_a_row_view_of_the_value_already_there_is_a_write_as_a_d
 
         _, found = _hazards(program)
         assert found == [("stale read", "square_into")], writer.key
+
+
+# -- an overwrite is about stores: a launch on which only the accumulating branch ran overwrites nothing
+
+
+@wp.kernel
+def write_y(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+    i = wp.tid()
+    y[i] = 2.0 * x[i]
+
+
+@wp.kernel
+def add_or_set(flag: int, x: wp.array(dtype=float), y: wp.array(dtype=float)):
+    i = wp.tid()
+    if flag == 0:
+        y[i] += x[i]
+    else:
+        y[i] = x[i]
+
+
+def _overwrites(flag: int) -> list:
+    x = wp.ones(2, dtype=float, requires_grad=True)
+    y = wp.zeros(2, dtype=float, requires_grad=True)
+
+    def program():
+        wp.launch(write_y, dim=2, inputs=[x, y])
+        wp.launch(add_or_set, dim=2, inputs=[flag, x, y])
+
+    tape, _ = _hazards(program)
+    return [h for h in tape.hazards if h.kind == "overwrite"]
+
+
+def test_a_launch_that_only_accumulated_is_no_overwrite_and_one_that_stored_is():
+    assert _overwrites(0) == []
+    assert len(_overwrites(1)) == 1

@@ -64,6 +64,9 @@ _CACHE: dict = {}
 _HELPER_TWINS: dict = {}
 
 
+#: what a ``written`` shadow holds for an element: an accumulation wrote it, or a store did
+ACCUMULATED, STORED = 1, 2
+
 # What the twin marks of an argument, by how the kernel uses it: reads and writes, reads only, writes only.
 READ_WRITE, READ, WRITE = "rw", "r", "w"
 
@@ -86,6 +89,8 @@ class ElementReads:
     after: np.ndarray
     written: np.ndarray
     reads_known: bool = True
+    #: the written elements a store wrote (not only an accumulation); None: not told apart (all count as stored)
+    stored: np.ndarray | None = None
     _any: dict = dataclasses.field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -231,8 +236,23 @@ class _ReadMarker:
         index = _element_index(target, self.ndims[label])
         return [] if index is None else [_read_mark(label, index, READ_WRITE)]
 
-    def _written(self, label: str, index) -> list:
-        return [_set(_shadow(label, "written"), index, ast.Constant(value=1))] if self.kinds[label] != READ else []
+    def _written(self, label: str, index, stored: bool = True) -> list:
+        """Mark ``x[index]`` written: 2 for a store, 1 for an accumulation (an atomic) unless a store marked it
+        already; an overwrite is about stores only."""
+        if self.kinds[label] == READ:
+            return []
+        if stored:
+            return [_set(_shadow(label, "written"), index, ast.Constant(value=STORED))]
+        mark = ast.Subscript(
+            value=ast.Name(id=_shadow(label, "written"), ctx=ast.Load()), slice=copy.deepcopy(index), ctx=ast.Load()
+        )
+        return [
+            ast.If(
+                test=ast.Compare(left=mark, ops=[ast.Eq()], comparators=[ast.Constant(value=0)]),
+                body=[_set(_shadow(label, "written"), index, ast.Constant(value=ACCUMULATED))],
+                orelse=[],
+            )
+        ]
 
     def _element_atomic(self, node):
         """``(label, index)`` of ``wp.atomic_*(x, i, v)`` (``x, i, j, v`` in 2-D...) on a marked ``x``, or through a
@@ -268,23 +288,25 @@ class _ReadMarker:
         for node in ast.walk(statement):
             found = self._element_atomic(node)
             if found is not None:
-                marks.extend(self._written(*found))
+                marks.extend(self._written(*found, stored=False))
         return marks
 
     def _stores(self, statement) -> list:
         targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+        # `x[i] += v` is an atomic accumulation (see `_compat.ATOMIC_AUGMENTED_OPS`), not a store over x[i]
+        stored = not (isinstance(statement, ast.AugAssign) and _compat.is_atomic_augmented(statement.op))
         marks = []
         for target in targets:
             for node in ast.walk(target):
                 if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id in self.ndims:
                     index = _element_index(node, self.ndims[node.value.id])
                     if index is not None:
-                        marks.extend(self._written(node.value.id, index))
+                        marks.extend(self._written(node.value.id, index, stored))
                 elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
-                    marks.extend(self._row_view_store(node))
+                    marks.extend(self._row_view_store(node, stored))
         return marks
 
-    def _row_view_store(self, node: ast.Subscript) -> list:
+    def _row_view_store(self, node: ast.Subscript, stored: bool = True) -> list:
         """``row[j] = v`` through a top-level ``row = x[w]``: the element ``x[w, j]`` is written."""
         view = self.row_views.get(node.value.id)
         if view is None:
@@ -294,7 +316,7 @@ class _ReadMarker:
         if any(isinstance(p, ast.Slice) for p in parts) or len(prefix) + len(parts) != self.ndims[label]:
             return []
         indices = [ast.Name(id=name, ctx=ast.Load()) for name in prefix] + list(parts)
-        return self._written(label, ast.Tuple(elts=indices, ctx=ast.Load()))
+        return self._written(label, ast.Tuple(elts=indices, ctx=ast.Load()), stored)
 
     def _bind_row_view(self, statement) -> list:
         """Record ``row = x[w]`` (a view with fewer indices than ``x`` has dimensions, at the top level of the body)
@@ -674,6 +696,11 @@ class _Runner:
     def marks(self, label: str) -> list:
         return [(e[1] if e[1] is not None else e[0].numpy()).astype(bool) for e in self.shadows[label]]
 
+    def stored(self, label: str):
+        """The elements a store (not an accumulation) wrote: the ``written`` shadow's last entry holds 2 there."""
+        entry = self.shadows[label][-1]
+        return (entry[1] if entry[1] is not None else entry[0].numpy()) == STORED
+
 
 _RUNNERS: dict = {}
 #: arrays up to this size get a pooled scratch copy (kept between launches); larger ones a copy per launch
@@ -743,6 +770,7 @@ def element_reads(kernel, launch: dict) -> dict:
         if position >= len(values) or not isinstance(values[position], warp.array):
             continue
         marks = runner.marks(label)
+        stored = runner.stored(label) if kind != READ else None
         if kind == READ_WRITE:
             before, after, written = marks
         elif kind == READ:
@@ -750,7 +778,7 @@ def element_reads(kernel, launch: dict) -> dict:
         else:
             written = marks[0]
             before = after = _none(written.shape)
-        out[label] = ElementReads(before, after, written, reads_known=label not in whole)
+        out[label] = ElementReads(before, after, written, reads_known=label not in whole, stored=stored)
     if key is not None:
         _remember(key, variant, out)
     return out

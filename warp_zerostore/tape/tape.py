@@ -433,11 +433,13 @@ def _combined_marks(use: _ArrayUse, marks: dict, access: dict) -> read_twin.Elem
     if len(found) == 1 and len(use.labels) == 1:
         return found[0]
     known = all(m.reads_known for m in found) and all(label in marks or not access[label].reads for label in use.labels)
+    stored = None if any(m.stored is None for m in found) else np.logical_or.reduce([m.stored for m in found])
     return read_twin.ElementReads(
         np.logical_or.reduce([m.before for m in found]),
         np.logical_or.reduce([m.after for m in found]),
         np.logical_or.reduce([m.written for m in found]),
         reads_known=known,
+        stored=stored,
     )
 
 
@@ -856,7 +858,15 @@ class Tape(_compat.WarpTape):
         if 0 in use.array.strides:  # broadcast: one element at several indices
             written = np.unique(written)
         if use.access.stores:  # accumulation over earlier values (atomic_add) is exact, not an overwrite
-            earlier = region.writer[written]
+            if use.marks is not None and use.marks.stored is not None:
+                # only the elements a store wrote on this launch (a branch that only accumulated is no overwrite);
+                # a change the twin did not mark (a store it cannot index) counts as a store
+                stored_slots = slots[changed & (use.marks.stored | ~use.marks.written)]
+                if 0 in use.array.strides:
+                    stored_slots = np.unique(stored_slots)
+            else:
+                stored_slots = written
+            earlier = region.writer[stored_slots]
             earlier = earlier[earlier >= 0]
             if earlier.size and not np.count_nonzero(
                 earlier != earlier[0]
