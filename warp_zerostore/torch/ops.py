@@ -66,12 +66,15 @@ class WarpOp:
     Args:
         fn: The function that launches Warp kernels on Warp arrays.
         outputs: ``{output parameter: shape}``, as in `op`.
+        in_out: Inputs the function updates in place: it gets a copy of each, returned updated, first.
         signature: The op's parameters; None: ``fn``'s signature.
         globals_: Where the annotations are resolved; None: ``fn``'s globals.
         name: The op's name in messages; None: the function's qualified name.
         location: ``file:line`` for messages; None: where the function is defined.
         adjoint: ``adjoint(args, adj_args, device)`` runs the function's adjoint directly (a `kernel_op`'s one
             launch); None: backward runs ``fn`` again on a ``wp.Tape`` and replays that.
+        pre_memory: The adjoint runs on the in-out inputs as they were before the op (a ``zero_store=True``
+            kernel's PRE backward), not on the updated copies.
 
     Raises:
         TypeError: ``*args``/``**kwargs`` parameters, or ``outputs`` not a non-empty dict.
