@@ -15,6 +15,10 @@ in launches has equal slopes (the old address unions grew faster than quadratica
 example's forward and backward), without graph capture, recorded on ``warp.Tape()`` versus on
 ``warp_zerostore.Tape(check="warn")``, fresh Tape per run; target check/plain <= 3. Skipped if Newton is absent.
 
+(3) ``forward_only_program.simulate``: a rigid-body simulator built for the forward pass, 4 steps of 84 tiny
+launches of 12 kernels, 10 of them built with ``enable_backward=False``, 2 in-place updates; targets check/plain
+<= 3x and <= 0.1 ms extra per launch.
+
 Time: medians of interleaved runs, both sides in the same run, after one untimed warm-up of each (kernel
 builds, read twins). Usage: python benchmarks/bench_check_scaling.py [--repeats 3] [--launches 250 500 1000]
 """
@@ -24,6 +28,7 @@ from __future__ import annotations
 import argparse
 import warnings
 
+import forward_only_program
 import numpy as np
 import style_program
 import warp  # noqa: E402
@@ -100,6 +105,32 @@ def style(repeats: int, steps: int = 12) -> dict:
     return out
 
 
+def forward_only(repeats: int, steps: int = 4) -> dict:
+    """(3) A simulator built for the forward pass: 84 tiny launches a step, most without a backward."""
+
+    def run(make_tape):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", wp.OverwriteWarning)
+            return forward_only_program.simulate(make_tape(), steps)
+
+    launches = run(lambda: wp.Tape(check="warn"))  # warm-up: kernels and twins built
+    run(warp.Tape)
+    timings = interleaved_medians(
+        {"plain": lambda: run(warp.Tape), "check": lambda: run(lambda: wp.Tape(check="warn"))}, repeats
+    )
+    out = {"launches": launches, "timings": timings}
+    for clock in ("median_s", "cpu_median_s"):
+        check, plain = timings["check"][clock], timings["plain"][clock]
+        out[clock.replace("median_s", "ratio")] = check / plain
+        out[clock.replace("median_s", "extra_ms_per_launch")] = (check - plain) / launches * 1e3
+        print(
+            f"  {'wall' if clock == 'median_s' else 'cpu '}: check {check * 1e3:7.2f} ms, plain {plain * 1e3:6.2f} ms, "
+            f"ratio {check / plain:5.2f}x, extra {(check - plain) / launches * 1e3:.3f} ms per launch "
+            f"({launches} launches, 10 of 12 kernels without backward; targets <= 3x and <= 0.1 ms per launch)"
+        )
+    return out
+
+
 def newton_ball(repeats: int) -> dict | None:
     try:
         import newton.viewer  # noqa: PLC0415
@@ -163,6 +194,8 @@ def main() -> None:
     wp.init()
     print("check time over plain recording, a program of small launches in another simulator's style:")
     payload = {"repeats": args.repeats, "style": style(args.repeats)}
+    print("check time over plain recording, a simulator built for the forward pass (most kernels without backward):")
+    payload["forward_only"] = forward_only(args.repeats)
     if not args.skip_scaling:
         print("check time over plain recording, one new 1000-element array per launch:")
         payload["scaling"] = scaling(args.launches, args.repeats)

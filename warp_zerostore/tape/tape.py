@@ -653,7 +653,11 @@ class Tape(_compat.WarpTape):
         # Checks need the elements read; snapshots need them only where a thread may read its own store (then
         # what the launch read is not what the array held before it).
         # Checks also need the elements written, whatever the values stored: the twin marks them.
-        twin_needed = checking or (self.snapshot and any(use.access.reads_after_store for use in launch.uses))
+        # A kernel without a backward is never replayed, so its reads cannot be stale: no twin for it (what it writes
+        # still comes from the content comparison; a store of the value already there changes nothing it replays).
+        twin_needed = _compat.kernel_has_backward(launch.kernel) and (
+            checking or (self.snapshot and any(use.access.reads_after_store for use in launch.uses))
+        )
         if twin_needed and launch.uses:
             marks = read_twin.element_reads(launch.kernel, a)
             access = argument_access(launch.kernel)
