@@ -551,7 +551,7 @@ def twin(kernel, aliased: bool = False):
     if cached is not None and cached[0] is kernel and cached[2] == mode:
         return cached[1]
     try:
-        built = _build(kernel, aliased)
+        built = _build(kernel, aliased) if aliased else _build(kernel)  # tests patch _build(kernel)
         if built is None:
             _log.debug(
                 "kernel %r: no read twin (@wp.struct, indexed or fabric array arguments, or no array argument "
