@@ -81,11 +81,13 @@ def scaling(counts: list, repeats: int) -> dict:
     }
 
 
-def style(repeats: int, steps: int = 12) -> dict:
+def _check_over_plain(simulate, repeats: int, note: str) -> dict:
+    """``simulate(tape)`` (returns its launch count) on a checking Tape against a plain one, interleaved."""
+
     def run(make_tape):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", wp.OverwriteWarning)
-            return style_program.simulate(make_tape(), steps, backward=False)
+            return simulate(make_tape())
 
     launches = run(lambda: wp.Tape(check="warn"))  # warm-up: kernels and twins built
     run(warp.Tape)
@@ -100,35 +102,27 @@ def style(repeats: int, steps: int = 12) -> dict:
         print(
             f"  {'wall' if clock == 'median_s' else 'cpu '}: check {check * 1e3:7.2f} ms, plain {plain * 1e3:6.2f} ms, "
             f"ratio {check / plain:5.2f}x, extra {(check - plain) / launches * 1e3:.3f} ms per launch "
-            f"({launches} launches; target <= 0.1 ms per launch; the 3x target is on Newton)"
+            f"({launches} launches; {note})"
         )
     return out
+
+
+def style(repeats: int, steps: int = 12) -> dict:
+    """(0) A program of small launches in another simulator's style."""
+    return _check_over_plain(
+        lambda tape: style_program.simulate(tape, steps, backward=False),
+        repeats,
+        "target <= 0.1 ms per launch; the 3x target is on Newton",
+    )
 
 
 def forward_only(repeats: int, steps: int = 4) -> dict:
     """(3) A simulator built for the forward pass: 84 tiny launches a step, most without a backward."""
-
-    def run(make_tape):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", wp.OverwriteWarning)
-            return forward_only_program.simulate(make_tape(), steps)
-
-    launches = run(lambda: wp.Tape(check="warn"))  # warm-up: kernels and twins built
-    run(warp.Tape)
-    timings = interleaved_medians(
-        {"plain": lambda: run(warp.Tape), "check": lambda: run(lambda: wp.Tape(check="warn"))}, repeats
+    return _check_over_plain(
+        lambda tape: forward_only_program.simulate(tape, steps),
+        repeats,
+        "10 of 12 kernels without backward; targets <= 3x and <= 0.1 ms per launch",
     )
-    out = {"launches": launches, "timings": timings}
-    for clock in ("median_s", "cpu_median_s"):
-        check, plain = timings["check"][clock], timings["plain"][clock]
-        out[clock.replace("median_s", "ratio")] = check / plain
-        out[clock.replace("median_s", "extra_ms_per_launch")] = (check - plain) / launches * 1e3
-        print(
-            f"  {'wall' if clock == 'median_s' else 'cpu '}: check {check * 1e3:7.2f} ms, plain {plain * 1e3:6.2f} ms, "
-            f"ratio {check / plain:5.2f}x, extra {(check - plain) / launches * 1e3:.3f} ms per launch "
-            f"({launches} launches, 10 of 12 kernels without backward; targets <= 3x and <= 0.1 ms per launch)"
-        )
-    return out
 
 
 def newton_ball(repeats: int) -> dict | None:

@@ -187,18 +187,18 @@ def test_a_check_tape_gives_a_plain_tapes_gradients_bitwise():
 # -- negative twin: a load, then a store of the same element (stock is wrong on a plain Tape)
 
 
-@wp.kernel(zero_store=True)
-def _square_in_place_flagged(y: wp.array(dtype=wp.float64), out: wp.array(dtype=wp.float64)):
+def _square_in_place(y: wp.array(dtype=wp.float64), out: wp.array(dtype=wp.float64)):
     i = wp.tid()
     y[i] = y[i] * y[i]
     out[i] = y[i] + wp.float64(1.0)
 
 
-@wp.kernel
-def _square_in_place_stock(y: wp.array(dtype=wp.float64), out: wp.array(dtype=wp.float64)):
-    i = wp.tid()
-    y[i] = y[i] * y[i]
-    out[i] = y[i] + wp.float64(1.0)
+def _both(f):
+    """(stock kernel, flagged kernel) of one function, each in its module."""
+    return wp.kernel(f, module=STOCK_MODULE), wp.kernel(f, zero_store=True, module=FLAGGED_MODULE)
+
+
+_square_in_place_stock, _square_in_place_flagged = _both(_square_in_place)
 
 
 def _square_grad(kernel, tape):
@@ -218,7 +218,7 @@ def test_a_load_then_a_store_is_exact_on_the_snapshot_tape_and_stock_like_on_a_p
     # Unflagged, one replayed read serves both reads: the snapshot cannot make both right, and says so.
     with pytest.warns(
         wp.OverwriteWarning,
-        match="_square_in_place_stock.*read before and after|read before and after.*_square_in_place_stock",
+        match="_square_in_place.*read before and after|read before and after.*_square_in_place",
     ):
         y = wp.array([3.0, 0.5], dtype=wp.float64, requires_grad=True)
         out = wp.zeros(2, dtype=wp.float64, requires_grad=True)
@@ -261,8 +261,7 @@ def test_a_read_between_two_stores_reads_what_the_forward_stored_on_every_tape()
 # -- across launches: a later launch overwrites what the flagged kernel's stored value was computed from
 
 
-@wp.kernel(zero_store=True)
-def _sum_then_square(
+def _sum_then_square_body(
     z: wp.array(dtype=wp.float64),
     x: wp.array(dtype=wp.float64),
     y: wp.array(dtype=wp.float64),
@@ -273,16 +272,7 @@ def _sum_then_square(
     out[i] = y[i] * y[i]
 
 
-@wp.kernel
-def _sum_then_square_stock(
-    z: wp.array(dtype=wp.float64),
-    x: wp.array(dtype=wp.float64),
-    y: wp.array(dtype=wp.float64),
-    out: wp.array(dtype=wp.float64),
-):
-    i = wp.tid()
-    y[i] = z[i] + x[i]
-    out[i] = y[i] * y[i]
+_sum_then_square_stock, _sum_then_square = _both(_sum_then_square_body)
 
 
 @wp.kernel
@@ -307,8 +297,7 @@ def test_a_later_launch_overwriting_an_input_does_not_change_a_flagged_kernels_g
 # -- one array under two parameters: written through one, read through the other
 
 
-@wp.kernel
-def _write_a_read_b(
+def _write_a_read_b_body(
     x: wp.array(dtype=wp.float64),
     a: wp.array(dtype=wp.float64),
     b: wp.array(dtype=wp.float64),
@@ -319,16 +308,7 @@ def _write_a_read_b(
     out[i] = b[i] * b[i]
 
 
-@wp.kernel(zero_store=True)
-def _write_a_read_b_flagged(
-    x: wp.array(dtype=wp.float64),
-    a: wp.array(dtype=wp.float64),
-    b: wp.array(dtype=wp.float64),
-    out: wp.array(dtype=wp.float64),
-):
-    i = wp.tid()
-    a[i] = wp.float64(2.0) * x[i]
-    out[i] = b[i] * b[i]
+_write_a_read_b, _write_a_read_b_flagged = _both(_write_a_read_b_body)
 
 
 def _aliased_grad(kernel, tape, same: bool):
@@ -368,18 +348,13 @@ def _get(y: wp.array(dtype=wp.float64), i: int):
     return y[i]
 
 
-@wp.kernel
-def _helper_update_stock(y: wp.array(dtype=wp.float64), out: wp.array(dtype=wp.float64)):
+def _helper_update(y: wp.array(dtype=wp.float64), out: wp.array(dtype=wp.float64)):
     i = wp.tid()
     _put_square(y, i, y[i])
     out[i] = y[i] + wp.float64(1.0)
 
 
-@wp.kernel(zero_store=True)
-def _helper_update_flagged(y: wp.array(dtype=wp.float64), out: wp.array(dtype=wp.float64)):
-    i = wp.tid()
-    _put_square(y, i, y[i])
-    out[i] = y[i] + wp.float64(1.0)
+_helper_update_stock, _helper_update_flagged = _both(_helper_update)
 
 
 @wp.kernel
@@ -392,7 +367,7 @@ def _helper_read_stock(y: wp.array(dtype=wp.float64), out: wp.array(dtype=wp.flo
 def test_an_unflagged_helper_store_on_the_snapshot_tape_is_named_and_a_flagged_one_is_exact():
     y = wp.array([3.0, 0.5], dtype=wp.float64, requires_grad=True)
     out = wp.zeros(2, dtype=wp.float64, requires_grad=True)
-    with pytest.warns(wp.OverwriteWarning, match="_helper_update_stock.*@wp.func helper stores into the array"):
+    with pytest.warns(wp.OverwriteWarning, match="_helper_update.*@wp.func helper stores into the array"):
         with wp.Tape(snapshot=True):
             wp.launch(_helper_update_stock, dim=2, inputs=[y, out])
     with warnings.catch_warnings():
