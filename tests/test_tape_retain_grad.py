@@ -6,6 +6,7 @@ import warnings
 
 import numpy as np
 import pytest
+from helpers.seed import SEED
 
 import warp_zerostore as wp
 from warp_zerostore import _compat
@@ -13,16 +14,8 @@ from warp_zerostore import _compat
 pytestmark = pytest.mark.skipif(not _compat.HAS_RETAIN_GRAD, reason="retain_grad arrays exist from warp-lang 1.13")
 
 
-@wp.kernel(zero_store=True)
-def write_2x(x: wp.array(dtype=float), y: wp.array(dtype=float)):
-    i = wp.tid()
-    y[i] = 2.0 * x[i]
-
-
-@wp.kernel(zero_store=True)
-def write_3x(x: wp.array(dtype=float), y: wp.array(dtype=float)):
-    i = wp.tid()
-    y[i] = 3.0 * x[i]
+# The seed program's kernels, flagged: the second launch's store adjoint zeroes y.grad, unless y retains it.
+write_2x, write_3x = SEED[True]
 
 
 def _seed(retain: bool):
