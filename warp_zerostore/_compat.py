@@ -19,6 +19,8 @@ store adjoint in stock Warp          accumulates up to 1.12; zeroes from 1.13 (`
 component stores ``a[i].x = v``      ``address`` + ``indexref`` + ``store``: no gradient at all up to 1.13;
                                      differentiable from 1.14; emitted as ``wp::adj_array_store_slot`` "slot"
                                      stores from 1.18 (``HAS_SLOT_STORES``, ``Adjoint.array_slot_adjoint``)
+component ``a[i].x += v``            no gradient up to 1.17 (1.14-1.17 differentiate ``=`` but not ``+=``);
+                                     slot atomics from 1.18 (``HAS_SLOT_STORES``)
 ``wp.copy`` adjoint on a Tape        ``adj_copy`` copies dest.grad over src.grad up to 1.16; from 1.17 it
                                      accumulates into src.grad and zeroes dest.grad (``dest_retain_grad=``
                                      from 1.13)
