@@ -382,3 +382,42 @@ def test_an_unflagged_helper_store_on_the_snapshot_tape_is_named_and_a_flagged_o
         with tape:
             wp.launch(_helper_read_stock, dim=2, inputs=[y, out])
     assert not [h for h in tape.hazards if h.cause == "helper store"]
+
+
+# -- a load between two helper stores (found by the fuzzer's worse-than-stock verdict)
+
+
+@wp.func
+def _put(y: wp.array(dtype=wp.float64), i: int, v: wp.float64):
+    y[i] = v
+
+
+def _between_helper_stores(
+    x: wp.array(dtype=wp.float64), y: wp.array(dtype=wp.float64), out: wp.array(dtype=wp.float64)
+):
+    i = wp.tid()
+    _put(y, i, x[i])
+    out[i] = y[i] * y[i]
+    _put(y, i, wp.float64(0.0))
+
+
+_between_stock, _between_flagged = _both(_between_helper_stores)
+
+
+@pytest.mark.parametrize("tape", ["plain", "snapshot", "check"])
+def test_a_load_between_two_helper_stores_reads_what_the_first_stored(tape):
+    x0 = np.array([1.5, -0.5])
+    got = {}
+    for name, kernel in (("stock", _between_stock), ("flagged", _between_flagged)):
+        x = wp.array(x0, dtype=wp.float64, requires_grad=True)
+        y = wp.zeros(2, dtype=wp.float64, requires_grad=True)
+        out = wp.zeros(2, dtype=wp.float64, requires_grad=True)
+        t = warp.Tape() if name == "stock" else _tape(f"flagged {tape}")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", wp.OverwriteWarning)
+            with t:
+                wp.launch(kernel, dim=2, inputs=[x, y, out])
+            t.backward(grads={out: wp.ones(2, dtype=wp.float64)})
+        got[name] = x.grad.numpy().copy()
+    np.testing.assert_allclose(got["stock"], 2 * x0)  # stock re-runs the helper's store into memory: right
+    np.testing.assert_allclose(got["flagged"], 2 * x0)  # was [0, 0]

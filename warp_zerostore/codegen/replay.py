@@ -381,8 +381,8 @@ def _forwarded(fn: Function, scan: _Scan) -> dict:
 
 def _followed_loads(fn: Function, scan: _Scan) -> set:
     """Load line indices (and helper calls that load) of the forward replay that a later store to the same array
-    definitely follows: later in the same straight-line block, nothing conditional, no loop label, no jump in
-    between. Only a load so followed can have read, in the forward, a value that memory no longer holds once the
+    (in the kernel or in a helper it calls) definitely follows: later in the same straight-line block, nothing
+    conditional, no loop label, no jump in between. Only a load so followed can have read, in the forward, a value that memory no longer holds once the
     forward has finished; every other load reads memory, as stock Warp's does. A followed load reads the log,
     which gives the thread's own earlier store of the element where there is one and memory where there is not,
     so a later store to another element costs nothing."""
@@ -405,8 +405,10 @@ def _followed_loads(fn: Function, scan: _Scan) -> set:
             continue
         if idx in loads_at and loads_at[idx] in pending:
             out.add(idx)
-        elif idx in calls_at and pending & calls_at[idx][5]:
-            out.add(idx)
+        elif idx in calls_at:
+            if pending & calls_at[idx][5]:
+                out.add(idx)
+            pending |= calls_at[idx][4]  # a helper's store is a later store of that array for what comes before
     return out
 
 
