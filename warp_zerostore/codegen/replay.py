@@ -409,6 +409,16 @@ def _followed_loads(fn: Function, scan: _Scan) -> set:
             if pending & calls_at[idx][5]:
                 out.add(idx)
             pending |= calls_at[idx][4]  # a helper's store is a later store of that array for what comes before
+    # After a helper stored an array, stock Warp's replay has re-run that store into memory and reads it back; the
+    # log holds the same value (the helper's variant pushes it), so every later load of that array reads the log.
+    helper_stored: set = set()
+    for idx in range(fn.body + 1, end):
+        if idx in loads_at and loads_at[idx] in helper_stored:
+            out.add(idx)
+        elif idx in calls_at:
+            if helper_stored & calls_at[idx][5]:
+                out.add(idx)
+            helper_stored |= calls_at[idx][4]
     return out
 
 
