@@ -111,6 +111,8 @@ _LOAD = re.compile(r"^(var_\w+) = wp::load\((var_\w+)\);$")
 _STORE = re.compile(r"^(// )?wp::array_store\((.*)\);$")
 _REF_STORE = re.compile(r"^(// )?wp::store\((.*)\);$")
 _ATOMIC = re.compile(r"^(// )?(var_\w+) = wp::atomic_(\w+)\((var_\w+), (.*)\);$")
+#: a component store as Warp 1.14-1.17 emit it, as a plain assignment (which their replay runs into memory)
+_INDEX_ASSIGN = re.compile(r"^(// )?(wp::index\((var_\w+), [^;]*\)\[[^;]*\]) = (var_\w+);$")
 #: atomics the replay log follows for the thread's own view of the element: the new value from the old one
 _ATOMIC_UPDATE = {
     "add": "wp::add({old}, {v})",
@@ -301,6 +303,23 @@ def _scan(fn: Function, helpers: dict) -> _Scan:
                     root = roots.get(inner.group(1))
                 if root is not None:
                     scan.stores.append(_Store(idx, root, args[1], args, "ref", bool(m.group(1)), loop, source_line))
+            continue
+        m = _INDEX_ASSIGN.match(text)
+        if m:
+            if m.group(3) in roots:
+                target = f"&({m.group(2)})"
+                scan.stores.append(
+                    _Store(
+                        idx,
+                        roots[m.group(3)],
+                        m.group(4),
+                        [target, m.group(4)],
+                        "ref",
+                        bool(m.group(1)),
+                        loop,
+                        source_line,
+                    )
+                )
             continue
         m = _ATOMIC.match(text)
         if m:
