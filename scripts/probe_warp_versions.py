@@ -43,7 +43,9 @@ facts = {"version": wp.config.version}
 # store adjoint: zeroes (3) or accumulates the overwritten value's gradient too (5)
 facts["store_zeroes"] = grad_of(overwrite, wp.zeros(1, dtype=float, requires_grad=True), [1.0]) == 3.0
 # component store into an array element: differentiable (7) or dropped (0)
-facts["component_store_gradient"] = grad_of(component, wp.zeros(1, dtype=wp.vec3, requires_grad=True), [[1.0, 1.0, 1.0]])
+facts["component_store_gradient"] = grad_of(
+    component, wp.zeros(1, dtype=wp.vec3, requires_grad=True), [[1.0, 1.0, 1.0]]
+)
 # wp.copy on a Tape: src.grad accumulated (1 + 1 = 2) or overwritten (1) with dest.grad; dest.grad zeroed?
 src = wp.array([1.0], dtype=float, requires_grad=True)
 dest = wp.zeros(1, dtype=float, requires_grad=True)
