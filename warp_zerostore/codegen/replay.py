@@ -401,8 +401,9 @@ def _forwarded(fn: Function, scan: _Scan) -> dict:
 def _followed_loads(fn: Function, scan: _Scan) -> set:
     """Load line indices (and helper calls that load) of the forward replay that a later store to the same array
     (in the kernel or in a helper it calls) definitely follows: later in the same straight-line block, nothing
-    conditional, no loop label, no jump in between. Only a load so followed can have read, in the forward, a value that memory no longer holds once the
-    forward has finished; every other load reads memory, as stock Warp's does. A followed load reads the log,
+    conditional, no loop label, no jump in between. Only a load so followed can have read, in the forward, a
+    value that memory no longer holds once the forward has finished; every other load reads memory, as stock
+    Warp's does. A followed load reads the log,
     which gives the thread's own earlier store of the element where there is one and memory where there is not,
     so a later store to another element costs nothing."""
     stores_at = {s.index for s in scan.stores}
