@@ -550,7 +550,7 @@ class Tape(_compat.WarpTape):
         self._snapshotted: dict = {}  # id -> array with at least one snapshot
         self.snapshot_bytes: int = 0
         # snapshot Tape without checks: id -> [array, checksum after the last recorded launch that passed it,
-        # the Site of each recorded launch that read it]
+        # {(kernel, argument, location): Site} of the recorded launches that read it]
         self._fingerprints: dict = {}
         self._mutated: list = []  # (array, reader Sites, the launch that found it) found between launches
 
@@ -983,9 +983,10 @@ class Tape(_compat.WarpTape):
             if entry is None and not reads:
                 continue
             if entry is None or entry[0] is not use.array:
-                entry = self._fingerprints[id(use.array)] = [use.array, None, []]
-            if reads:
-                entry[2].append(launch.site(use.label))
+                entry = self._fingerprints[id(use.array)] = [use.array, None, {}]
+            if reads:  # one reader per kernel, argument and line (a rollout reads an array at every step)
+                site = launch.site(use.label)
+                entry[2].setdefault((site.kernel, site.argument, site.location), site)
             entry[1] = _checksum(use.after if use.after is not None else _compat.host_view(use.array))
         # other arrays over memory this launch wrote (views) changed legitimately too
         written = [span(use.array) for use in launch.uses if use.access.writes and use.array.size]
@@ -1007,7 +1008,7 @@ class Tape(_compat.WarpTape):
                 continue
             now = use.before if use.before is not None else _compat.host_view(use.array)
             if entry[1] != _checksum(now):
-                self._mutated.append((use.array, list(entry[2]), launch.site(use.label)))
+                self._mutated.append((use.array, list(entry[2].values()), launch.site(use.label)))
 
     def _refuse_mutations(self) -> None:
         """Raise, naming the reader, when an array a recorded launch read changed outside recorded launches: a
@@ -1017,7 +1018,7 @@ class Tape(_compat.WarpTape):
         found = [m for m in self._mutated if id(m[0]) not in self._snapshotted]
         for arr, checksum, readers in self._fingerprints.values():
             if readers and id(arr) not in self._snapshotted and checksum != _checksum(_compat.host_view(arr)):
-                found.append((arr, list(readers), None))
+                found.append((arr, list(readers.values()), None))
         if not found:
             return
         hazards = [Hazard(MUTATED, writer=writer, reader=reader) for _, readers, writer in found for reader in readers]
