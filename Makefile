@@ -9,7 +9,7 @@ MATRIX ?= 1.9.1
 MINORS ?= 1.10.1 1.11.1 1.12.1 1.13.0 1.14.0 1.15.0 1.16.0 1.17.0 1.18.0
 FAST_TESTS ?= tests/test_store_forms.py tests/test_facade_identity.py tests/test_never_worse_than_stock.py \
 	tests/test_composite_slots.py tests/test_replay.py tests/test_seed.py tests/test_tape_safety.py \
-	tests/test_warp_suite_modules.py tests/test_demo.py
+	tests/test_warp_suite_modules.py tests/test_demo.py tests/test_fuzz_launches.py
 HYPOTHESIS_PROFILE ?= ci
 # .venv gets the PyTorch and JAX bridges' and Newton's dependencies too; the matrix venvs stay small (those
 # tests skip). The `test` extra carries checkpoint-schedules and tqdm, so checkpointing is tested on every version;
@@ -60,7 +60,8 @@ endif
 
 # The fast suite: the flag on every store form, 1-D to 4-D launches through the facade (C++ byte-identical to
 # stock's, a shared kernel cache), the never-worse-than-stock paths (plain, snapshot and check Tapes), the seed
-# program, Tape checks, Warp's own gradient test modules importing, and the demo.
+# program, Tape checks, Warp's own gradient test modules importing, the demo, and a fixed-seed fuzzing campaign
+# with 1-D to 3-D launches (the flagged kernels through the facade).
 test-fast: install
 	$(BIN)/python -m pytest -q $(FAST_TESTS)
 

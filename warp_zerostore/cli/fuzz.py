@@ -25,7 +25,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         help=(
             "the constructs to draw (default: all but the opt-in while_loops, break, continue, ternaries, where,"
             " mat33, quat, nested_helpers, helper_tuples, func_grad, static, arrays2d, structs, func_replay,"
-            " builtins2, tiles, struct_helpers)"
+            " builtins2, tiles, struct_helpers, multidim)"
         ),
     )
     parser.add_argument("--out", default="fuzz-repros", help="where repro scripts go (default ./fuzz-repros)")

@@ -32,6 +32,10 @@ from .printer import VEC_TYPE, Printer
 
 #: The kernel variants each case is checked in: name suffix -> decorator line in the generated module.
 VARIANTS = {"stock": "@wp.kernel", "zero_store": "@wpz.kernel(zero_store=True)"}
+#: The module each variant's kernel body names: stock Warp's kernels name ``warp`` (``wp``); the flagged ones the
+#: facade (``wpz``), as a user's ``import warp_zerostore as wp`` does (Warp 1.17.0 computed ``j = 0`` in every
+#: thread of ``i, j = wp.tid()`` through the facade until the package resolved it to ``warp``).
+NAMESPACES = {"stock": "wp", "zero_store": "wpz"}
 #: The Tapes each variant is recorded on: stock Warp's plain ``wp.Tape()`` (what a flagged kernel must match
 #: wherever stock is right: its POST backward), and the package's remedy for a thread that reads an element
 #: before storing over it (an in-place update), ``Tape(snapshot=True)``, which restores what the launch read
@@ -112,7 +116,7 @@ def module_source(cases, prelude: str = "", first: int = 0) -> str:
         printer = Printer(case.program, case.thresholds, f"c{j}_h")
         lines += printer.helpers()
         for variant, decorator in VARIANTS.items():
-            lines += printer.kernel(f"c{j}_{variant}", decorator)
+            lines += printer.kernel(f"c{j}_{variant}", decorator, NAMESPACES[variant])
     return "\n".join(lines)
 
 
@@ -249,11 +253,29 @@ TILE_BLOCK_DIM = 1
 
 
 def launch(program, kernel, inputs, device="cpu"):
-    """Launch ``kernel`` over the fuzzer's threads: tiled, one tile a thread, when ``program`` uses tiles."""
+    """Launch ``kernel`` over the fuzzer's threads: tiled, one tile a thread, when ``program`` uses tiles; over
+    ``program.launch`` (1 to 3 dimensions, feature "multidim") otherwise."""
     if program.tiles:
         warp.launch_tiled(kernel, dim=[THREADS], inputs=inputs, block_dim=TILE_BLOCK_DIM, device=device)
     else:
-        warp.launch(kernel, dim=THREADS, inputs=inputs, device=device)
+        warp.launch(kernel, dim=launch_dim(program), inputs=inputs, device=device)
+
+
+def launch_dim(program):
+    """``dim=`` of the program's launch: ``THREADS``, or its shape of 2 or 3 dimensions."""
+    return THREADS if len(program.launch) == 1 else tuple(program.launch)
+
+
+#: The arrays shaped like the launch (feature "multidim"): one element per thread, vec3 for xv.
+LAUNCH_SHAPED = ("x", "xv", "y")
+
+
+def warp_shape(program, name: str, shape: tuple) -> tuple:
+    """The shape of the Warp array ``name`` (the reference keeps every array flat): x, xv and y have the launch's
+    shape (xv's vec3 as a trailing 3 in NumPy); the others their reference shape."""
+    if name in LAUNCH_SHAPED and len(program.launch) > 1:
+        return tuple(program.launch) + tuple(shape[1:])
+    return tuple(shape)
 
 
 def run_case(case, kernel, device="cpu", make_tape=warp.Tape):
@@ -263,12 +285,25 @@ def run_case(case, kernel, device="cpu", make_tape=warp.Tape):
     vec = warp.vec3 if case.program.dtype == "float32" else warp.vec3d
     shapes, names = oracle.inputs_of(case.program), oracle.outputs_of(case.program)
     types = {n: vec if n == "xv" else dtype for n in shapes}  # x, xv, y, acc (xm, xt, ym: "arrays2d"; yt: "tiles")
-    arrays = {n: warp.array(case.inputs[n], dtype=types[n], device=device, requires_grad=True) for n in types}
+    arrays = {
+        n: warp.array(
+            np.reshape(case.inputs[n], warp_shape(case.program, n, shapes[n])),
+            dtype=types[n],
+            device=device,
+            requires_grad=True,
+        )
+        for n in types
+    }
     tape = make_tape()
     with tape:
         launch(case.program, kernel, [*arrays.values(), case.program.loop_count], device)
-    outputs = {n: arrays[n].numpy().astype(np.float64) for n in names}
-    grads = {n: warp.array(case.cotangents[n], dtype=dtype, device=device) for n in names}
+    outputs = {n: arrays[n].numpy().astype(np.float64).reshape(shapes[n]) for n in names}
+    grads = {
+        n: warp.array(
+            np.reshape(case.cotangents[n], warp_shape(case.program, n, shapes[n])), dtype=dtype, device=device
+        )
+        for n in names
+    }
     tape.backward(grads={arrays[n]: grads[n] for n in names})
     gradients = {n: arrays[n].grad.numpy().astype(np.float64).reshape(shapes[n]) for n in types}
     return outputs, gradients

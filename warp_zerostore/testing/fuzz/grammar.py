@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from . import oracle
 from .nodes import (
     COLS,
+    LAUNCH_SHAPES,
     MAT33,
     SCALAR,
     STRUCT,
@@ -102,6 +103,7 @@ FEATURES = (
     # atomics) tile_atomic_add into this thread's region of yt. Kernels are launched tiled (block_dim 1).
     "struct_helpers",  # a @wp.func returning the struct (r = S(); r.a = ...; return r): h(...).a, h(...).v[1];
     # with "structs" also s0 = h(...)
+    "multidim",  # launches of 1 to 3 dimensions: i0, i1 = wp.tid(), x, xv, y of the launch's shape (not with tiles)
 )
 #: The features drawn when none are named: those whose CI campaign stays quick and clean on every supported Warp.
 #: The rest (the later entries of `FEATURES`) are drawn when named (``features=...``, ``fuzz --features``).
@@ -111,6 +113,9 @@ UNARY_OPS = ("sin", "cos", "tanh", "neg", "exp", "log", "sqrt")
 CONSTANTS = (1.0, 0.5, -0.5, 2.0, -1.0, 0.25, 1.5, -2.0, 0.75, -0.25, 1.25, -0.75, -1.5, 1.75, -1.25, -1.75)
 #: Right factors of a ``wp.static(c * f)`` constant: every product with a `CONSTANTS` item is exact in float32.
 STATIC_FACTORS = (2.0, 0.5, 1.5, -3.0)
+#: The launch shapes feature "multidim" draws from: the 2-D and 3-D ones first (the fuzzer's own shrinker, not
+#: hypothesis's, makes a failing launch 1-D), so that most of its draws are multi-dimensional.
+MULTIDIM_DRAWS = LAUNCH_SHAPES[2] + LAUNCH_SHAPES[3] + LAUNCH_SHAPES[1]
 #: Largest output value an opt-in feature set may draw: read-backs and ``+=`` in nested (unrolled) loops compound
 #: (``y[i] += sqrt(cosh(y[i]))`` six times overflows float32), and a reference of ``inf`` is no finding.
 OUTPUT_BOUND = 1e4
@@ -560,7 +565,8 @@ def kernels(features=None, *, max_statements: int = 5, max_depth: int = 2, expr_
             while loops, break/continue, ternaries, wp.where, mat33, quat, nested helpers, tuple helpers,
             helpers with a ``@wp.func_grad``, wp.static, 2-D/3-D arrays, a ``@wp.struct`` local, helpers with a
             ``@wp.func_replay``, the builtins of "builtins2", tiles, helpers returning the struct
-            ("struct_helpers": read as ``h(...).a`` and, with "structs", assigned whole to the struct local).
+            ("struct_helpers": read as ``h(...).a`` and, with "structs", assigned whole to the struct local),
+            launches of 2 and 3 dimensions ("multidim").
         max_statements: The most statements in the kernel's body (and in each nested block).
         max_depth: The deepest nesting of branches and loops.
         expr_depth: The deepest nesting of an expression.
@@ -662,6 +668,8 @@ def _cases(draw, features, dtypes, max_statements, max_depth, expr_depth):
     program = Program(
         dtype, scalar_init, vector_init, helper_list, body, 1 + draw(_INDEX[3]), matrix_init, arrays, structs, tiles
     )
+    if "multidim" in features and not tiles:  # drawn last: the other features' draws stay as they were
+        program = dataclasses.replace(program, launch=_item(draw, MULTIDIM_DRAWS))
     program = number_sites(program)
     inputs, cot = draw(points(arrays, tiles))
     placements = [draw(_INDEX[3]) for _ in range(max(1, site_count(program)))]

@@ -25,6 +25,35 @@ COLS = 2
 #: Length of the fuzzer's tiles (feature "tiles"): a tile of ``x`` is the whole of it, and thread ``i`` owns the
 #: region ``yt[i * TILE_SIZE : (i + 1) * TILE_SIZE]`` of the tile output ``yt``.
 TILE_SIZE = THREADS
+#: The launch shapes of feature "multidim", by dimension: each has `THREADS` threads, and in each the last index
+#: varies (Warp 1.17.0 through the facade computed ``j = 0`` in every thread of ``i, j = wp.tid()``).
+LAUNCH_SHAPES = {1: ((THREADS,),), 2: ((2, 2), (1, 4)), 3: ((2, 1, 2), (1, 2, 2))}
+
+
+def unravel(flat: int, launch: tuple) -> tuple:
+    """The multi-index of thread (or element) ``flat`` in a row-major ``launch`` shape."""
+    index = []
+    for extent in reversed(launch):
+        index.append(flat % extent)
+        flat //= extent
+    return tuple(reversed(index))
+
+
+def ravel(index: tuple, launch: tuple) -> int:
+    """The flat (row-major) position of ``index`` in ``launch``."""
+    flat = 0
+    for k, extent in zip(index, launch):
+        flat = flat * extent + k
+    return flat
+
+
+def shifted(flat: int, offset: int, launch: tuple) -> int:
+    """The element thread ``flat`` loads at ``offset``: ``(i + offset) % THREADS`` in 1-D; in more dimensions,
+    each index moved by its part of ``unravel(offset)`` modulo its extent (``x[(i0 + 1) % 2, i1]``)."""
+    if len(launch) == 1:
+        return (flat + offset) % THREADS
+    moved = tuple((k + o) % n for k, o, n in zip(unravel(flat, launch), unravel(offset, launch), launch))
+    return ravel(moved, launch)
 
 
 @dataclass(frozen=True)
@@ -47,7 +76,8 @@ class LoopIndex:
 
 @dataclass(frozen=True)
 class Load:
-    """``x[(i + offset) % THREADS]``, ``xv[...]``, or ``y[i]`` (a read-back of this thread's own element); with
+    """``x[(i + offset) % THREADS]``, ``xv[...]``, or ``y[i]`` (a read-back of this thread's own element; in a
+    multi-dimensional launch ``x[(i0 + o0) % S0, i1]`` and ``y[i0, i1]``: `shifted`); with
     ``index`` (constant trailing indices, feature "arrays2d") ``xm[(i + offset) % THREADS, c]``,
     ``xt[..., c0, c1]``, or ``ym[i, c]`` (a read-back of one of this thread's own elements)."""
 
@@ -400,3 +430,6 @@ class Program:
     # struct locals declared at the top (feature "structs"): name, initial values of the fields a, b, v
     structs: Tuple[Tuple[str, Tuple[Expr, Expr, Expr]], ...] = ()
     tiles: bool = False  # the kernel takes yt too and is launched tiled (feature "tiles")
+    # the launch shape (feature "multidim": 1 to 3 dimensions, `LAUNCH_SHAPES`); x, xv and y have this shape, the
+    # kernel unpacks ``i0, i1 = wp.tid()`` and its flat thread index ``i`` (parity, acc, xm/xt/ym) is row-major
+    launch: Tuple[int, ...] = (THREADS,)

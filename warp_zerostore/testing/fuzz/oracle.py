@@ -51,6 +51,7 @@ from .nodes import (
     TileStore,
     Unpack,
     While,
+    shifted,
 )
 
 #: Input arrays of every drawn kernel, with their element shapes, and the outputs compared.
@@ -220,6 +221,8 @@ class Interpreter:
                 return self.y[:, self.i].copy()
             if e.array == "ym":
                 return self.ym[(slice(None), self.i) + tuple(e.index)].copy()
+            if e.array in ("x", "xv"):  # the launch's shape decides which element (`nodes.shifted`)
+                return self.inputs[e.array][:, shifted(self.i, e.offset, self.program.launch)]
             return self.inputs[e.array][(slice(None), (self.i + e.offset) % THREADS) + tuple(e.index)]
         if isinstance(e, Binary):
             return BINARY[e.op](self.expr(e.lhs), self.expr(e.rhs))

@@ -9,6 +9,7 @@ casts to the kernel's dtype, so float64 kernels never mix in float32 literals.
 from __future__ import annotations
 
 import itertools
+import re
 
 from .nodes import (
     ACC,
@@ -47,6 +48,7 @@ from .nodes import (
     Unary,
     Unpack,
     While,
+    unravel,
 )
 from .walk import iter_nodes
 
@@ -168,6 +170,10 @@ class Printer:
 
     def __init__(self, program: Program, thresholds, helper_prefix: str):
         self.program = program
+        self.launch = program.launch
+        dims = len(self.launch)
+        #: this thread's own element of x, xv, y: ``i`` in 1-D, ``i0, i1`` in more dimensions
+        self.own = "i" if dims == 1 else ", ".join(f"i{k}" for k in range(dims))
         self.thresholds = thresholds
         self.prefix = helper_prefix
         self.t = SCALAR_TYPE[program.dtype]
@@ -186,8 +192,12 @@ class Printer:
         if isinstance(e, LoopIndex):
             return f"{self.t}({e.name})"
         if isinstance(e, Load):
-            if e.array in ("y", "ym"):
+            if e.array == "ym":
                 return f"{e.array}[{', '.join(('i',) + tuple(map(str, e.index)))}]"
+            if e.array == "y":
+                return f"y[{self.own}]"
+            if e.array in ("x", "xv") and len(self.launch) > 1:
+                return f"{e.array}[{self.shifted(e.offset)}]"
             index = "i" if e.offset == 0 else f"(i + {e.offset}) % {THREADS}"
             return f"{e.array}[{', '.join((index,) + tuple(map(str, e.index)))}]"
         if isinstance(e, Binary):
@@ -246,13 +256,14 @@ class Printer:
         if isinstance(s, Store):
             if s.op == "atomic":
                 return [f"{indent}wp.atomic_add(acc, i % {ACC}, {self.expr(s.expr)})"]
-            return [f"{indent}{s.array}[{', '.join(('i',) + tuple(map(str, s.index)))}] {s.op} {self.expr(s.expr)}"]
+            index = self.own if s.array == "y" else ", ".join(("i",) + tuple(map(str, s.index)))
+            return [f"{indent}{s.array}[{index}] {s.op} {self.expr(s.expr)}"]
         if isinstance(s, TileStore):
             call = "wp.tile_store" if s.op == "=" else "wp.tile_atomic_add"
             return [f"{indent}{call}(yt, {self.expr(s.tile)}, {TILE_REGION})"]
         if isinstance(s, CallStore):
             args = "".join(f", {self.expr(a)}" for a in s.args)
-            return [f"{indent}{self.names[s.helper]}(y, i{args})"]
+            return [f"{indent}{self.names[s.helper]}(y, {self.own}{args})"]
         if isinstance(s, Unpack):
             args = ", ".join(self.expr(a) for a in s.args)
             return [f"{indent}{s.targets[0]}, {s.targets[1]} = {self.names[s.helper]}({args})"]
@@ -271,6 +282,18 @@ class Printer:
         if isinstance(s, Jump):
             return [f"{indent}{s.kind}"]
         raise TypeError(f"printer: unknown statement {s!r}")
+
+    def shifted(self, offset: int) -> str:
+        """The multi-index of the element a thread loads at ``offset`` (`nodes.shifted`): ``(i0 + 1) % 2, i1``."""
+        parts = unravel(offset, self.launch)
+        return ", ".join(
+            f"i{k}" if o == 0 else f"(i{k} + {o}) % {n}" for k, (o, n) in enumerate(zip(parts, self.launch))
+        )
+
+    def array_type(self, dtype: str) -> str:
+        """The annotation of x, xv, y: ``wp.array(dtype=...)``, ``wp.array2d``, ``wp.array3d``."""
+        dims = len(self.launch)
+        return f"wp.array(dtype={dtype})" if dims == 1 else f"wp.array{dims}d(dtype={dtype})"
 
     def cond(self, c) -> str:
         if c.kind == "parity":
@@ -307,10 +330,11 @@ class Printer:
             params = ", ".join(f"p{j}: {self.t}" for j in range(h.arity))
             params += f", s: {self.prefix}S" if h.struct else ""
             if h.stores:
+                indices = "".join(f"{n.strip()}: int, " for n in self.own.split(","))
                 lines += [
                     decorator,
-                    f"def {self.names[k]}(y: wp.array(dtype={self.t}), i: int, {params}):",
-                    f"    y[i] = {self.expr(h.body)}",
+                    f"def {self.names[k]}(y: {self.array_type(self.t)}, {indices}{params}):",
+                    f"    y[{self.own}] = {self.expr(h.body)}",
                     "",
                 ]
             elif h.returns_struct:
@@ -337,15 +361,30 @@ class Printer:
                 ]
         return lines
 
-    def kernel(self, name: str, decorator: str) -> list:
+    def kernel(self, name: str, decorator: str, namespace: str = "wp") -> list:
+        """The kernel's lines; with ``namespace`` (``"wpz"``: the facade, as users write it) its body and
+        annotations name that module instead of ``wp`` (Warp itself). The helpers always name Warp."""
+        lines = self._kernel(name, decorator)
+        if namespace != "wp":
+            lines = lines[:1] + [re.sub(r"\bwp\.", f"{namespace}.", line) for line in lines[1:]]
+        return lines
+
+    def _kernel(self, name: str, decorator: str) -> list:
         t, v = self.t, VEC_TYPE[self.program.dtype]
         lines = [
             decorator,
-            f"def {name}(x: wp.array(dtype={t}), xv: wp.array(dtype={v}), y: wp.array(dtype={t}), "
+            f"def {name}(x: {self.array_type(t)}, xv: {self.array_type(v)}, y: {self.array_type(t)}, "
             f"acc: wp.array(dtype={t}), {ARRAY_ARGS.format(t=t) if self.program.arrays else ''}"
             f"{TILE_ARGS.format(t=t) if self.program.tiles else ''}n: int):",
-            "    i = wp.tid()",
         ]
+        if len(self.launch) == 1:
+            lines.append("    i = wp.tid()")
+        else:  # the flat thread index, row-major: parity, acc and the 2-D/3-D arrays of "arrays2d" use it
+            lines.append(f"    {self.own} = wp.tid()")
+            flat = "i0"
+            for k, extent in enumerate(self.launch[1:], 1):
+                flat = f"{flat} * {extent} + i{k}" if k == 1 else f"({flat}) * {extent} + i{k}"
+            lines.append(f"    i = {flat}")
         for local, init in self.program.scalars:
             lines.append(f"    {local} = {t}({self.expr(init)})")
         for local, init in self.program.vectors:

@@ -103,14 +103,15 @@ def script(failure) -> str:
     expected = "{" + ", ".join(f"{n!r}: {np.round(ref.grads[n], 9).tolist()}" for n in shapes) + "}"
     t, v = SCALAR_TYPE[dtype], VEC_TYPE[dtype]
     arrays = "\n".join(
-        f"{n} = wp.array({case.inputs[n].tolist()}, dtype={v if n == 'xv' else t}, requires_grad=True)" for n in shapes
+        f"{n} = wp.array({_data(case, n, case.inputs)}, dtype={v if n == 'xv' else t}, requires_grad=True)"
+        for n in shapes
     )
     width = max(len(n) for n in outputs) + 1
     forward = "\n".join(
         f'print("forward {n + ":":<{width}}", {n}.numpy(), "  expected", np.array({np.round(ref.outputs[n], 9).tolist()}))'
         for n in outputs
     )
-    cotangents = ", ".join(f"{n}: wp.array({case.cotangents[n].tolist()}, dtype={t})" for n in outputs)
+    cotangents = ", ".join(f"{n}: wp.array({_data(case, n, case.cotangents)}, dtype={t})" for n in outputs)
     return _TEMPLATE.format(
         variant=failure.variant,
         kind=failure.kind,
@@ -123,25 +124,27 @@ def script(failure) -> str:
         forward=forward,
         cotangents=cotangents,
         pairs=", ".join(f"({n!r}, {n})" for n in shapes),
-        launch=(
-            f"wp.launch_tiled(fuzzed, dim=[{THREADS}], inputs=[{', '.join(shapes)}, {case.program.loop_count}], "
-            f"block_dim={batch.TILE_BLOCK_DIM})"
-            if case.program.tiles
-            else f"wp.launch(fuzzed, dim={THREADS}, inputs=[{', '.join(shapes)}, {case.program.loop_count}])"
-        ),
+        launch=_launch(case, "fuzzed"),
         expected=expected,
         tol=oracle.TOLERANCE[dtype],
     )
 
 
-def _launch(case) -> str:
+def _data(case, name: str, values: dict) -> list:
+    """``values[name]`` as a nested list in the Warp array's shape (x, xv, y take the launch's: "multidim")."""
+    shape = oracle.inputs_of(case.program)[name]
+    return np.reshape(values[name], batch.warp_shape(case.program, name, shape)).tolist()
+
+
+def _launch(case, kernel: str = "kernel") -> str:
     shapes = oracle.inputs_of(case.program)
     if case.program.tiles:
         return (
-            f"wp.launch_tiled(kernel, dim=[{THREADS}], inputs=[{', '.join(shapes)}, {case.program.loop_count}], "
+            f"wp.launch_tiled({kernel}, dim=[{THREADS}], inputs=[{', '.join(shapes)}, {case.program.loop_count}], "
             f"block_dim={batch.TILE_BLOCK_DIM})"
         )
-    return f"wp.launch(kernel, dim={THREADS}, inputs=[{', '.join(shapes)}, {case.program.loop_count}])"
+    dim = batch.launch_dim(case.program)
+    return f"wp.launch({kernel}, dim={dim}, inputs=[{', '.join(shapes)}, {case.program.loop_count}])"
 
 
 def _side_by_side(failure, warp_version: str) -> str:
@@ -150,8 +153,8 @@ def _side_by_side(failure, warp_version: str) -> str:
     dtype = case.program.dtype
     printer = Printer(case.program, case.thresholds, "fuzzed_h")
     lines = printer.helpers()
-    for variant, decorator in (("stock", "@wp.kernel"), ("zero_store", "@wpz.kernel(zero_store=True)")):
-        lines += printer.kernel(f"fuzzed_{variant}", decorator) + [""]
+    for variant, decorator in batch.VARIANTS.items():  # the flagged kernel names the facade, as users write it
+        lines += printer.kernel(f"fuzzed_{variant}", decorator, batch.NAMESPACES[variant]) + [""]
     shapes, outputs = oracle.inputs_of(case.program), oracle.outputs_of(case.program)
     t, v = SCALAR_TYPE[dtype], VEC_TYPE[dtype]
     tape = "wp.Tape()" if failure.tape == "plain" else "wpz.Tape(snapshot=True)"
@@ -179,11 +182,11 @@ def _side_by_side(failure, warp_version: str) -> str:
         warp_version=warp_version,
         source="\n".join(lines).rstrip(),
         arrays="\n    ".join(
-            f"{n} = wp.array({case.inputs[n].tolist()}, dtype={v if n == 'xv' else t}, requires_grad=True)"
+            f"{n} = wp.array({_data(case, n, case.inputs)}, dtype={v if n == 'xv' else t}, requires_grad=True)"
             for n in shapes
         ),
         launch=_launch(case),
-        cotangents=", ".join(f"{n}: wp.array({case.cotangents[n].tolist()}, dtype={t})" for n in outputs),
+        cotangents=", ".join(f"{n}: wp.array({_data(case, n, case.cotangents)}, dtype={t})" for n in outputs),
         # copies: on the CPU .numpy() is a view, and a backward pass may write the array (a helper's store is
         # replayed); the forward values are taken before it
         outputs=", ".join(f"{n!r}: {n}.numpy().copy()" for n in outputs),

@@ -17,6 +17,7 @@ from .nodes import (
     MAT33,
     SCALAR,
     STRUCT,
+    THREADS,
     TILE,
     VEC3,
     Binary,
@@ -56,7 +57,8 @@ MAX_CANDIDATES = 48  # per round (one build)
 
 
 def size(program) -> int:
-    return sum(1 for _ in iter_nodes(program))
+    """Nodes, plus one per launch dimension beyond the first (a 1-D launch is the smaller program)."""
+    return sum(1 for _ in iter_nodes(program)) + len(getattr(program, "launch", (0,))) - 1
 
 
 def constructs(program) -> tuple:
@@ -114,6 +116,8 @@ def constructs(program) -> tuple:
             labels.add(type(node).__name__.lower())
     if program.structs:
         labels.add("struct")
+    if len(program.launch) > 1:
+        labels.add(f"launch {len(program.launch)}d")
     for helper in program.helpers:  # what the helpers are: a func_grad, a call of a helper from a helper
         if helper.grad:
             labels.add("func_grad")
@@ -184,6 +188,8 @@ def statement_candidates(program):
                     new = stmts[:k] + (dataclasses.replace(s, static=False),) + stmts[k + 1 :]
                     yield dataclasses.replace(program, body=_replace_block(program.body, path, new))
     yield from _unused_dropped(program)
+    if len(program.launch) > 1:
+        yield dataclasses.replace(program, launch=(THREADS,))
     if program.loop_count > 1:
         yield dataclasses.replace(program, loop_count=program.loop_count - 1)
     if program.vectors:
