@@ -267,7 +267,7 @@ def launch_dim(program):
 
 
 #: The arrays shaped like the launch (feature "multidim"): one element per thread, vec3 for xv.
-LAUNCH_SHAPED = ("x", "xv", "y")
+LAUNCH_SHAPED = ("x", "xv", "y", "yv")
 
 
 def warp_shape(program, name: str, shape: tuple) -> tuple:
@@ -284,7 +284,7 @@ def run_case(case, kernel, device="cpu", make_tape=warp.Tape):
     dtype = warp.float32 if case.program.dtype == "float32" else warp.float64
     vec = warp.vec3 if case.program.dtype == "float32" else warp.vec3d
     shapes, names = oracle.inputs_of(case.program), oracle.outputs_of(case.program)
-    types = {n: vec if n == "xv" else dtype for n in shapes}  # x, xv, y, acc (xm, xt, ym: "arrays2d"; yt: "tiles")
+    types = {n: vec if n in ("xv", "yv") else dtype for n in shapes}  # x, xv, y, acc (yv, xm, xt, ym, yt: features)
     arrays = {
         n: warp.array(
             np.reshape(case.inputs[n], warp_shape(case.program, n, shapes[n])),
@@ -300,7 +300,7 @@ def run_case(case, kernel, device="cpu", make_tape=warp.Tape):
     outputs = {n: arrays[n].numpy().astype(np.float64).reshape(shapes[n]) for n in names}
     grads = {
         n: warp.array(
-            np.reshape(case.cotangents[n], warp_shape(case.program, n, shapes[n])), dtype=dtype, device=device
+            np.reshape(case.cotangents[n], warp_shape(case.program, n, shapes[n])), dtype=types[n], device=device
         )
         for n in names
     }

@@ -104,6 +104,10 @@ FEATURES = (
     "struct_helpers",  # a @wp.func returning the struct (r = S(); r.a = ...; return r): h(...).a, h(...).v[1];
     # with "structs" also s0 = h(...)
     "multidim",  # launches of 1 to 3 dimensions: i0, i1 = wp.tid(), x, xv, y of the launch's shape (not with tiles)
+    "augops",  # y[i] -= e, y[i] *= e, y[i] /= wp.cosh(e)
+    "vec_stores",  # a vec3 array yv of the thread's own elements: yv[i] = v, yv[i] += v, yv[i].x = e, .x += e, .x -= e,
+    # read back as yv[i]
+    "vec_builtins",  # wp.abs, wp.sign, wp.min, wp.max on vec3 (kinks kept away per component), wp.cw_mul
 )
 #: The features drawn when none are named: those whose CI campaign stays quick and clean on every supported Warp.
 #: The rest (the later entries of `FEATURES`) are drawn when named (``features=...``, ``fuzz --features``).
@@ -192,6 +196,8 @@ def scalar_expr(draw, scope: _Scope, depth: int):
         leaves.append(lambda: Component(vec_expr(draw, scope, 0), draw(_INDEX[3])))
     if scope.has("static"):
         leaves.append(lambda: StaticConst(_item(draw, CONSTANTS), _item(draw, STATIC_FACTORS)))
+    if scope.has("vec_stores") and scope.has("readback") and scope.loads:
+        leaves.append(lambda: Component(Load("yv"), draw(_INDEX[3])))
     if scope.has("arrays2d") and scope.loads:
         leaves.append(lambda: Load("xm", draw(_INDEX[THREADS]), (draw(_INDEX[COLS]),)))
         leaves.append(lambda: Load("xt", draw(_INDEX[THREADS]), (draw(_INDEX[COLS]), draw(_INDEX[COLS]))))
@@ -297,6 +303,8 @@ def mat_expr(draw, scope: _Scope, depth: int):
 
 def vec_expr(draw, scope: _Scope, depth: int):
     leaves = [lambda: Load("xv", draw(_INDEX[THREADS]))]
+    if scope.has("vec_stores") and scope.has("readback"):
+        leaves.append(lambda: Load("yv"))
     if scope.vectors:
         leaves.append(lambda: Local(_item(draw, scope.vectors), VEC3))
     if scope.structs:
@@ -316,6 +324,9 @@ def vec_expr(draw, scope: _Scope, depth: int):
         nodes.append(lambda: rotation(draw, scope, depth - 1))
     if scope.has("builtins2"):
         nodes.append(lambda: Unary("normalize", sub()))
+    if scope.has("vec_builtins"):
+        nodes.append(lambda: Kink(_item(draw, ("vmin", "vmax", "vabs", "vsign")), sub(), sub(), -1))
+        nodes.append(lambda: Binary("cw_mul", sub(), sub()))
     return _pick(draw, nodes)
 
 
@@ -342,6 +353,12 @@ def statement(draw, scope: _Scope, depth: int):
         choices.append(lambda: Store("y", "+=", expr()))
     if scope.has("atomics"):
         choices.append(lambda: Store("acc", "atomic", expr()))
+    if scope.has("augops"):
+        choices.append(lambda: Store("y", _item(draw, ("-=", "*=", "/=")), expr()))
+    if scope.has("vec_stores"):
+        vexpr = lambda: vec_expr(draw, scope, scope.depth)  # noqa: E731
+        choices.append(lambda: Store("yv", _item(draw, ("=", "+=", "-=")), expr(), (draw(_INDEX[3]),)))
+        choices.append(lambda: Store("yv", op(), vexpr()))
     if scope.has("arrays2d") and scope.has("stores"):
         choices.append(lambda: Store("ym", "=", expr(), (draw(_INDEX[COLS]),)))
     if scope.has("arrays2d") and scope.has("augstores"):
@@ -539,11 +556,15 @@ _VALUES = st.integers(-64, 64).map(lambda k: k / 64)
 
 
 @st.composite
-def points(draw, arrays: bool = False, tiles: bool = False):
+def points(draw, arrays: bool = False, tiles: bool = False, program: Program | None = None):
     """Inputs and cotangents, exact in float32 and float64 (multiples of 1/64 in [-1, 1]); with ``arrays`` those
-    of feature "arrays2d" too (``oracle.ARRAY_INPUTS``), with ``tiles`` those of "tiles" (``oracle.TILE_INPUTS``)."""
-    shapes = {**oracle.INPUTS, **(oracle.ARRAY_INPUTS if arrays else {}), **(oracle.TILE_INPUTS if tiles else {})}
-    outputs = oracle.OUTPUTS + (oracle.ARRAY_OUTPUTS if arrays else ()) + (oracle.TILE_OUTPUTS if tiles else ())
+    of feature "arrays2d" too (``oracle.ARRAY_INPUTS``), with ``tiles`` those of "tiles" (``oracle.TILE_INPUTS``);
+    with ``program``, those its kernel takes (`oracle.inputs_of`)."""
+    if program is not None:
+        shapes, outputs = oracle.inputs_of(program), oracle.outputs_of(program)
+    else:
+        shapes = {**oracle.INPUTS, **(oracle.ARRAY_INPUTS if arrays else {}), **(oracle.TILE_INPUTS if tiles else {})}
+        outputs = oracle.OUTPUTS + (oracle.ARRAY_OUTPUTS if arrays else ()) + (oracle.TILE_OUTPUTS if tiles else ())
 
     def values(shape):
         size = int(np.prod(shape))
@@ -628,6 +649,25 @@ def kernels(features=None, *, max_statements: int = 5, max_depth: int = 2, expr_
 def _cases(draw, features, dtypes, max_statements, max_depth, expr_depth):
     dtype = _item(draw, dtypes)
     helper_list = helpers(draw, features)
+    program = kernel_program(draw, features, dtype, helper_list, max_statements, max_depth, expr_depth)
+    if "multidim" in features and not program.tiles:  # drawn last: the other features' draws stay as they were
+        program = dataclasses.replace(program, launch=_item(draw, MULTIDIM_DRAWS))
+    program = number_sites(program)
+    inputs, cot = draw(points(program=program))
+    placements = [draw(_INDEX[3]) for _ in range(max(1, site_count(program)))]
+    thresholds = oracle.place_thresholds(program, inputs, placements)
+    assume(thresholds is not None)
+    if features - DEFAULT_FEATURES:  # opt-in sets only: the default set's draws stay exactly as they were (CI)
+        outputs = oracle.run(program, thresholds, inputs).outputs
+        assume(all(np.all(np.abs(v) < OUTPUT_BOUND) for v in outputs.values()))
+    return Case(program, thresholds, inputs, cot)
+
+
+def kernel_program(
+    draw, features: frozenset, dtype: str, helper_list: tuple, max_statements=5, max_depth=2, expr_depth=2
+) -> Program:
+    """One kernel's program (sites not numbered, 1-D launch) over ``helper_list``: the body of `kernels`' draws,
+    and of each kernel a drawn launch sequence launches (``programs.grammar``)."""
     tuples = any(h.second is not None for h in helper_list)  # unpacking wants two locals
     scalars = tuple(f"a{j}" for j in range(1 + tuples + draw(_INDEX[2])))
     vectors = ("v0",) if "vec3" in features and draw(_BOOL) else ()
@@ -665,20 +705,19 @@ def _cases(draw, features, dtypes, max_statements, max_depth, expr_depth):
     if tiles and not any(isinstance(n, (TileStore, TileReduce)) for n in iter_nodes(body)):
         body += (TileStore("=", tile_expr(draw, scope, expr_depth)),)  # a tile in every drawn kernel
     arrays = "arrays2d" in features
-    program = Program(
-        dtype, scalar_init, vector_init, helper_list, body, 1 + draw(_INDEX[3]), matrix_init, arrays, structs, tiles
+    return Program(
+        dtype,
+        scalar_init,
+        vector_init,
+        helper_list,
+        body,
+        1 + draw(_INDEX[3]),
+        matrix_init,
+        arrays,
+        structs,
+        tiles,
+        vec_out="vec_stores" in features,
     )
-    if "multidim" in features and not tiles:  # drawn last: the other features' draws stay as they were
-        program = dataclasses.replace(program, launch=_item(draw, MULTIDIM_DRAWS))
-    program = number_sites(program)
-    inputs, cot = draw(points(arrays, tiles))
-    placements = [draw(_INDEX[3]) for _ in range(max(1, site_count(program)))]
-    thresholds = oracle.place_thresholds(program, inputs, placements)
-    assume(thresholds is not None)
-    if features - DEFAULT_FEATURES:  # opt-in sets only: the default set's draws stay exactly as they were (CI)
-        outputs = oracle.run(program, thresholds, inputs).outputs
-        assume(all(np.all(np.abs(v) < OUTPUT_BOUND) for v in outputs.values()))
-    return Case(program, thresholds, inputs, cot)
 
 
 def _call_last_helper(draw, scope: _Scope, helper_list, body):

@@ -25,6 +25,11 @@ BOTH = ("stock", "zero_store")
 IN_PLACE = ("stock", "zero_store:plain")
 OLD = tuple(v for v in SUPPORTED if tuple(map(int, v.split("."))) < (1, 13))  # store adjoints accumulate (<= 1.12)
 
+#: Store adjoints of array components: ``a[i].x = v`` has none up to 1.13, ``a[i].x += v`` none up to 1.17 (measured
+#: per release, docs/semantics.md); flagged kernels have both on every version.
+NO_COMPONENT_STORE = tuple(v for v in SUPPORTED if tuple(map(int, v.split("."))) < (1, 14))
+NO_COMPONENT_AUGSTORE = tuple(v for v in SUPPORTED if tuple(map(int, v.split("."))) < (1, 18))
+
 #: id -> (Warp versions, variants, kind, constructs that trigger it).
 KNOWN = {
     # y[i] read, then y[i] stored in the same launch (an in-place update): Warp's backward re-reads the new
@@ -34,6 +39,17 @@ KNOWN = {
     "read-then-overwrite": (ALL, IN_PLACE, "gradient", ("readback y[i]", "store")),
     "read-then-augstore": (ALL, IN_PLACE, "gradient", ("readback y[i]", "augstore")),
     "helper-store-readback": (ALL, IN_PLACE, "gradient", ("callstore", "readback y[i]")),
+    # the same through one statement (feature "augops"): y[i] *= e and y[i] /= e read y[i] and store over it.
+    "in-place-scale": (ALL, IN_PLACE, "gradient", ("mulstore",)),
+    "in-place-divide": (ALL, IN_PLACE, "gradient", ("divstore",)),
+    # the same on the vec3 array of feature "vec_stores": yv[i] (or a component) read, then stored or updated.
+    "read-then-overwrite-vec": (ALL, IN_PLACE, "gradient", ("readback yv[i]", "store yv")),
+    "read-then-augstore-vec": (ALL, IN_PLACE, "gradient", ("augstore yv", "readback yv[i]")),
+    "read-then-overwrite-component": (ALL, IN_PLACE, "gradient", ("readback yv[i]", "store yv.c")),
+    "read-then-augstore-component": (ALL, IN_PLACE, "gradient", ("augstore yv.c", "readback yv[i]")),
+    # a component stored or updated in an array element (yv[i].x = e, yv[i].x += e): no adjoint in stock Warp.
+    "component-store-no-adjoint": (NO_COMPONENT_STORE, ("stock",), "gradient", ("store yv.c",)),
+    "component-augstore-no-adjoint": (NO_COMPONENT_AUGSTORE, ("stock",), "gradient", ("augstore yv.c",)),
     # the same on a 2-D output (feature "arrays2d"): ym[i, c] read, then ym[i, c] stored or augmented.
     "read-then-overwrite-2d": (ALL, IN_PLACE, "gradient", ("readback ym[i, c]", "store ym")),
     "read-then-augstore-2d": (ALL, IN_PLACE, "gradient", ("augstore ym", "readback ym[i, c]")),
@@ -100,6 +116,7 @@ KNOWN = {
     "overwrite-accumulates": (OLD, ("stock",), "gradient", ("store",)),
     "overwrite-accumulates-in-helper": (OLD, ("stock",), "gradient", ("callstore",)),
     "overwrite-accumulates-2d": (OLD, ("stock",), "gradient", ("store ym",)),
+    "overwrite-accumulates-vec": (OLD, ("stock",), "gradient", ("store yv",)),
     # a tile store over yt's region: Warp 1.9's tile_store adjoint accumulates too (1.10 and later zero).
     "tile-overwrite-accumulates": (("1.9.1",), ("stock",), "gradient", ("tile_store",)),
 }

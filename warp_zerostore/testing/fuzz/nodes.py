@@ -113,7 +113,9 @@ class Binary:
 @dataclass(frozen=True)
 class Kink:
     """``min(lhs, rhs + t)``, ``max(lhs, rhs + t)``, ``abs(lhs - t)`` or ``rhs * sign(lhs - t)`` (op "sign") with
-    ``t`` the threshold of ``site``."""
+    ``t`` the threshold of ``site``; on vec3 operands (ops "vmin", "vmax", "vabs", "vsign", feature "vec_builtins")
+    the same componentwise, ``t`` broadcast (``wp.min(a, b + wp.vec3(t))``, ``wp.cw_mul(b, wp.sign(a - wp.vec3(t)))``),
+    every component kept away from it."""
 
     op: str
     lhs: Expr
@@ -317,7 +319,9 @@ class SetField:
 @dataclass(frozen=True)
 class Store:
     """``y[i] = e``, ``y[i] += e`` (op "=" / "+="), or ``wp.atomic_add(acc, i % ACC, e)`` (op "atomic"); with
-    ``index`` (feature "arrays2d") ``ym[i, c] = e`` or ``ym[i, c] += e``."""
+    ``index`` (feature "arrays2d") ``ym[i, c] = e`` or ``ym[i, c] += e``. Feature "augops": ``y[i] -= e``,
+    ``y[i] *= e`` and ``y[i] /= wp.cosh(e)`` (never 0). Feature "vec_stores": ``yv[i] = v``, ``yv[i] += v`` (a vec3)
+    and, with ``index`` ``(c,)``, the component ``yv[i].x = e``, ``+= e``, ``-= e``."""
 
     array: str
     op: str
@@ -430,6 +434,7 @@ class Program:
     # struct locals declared at the top (feature "structs"): name, initial values of the fields a, b, v
     structs: Tuple[Tuple[str, Tuple[Expr, Expr, Expr]], ...] = ()
     tiles: bool = False  # the kernel takes yt too and is launched tiled (feature "tiles")
+    vec_out: bool = False  # the kernel takes yv too (after acc), a vec3 array of its own elements ("vec_stores")
     # the launch shape (feature "multidim": 1 to 3 dimensions, `LAUNCH_SHAPES`); x, xv and y have this shape, the
     # kernel unpacks ``i0, i1 = wp.tid()`` and its flat thread index ``i`` (parity, acc, xm/xt/ym) is row-major
     launch: Tuple[int, ...] = (THREADS,)

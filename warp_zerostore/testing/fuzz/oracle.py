@@ -60,6 +60,9 @@ OUTPUTS = ("y", "acc")
 #: The arrays a kernel of feature "arrays2d" takes too (after ``acc``), and the output among them.
 ARRAY_INPUTS = {"xm": (THREADS, COLS), "xt": (THREADS, COLS, COLS), "ym": (THREADS, COLS)}
 ARRAY_OUTPUTS = ("ym",)
+#: The vec3 array of a kernel of feature "vec_stores" (after ``acc``): each thread stores and reads its own element.
+VEC_INPUTS = {"yv": (THREADS, 3)}
+VEC_OUTPUTS = ("yv",)
 #: The tile output a kernel of feature "tiles" takes last (thread ``i`` owns ``TILE_SIZE`` elements of it).
 TILE_INPUTS = {"yt": (THREADS * TILE_SIZE,)}
 TILE_OUTPUTS = ("yt",)
@@ -67,12 +70,22 @@ TILE_OUTPUTS = ("yt",)
 
 def inputs_of(program: Program) -> dict:
     """The input arrays of ``program``'s kernel, in argument order, with their shapes."""
-    return {**INPUTS, **(ARRAY_INPUTS if program.arrays else {}), **(TILE_INPUTS if program.tiles else {})}
+    return {
+        **INPUTS,
+        **(VEC_INPUTS if program.vec_out else {}),
+        **(ARRAY_INPUTS if program.arrays else {}),
+        **(TILE_INPUTS if program.tiles else {}),
+    }
 
 
 def outputs_of(program: Program) -> tuple:
     """The output arrays of ``program``'s kernel, whose cotangents the gradient check pulls back."""
-    return OUTPUTS + (ARRAY_OUTPUTS if program.arrays else ()) + (TILE_OUTPUTS if program.tiles else ())
+    return (
+        OUTPUTS
+        + (VEC_OUTPUTS if program.vec_out else ())
+        + (ARRAY_OUTPUTS if program.arrays else ())
+        + (TILE_OUTPUTS if program.tiles else ())
+    )
 
 
 #: Smallest distance of every kink quantity from its threshold, relative to ``max(1, |threshold|)``.
@@ -125,7 +138,20 @@ BINARY = {
     "matvec": lambda m, v: np.einsum("...ij,...j->...i", m, v),
     "pow": lambda a, b: (1.5 + np.tanh(a)) ** b,
     "atan2": lambda a, b: np.arctan2(a, np.cosh(b)),
+    "cw_mul": np.multiply,
 }
+
+
+#: What a store does to the element (feature "augops": ``-=``, ``*=`` and ``/=``, the divisor printed as a cosh).
+UPDATES = {
+    "=": lambda old, v: v,
+    "+=": lambda old, v: old + v,
+    "-=": lambda old, v: old - v,
+    "*=": lambda old, v: old * v,
+    "/=": lambda old, v: old / np.cosh(v),
+}
+#: The componentwise kinks of vec3 operands (feature "vec_builtins").
+VEC_KINKS = ("vmin", "vmax", "vabs", "vsign")
 
 
 def rotate(a, angle, v):
@@ -158,18 +184,27 @@ class Run:
 
 
 class Interpreter:
-    def __init__(self, program: Program, thresholds, inputs: dict):
+    """Runs one kernel over the variants. ``inputs`` maps each parameter to its array ``(variants, *shape)``; `run`
+    reads and writes it in place when given as ``memory`` (a launch sequence's arrays, two parameters possibly one
+    array: ``programs.oracle``), else copies. With ``track``, the elements each parameter's loads read and its
+    stores wrote are collected (``reads``, ``writes``: sets of ``(parameter, flat element)``)."""
+
+    def __init__(self, program: Program, thresholds, inputs: dict, track: bool = False):
         self.program = program
         self.thresholds = thresholds
         self.inputs = inputs  # name -> array (variants, *INPUTS[name])
         self.sites = {}
+        self.track = track
+        self.reads: set = set()
+        self.writes: set = set()
 
-    def run(self) -> Run:
-        variants = self.inputs["x"].shape[0]
-        y = self.inputs["y"].copy()
-        acc = self.inputs["acc"].copy()
-        ym = self.inputs["ym"].copy() if "ym" in self.inputs else None
-        yt = self.inputs["yt"].copy() if "yt" in self.inputs else None
+    def run(self, memory: dict | None = None) -> Run:
+        """The launch over every thread; ``memory``: the arrays to read and write in place (default: copies)."""
+        memory = {k: v.copy() for k, v in self.inputs.items()} if memory is None else memory
+        self.inputs = memory
+        variants = memory["x"].shape[0]
+        y, acc = memory["y"], memory["acc"]
+        ym, yt, self.yv = memory.get("ym"), memory.get("yt"), memory.get("yv")
         for i in range(THREADS):
             self.i, self.y, self.acc, self.ym, self.yt, self.loops = i, y, acc, ym, yt, {}
             self.env = {}
@@ -185,8 +220,16 @@ class Interpreter:
                     for (field, kind), init in zip(STRUCT_FIELDS, inits)
                 }
             self.block(self.program.body)
-        outputs = {"y": y, "acc": acc, "ym": ym, "yt": yt}
+        outputs = {"y": y, "acc": acc, "yv": self.yv, "ym": ym, "yt": yt}
         return Run({k: v for k, v in outputs.items() if v is not None}, self.sites)
+
+    def _read(self, name: str, element: int) -> None:
+        if self.track:
+            self.reads.add((name, element))
+
+    def _wrote(self, name: str, element: int) -> None:
+        if self.track:
+            self.writes.add((name, element))
 
     @staticmethod
     def field_value(kind, value, variants):
@@ -218,14 +261,22 @@ class Interpreter:
             return np.float64(self.loops[e.name])
         if isinstance(e, Load):
             if e.array == "y":
+                self._read("y", self.i)
                 return self.y[:, self.i].copy()
+            if e.array == "yv":
+                self._read("yv", self.i)
+                return self.yv[:, self.i].copy()
             if e.array == "ym":
                 return self.ym[(slice(None), self.i) + tuple(e.index)].copy()
             if e.array in ("x", "xv"):  # the launch's shape decides which element (`nodes.shifted`)
-                return self.inputs[e.array][:, shifted(self.i, e.offset, self.program.launch)]
+                element = shifted(self.i, e.offset, self.program.launch)
+                self._read(e.array, element)
+                return self.inputs[e.array][:, element]
             return self.inputs[e.array][(slice(None), (self.i + e.offset) % THREADS) + tuple(e.index)]
         if isinstance(e, Binary):
             return BINARY[e.op](self.expr(e.lhs), self.expr(e.rhs))
+        if isinstance(e, Kink) and e.op in VEC_KINKS:
+            return self.vec_kink(e)
         if isinstance(e, Kink):
             a = self.expr(e.lhs)
             if e.op == "abs":
@@ -269,6 +320,28 @@ class Interpreter:
         if isinstance(e, (TileLoad, TileMap, TileBinary, TileReduce)):
             return self.tile(e)
         return UNARY[e.op](self.expr(e.arg))
+
+    def vec_kink(self, e):
+        """A componentwise kink of vec3 operands (feature "vec_builtins"): each component on one side of the
+        broadcast threshold for every variant (else `Kinked`)."""
+        a = np.asarray(self.expr(e.lhs), dtype=np.float64) * np.ones((self.inputs["x"].shape[0], 3))
+        t = self.thresholds.get(e.site, 0.0)
+        if e.op in ("vabs", "vsign"):
+            q = a
+        else:
+            b = self.expr(e.rhs) * np.ones_like(a)
+            q = a - b
+        self.sites.setdefault(e.site, []).extend(float(v) for v in q[0])
+        above = q > t if e.site in self.thresholds else np.ones(q.shape, dtype=bool)
+        for c in range(3):
+            _uniform(above[:, c])
+        if e.op == "vabs":
+            return np.where(above, a - t, t - a)
+        if e.op == "vsign":
+            return self.expr(e.rhs) * np.where(above, 1.0, -1.0)
+        if e.op == "vmax":
+            return np.where(above, a, b + t)
+        return np.where(above, b + t, a)  # vmin
 
     def tile(self, e):
         """A tile expression's value over the variants, ``(variants, TILE_SIZE)``; a `TileReduce`'s, a scalar's."""
@@ -323,20 +396,26 @@ class Interpreter:
         elif isinstance(s, Store):
             value = self.expr(s.expr)
             if s.op == "atomic":
+                self._read("acc", self.i % ACC)
+                self._wrote("acc", self.i % ACC)
                 self.acc[:, self.i % ACC] += value
             elif s.array == "ym":
                 at = (slice(None), self.i) + tuple(s.index)
                 self.ym[at] = value if s.op == "=" else self.ym[at] + value
-            elif s.op == "=":
-                self.y[:, self.i] = value
+            elif s.array == "yv":  # a component (index (c,)) or the whole vector
+                at = (slice(None), self.i) + tuple(s.index)
+                self.yv[at] = UPDATES[s.op](self.yv[at], value)
+                self._wrote("yv", self.i)
             else:
-                self.y[:, self.i] += value
+                self.y[:, self.i] = UPDATES[s.op](self.y[:, self.i], value)
+                self._wrote("y", self.i)
         elif isinstance(s, TileStore):
             value = self.expr(s.tile)
             region = (slice(None), self._region())
             self.yt[region] = value if s.op == "=" else self.yt[region] + value
         elif isinstance(s, CallStore):
             self.y[:, self.i] = self.call(self.program.helpers[s.helper], [self.expr(a) for a in s.args])
+            self._wrote("y", self.i)
         elif isinstance(s, Unpack):  # both values are computed before either local is assigned
             values = self.call(self.program.helpers[s.helper], [self.expr(a) for a in s.args])
             for name, value in zip(s.targets, values):

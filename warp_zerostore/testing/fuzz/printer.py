@@ -86,6 +86,14 @@ BINARY_FORMS = {
     # feature "builtins2": a base in (0.5, 2.5), any exponent; atan2 of a second argument >= 1
     "pow": "wp.pow({t}(1.5) + wp.tanh({a}), {b})",
     "atan2": "wp.atan2({a}, wp.cosh({b}))",
+    "cw_mul": "wp.cw_mul({a}, {b})",
+}
+#: Componentwise kinks of vec3 operands (feature "vec_builtins"): ``{t}`` is the threshold broadcast to a vector.
+VEC_KINK_FORMS = {
+    "vmin": "wp.min({a}, {b} + {t})",
+    "vmax": "wp.max({a}, {b} + {t})",
+    "vabs": "wp.abs({a} - {t})",
+    "vsign": "wp.cw_mul({b}, wp.sign({a} - {t}))",
 }
 SCALAR_TYPE = {"float32": "wp.float32", "float64": "wp.float64"}
 VEC_TYPE = {"float32": "wp.vec3", "float64": "wp.vec3d"}
@@ -194,14 +202,17 @@ class Printer:
         if isinstance(e, Load):
             if e.array == "ym":
                 return f"{e.array}[{', '.join(('i',) + tuple(map(str, e.index)))}]"
-            if e.array == "y":
-                return f"y[{self.own}]"
+            if e.array in ("y", "yv"):
+                return f"{e.array}[{self.own}]"
             if e.array in ("x", "xv") and len(self.launch) > 1:
                 return f"{e.array}[{self.shifted(e.offset)}]"
             index = "i" if e.offset == 0 else f"(i + {e.offset}) % {THREADS}"
             return f"{e.array}[{', '.join((index,) + tuple(map(str, e.index)))}]"
         if isinstance(e, Binary):
             return BINARY_FORMS[e.op].format(a=self.expr(e.lhs), b=self.expr(e.rhs), t=self.t)
+        if isinstance(e, Kink) and e.op in VEC_KINK_FORMS:
+            t = f"{VEC_TYPE[self.program.dtype]}({literal(self.thresholds.get(e.site, 0.0), self.program.dtype)})"
+            return VEC_KINK_FORMS[e.op].format(a=self.expr(e.lhs), b=self.expr(e.rhs), t=t)
         if isinstance(e, Kink):
             t = literal(self.thresholds.get(e.site, 0.0), self.program.dtype)
             if e.op == "abs":
@@ -256,8 +267,12 @@ class Printer:
         if isinstance(s, Store):
             if s.op == "atomic":
                 return [f"{indent}wp.atomic_add(acc, i % {ACC}, {self.expr(s.expr)})"]
+            if s.array == "yv":  # a component (.x, .y, .z) or the whole vector
+                part = "".join(f".{'xyz'[c]}" for c in s.index)
+                return [f"{indent}yv[{self.own}]{part} {s.op} {self.expr(s.expr)}"]
             index = self.own if s.array == "y" else ", ".join(("i",) + tuple(map(str, s.index)))
-            return [f"{indent}{s.array}[{index}] {s.op} {self.expr(s.expr)}"]
+            value = f"wp.cosh({self.expr(s.expr)})" if s.op == "/=" else self.expr(s.expr)  # never 0
+            return [f"{indent}{s.array}[{index}] {s.op} {value}"]
         if isinstance(s, TileStore):
             call = "wp.tile_store" if s.op == "=" else "wp.tile_atomic_add"
             return [f"{indent}{call}(yt, {self.expr(s.tile)}, {TILE_REGION})"]
@@ -374,7 +389,8 @@ class Printer:
         lines = [
             decorator,
             f"def {name}(x: {self.array_type(t)}, xv: {self.array_type(v)}, y: {self.array_type(t)}, "
-            f"acc: wp.array(dtype={t}), {ARRAY_ARGS.format(t=t) if self.program.arrays else ''}"
+            f"acc: wp.array(dtype={t}), {f'yv: {self.array_type(v)}, ' if self.program.vec_out else ''}"
+            f"{ARRAY_ARGS.format(t=t) if self.program.arrays else ''}"
             f"{TILE_ARGS.format(t=t) if self.program.tiles else ''}n: int):",
         ]
         if len(self.launch) == 1:

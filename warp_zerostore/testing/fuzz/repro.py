@@ -103,7 +103,7 @@ def script(failure) -> str:
     expected = "{" + ", ".join(f"{n!r}: {np.round(ref.grads[n], 9).tolist()}" for n in shapes) + "}"
     t, v = SCALAR_TYPE[dtype], VEC_TYPE[dtype]
     arrays = "\n".join(
-        f"{n} = wp.array({_data(case, n, case.inputs)}, dtype={v if n == 'xv' else t}, requires_grad=True)"
+        f"{n} = wp.array({_data(case, n, case.inputs)}, dtype={v if n in ('xv', 'yv') else t}, requires_grad=True)"
         for n in shapes
     )
     width = max(len(n) for n in outputs) + 1
@@ -111,7 +111,9 @@ def script(failure) -> str:
         f'print("forward {n + ":":<{width}}", {n}.numpy(), "  expected", np.array({np.round(ref.outputs[n], 9).tolist()}))'
         for n in outputs
     )
-    cotangents = ", ".join(f"{n}: wp.array({_data(case, n, case.cotangents)}, dtype={t})" for n in outputs)
+    cotangents = ", ".join(
+        f"{n}: wp.array({_data(case, n, case.cotangents)}, dtype={v if n == 'yv' else t})" for n in outputs
+    )
     return _TEMPLATE.format(
         variant=failure.variant,
         kind=failure.kind,
@@ -182,11 +184,13 @@ def _side_by_side(failure, warp_version: str) -> str:
         warp_version=warp_version,
         source="\n".join(lines).rstrip(),
         arrays="\n    ".join(
-            f"{n} = wp.array({_data(case, n, case.inputs)}, dtype={v if n == 'xv' else t}, requires_grad=True)"
+            f"{n} = wp.array({_data(case, n, case.inputs)}, dtype={v if n in ('xv', 'yv') else t}, requires_grad=True)"
             for n in shapes
         ),
         launch=_launch(case),
-        cotangents=", ".join(f"{n}: wp.array({_data(case, n, case.cotangents)}, dtype={t})" for n in outputs),
+        cotangents=", ".join(
+            f"{n}: wp.array({_data(case, n, case.cotangents)}, dtype={v if n == 'yv' else t})" for n in outputs
+        ),
         # copies: on the CPU .numpy() is a view, and a backward pass may write the array (a helper's store is
         # replayed); the forward values are taken before it
         outputs=", ".join(f"{n!r}: {n}.numpy().copy()" for n in outputs),

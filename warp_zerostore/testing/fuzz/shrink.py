@@ -54,6 +54,15 @@ from .nodes import (
 from .walk import iter_nodes, rebuild
 
 MAX_CANDIDATES = 48  # per round (one build)
+#: A store's label by its op: ``-=`` accumulates as ``+=`` does; ``*=`` and ``/=`` read the element they store.
+STORE_LABELS = {
+    "=": "store",
+    "+=": "augstore",
+    "-=": "augstore",
+    "*=": "mulstore",
+    "/=": "divstore",
+    "atomic": "atomic_add",
+}
 
 
 def size(program) -> int:
@@ -87,8 +96,8 @@ def constructs(program) -> tuple:
             labels.add(node.form if isinstance(node, Select) else node.op)
         elif isinstance(node, If):
             labels.add(f"if({node.cond.kind})")
-        elif isinstance(node, Load) and node.array == "y":
-            labels.add("readback y[i]")
+        elif isinstance(node, Load) and node.array in ("y", "yv"):
+            labels.add(f"readback {node.array}[i]")
         elif isinstance(node, Load) and node.array == "ym":
             labels.add("readback ym[i, c]")
         elif isinstance(node, Load) and node.index:
@@ -96,8 +105,11 @@ def constructs(program) -> tuple:
         elif isinstance(node, (Unary, Binary, Kink)):
             labels.add(node.op)
         elif type(node).__name__ in ("Store",):
-            label = {"=": "store", "+=": "augstore", "atomic": "atomic_add"}[node.op]
-            labels.add(f"{label} {node.array}" if node.index else label)
+            label = STORE_LABELS[node.op]
+            if node.array == "yv":
+                labels.add(f"{label} yv.c" if node.index else f"{label} yv")
+            else:
+                labels.add(f"{label} {node.array}" if node.index else label)
         elif type(node).__name__ == "Assign" and node.type == STRUCT:
             labels.add("assign struct")
         elif type(node).__name__ in ("Assign", "SetComponent"):
@@ -252,7 +264,7 @@ def _unused_dropped(program):
 
 
 _MATRIX_OPS = {"madd", "mmul", "transpose", "spdinv"}
-_VECTOR_OPS = {"vadd", "vsub", "scale", "cross", "matvec", "normalize"}
+_VECTOR_OPS = {"vadd", "vsub", "scale", "cross", "matvec", "normalize", "cw_mul", "vmin", "vmax", "vabs", "vsign"}
 IDENTITY = MakeMat(tuple(Const(1.0 if k in (0, 4, 8) else 0.0) for k in range(9)))
 _LEAF = {SCALAR: Const(1.0), VEC3: Load("xv"), MAT33: IDENTITY, TILE: TileLoad("x")}
 
@@ -266,7 +278,9 @@ def _type(node) -> str:
     if isinstance(node, (StructArg, StructCall)):
         return STRUCT  # never an option for a scalar, never replaced
     if isinstance(node, Load):
-        return VEC3 if node.array == "xv" else SCALAR
+        return VEC3 if node.array in ("xv", "yv") else SCALAR
+    if isinstance(node, Kink):
+        return VEC3 if node.op in _VECTOR_OPS else SCALAR
     if isinstance(node, (MakeVec, Rotate)):
         return VEC3
     if isinstance(node, MakeMat):
