@@ -197,6 +197,7 @@ class Interpreter:
         self.track = track
         self.reads: set = set()
         self.writes: set = set()
+        self.overwrites: dict = {}  # (parameter, element) -> how many stores replaced it (not +=, -=, atomics)
 
     def run(self, memory: dict | None = None) -> Run:
         """The launch over every thread; ``memory``: the arrays to read and write in place (default: copies)."""
@@ -227,9 +228,11 @@ class Interpreter:
         if self.track:
             self.reads.add((name, element))
 
-    def _wrote(self, name: str, element: int) -> None:
+    def _wrote(self, name: str, element: int, op: str = "=") -> None:
         if self.track:
             self.writes.add((name, element))
+            if op not in ("+=", "-=", "atomic"):
+                self.overwrites[(name, element)] = self.overwrites.get((name, element), 0) + 1
 
     @staticmethod
     def field_value(kind, value, variants):
@@ -271,7 +274,7 @@ class Interpreter:
             if e.array in ("x", "xv"):  # the launch's shape decides which element (`nodes.shifted`)
                 element = shifted(self.i, e.offset, self.program.launch)
                 self._read(e.array, element)
-                return self.inputs[e.array][:, element]
+                return self.inputs[e.array][:, element].copy()  # a copy: x may be y's array (a program's alias)
             return self.inputs[e.array][(slice(None), (self.i + e.offset) % THREADS) + tuple(e.index)]
         if isinstance(e, Binary):
             return BINARY[e.op](self.expr(e.lhs), self.expr(e.rhs))
@@ -397,7 +400,7 @@ class Interpreter:
             value = self.expr(s.expr)
             if s.op == "atomic":
                 self._read("acc", self.i % ACC)
-                self._wrote("acc", self.i % ACC)
+                self._wrote("acc", self.i % ACC, "atomic")
                 self.acc[:, self.i % ACC] += value
             elif s.array == "ym":
                 at = (slice(None), self.i) + tuple(s.index)
@@ -405,10 +408,10 @@ class Interpreter:
             elif s.array == "yv":  # a component (index (c,)) or the whole vector
                 at = (slice(None), self.i) + tuple(s.index)
                 self.yv[at] = UPDATES[s.op](self.yv[at], value)
-                self._wrote("yv", self.i)
+                self._wrote("yv", self.i, s.op)
             else:
                 self.y[:, self.i] = UPDATES[s.op](self.y[:, self.i], value)
-                self._wrote("y", self.i)
+                self._wrote("y", self.i, s.op)
         elif isinstance(s, TileStore):
             value = self.expr(s.tile)
             region = (slice(None), self._region())

@@ -176,8 +176,11 @@ def literal(value: float, dtype: str) -> str:
 class Printer:
     """Prints one program under the names ``kernel_name`` and ``{helper_prefix}{k}``."""
 
-    def __init__(self, program: Program, thresholds, helper_prefix: str):
+    def __init__(self, program: Program, thresholds, helper_prefix: str, held=(), held_type: str = ""):
+        """``held``: array parameters the kernel reaches through a ``@wp.struct`` argument ``s`` of type
+        ``held_type`` (``s.y[i]``; a launch sequence's "struct_arrays")."""
         self.program = program
+        self.held, self.held_type = tuple(held), held_type
         self.launch = program.launch
         dims = len(self.launch)
         #: this thread's own element of x, xv, y: ``i`` in 1-D, ``i0, i1`` in more dimensions
@@ -203,11 +206,11 @@ class Printer:
             if e.array == "ym":
                 return f"{e.array}[{', '.join(('i',) + tuple(map(str, e.index)))}]"
             if e.array in ("y", "yv"):
-                return f"{e.array}[{self.own}]"
+                return f"{self.ref(e.array)}[{self.own}]"
             if e.array in ("x", "xv") and len(self.launch) > 1:
-                return f"{e.array}[{self.shifted(e.offset)}]"
+                return f"{self.ref(e.array)}[{self.shifted(e.offset)}]"
             index = "i" if e.offset == 0 else f"(i + {e.offset}) % {THREADS}"
-            return f"{e.array}[{', '.join((index,) + tuple(map(str, e.index)))}]"
+            return f"{self.ref(e.array)}[{', '.join((index,) + tuple(map(str, e.index)))}]"
         if isinstance(e, Binary):
             return BINARY_FORMS[e.op].format(a=self.expr(e.lhs), b=self.expr(e.rhs), t=self.t)
         if isinstance(e, Kink) and e.op in VEC_KINK_FORMS:
@@ -266,19 +269,19 @@ class Printer:
             return [f"{indent}{s.struct}.{s.field} = {value}"]
         if isinstance(s, Store):
             if s.op == "atomic":
-                return [f"{indent}wp.atomic_add(acc, i % {ACC}, {self.expr(s.expr)})"]
+                return [f"{indent}wp.atomic_add({self.ref('acc')}, i % {ACC}, {self.expr(s.expr)})"]
             if s.array == "yv":  # a component (.x, .y, .z) or the whole vector
                 part = "".join(f".{'xyz'[c]}" for c in s.index)
-                return [f"{indent}yv[{self.own}]{part} {s.op} {self.expr(s.expr)}"]
+                return [f"{indent}{self.ref('yv')}[{self.own}]{part} {s.op} {self.expr(s.expr)}"]
             index = self.own if s.array == "y" else ", ".join(("i",) + tuple(map(str, s.index)))
             value = f"wp.cosh({self.expr(s.expr)})" if s.op == "/=" else self.expr(s.expr)  # never 0
-            return [f"{indent}{s.array}[{index}] {s.op} {value}"]
+            return [f"{indent}{self.ref(s.array)}[{index}] {s.op} {value}"]
         if isinstance(s, TileStore):
             call = "wp.tile_store" if s.op == "=" else "wp.tile_atomic_add"
             return [f"{indent}{call}(yt, {self.expr(s.tile)}, {TILE_REGION})"]
         if isinstance(s, CallStore):
             args = "".join(f", {self.expr(a)}" for a in s.args)
-            return [f"{indent}{self.names[s.helper]}(y, {self.own}{args})"]
+            return [f"{indent}{self.names[s.helper]}({self.ref('y')}, {self.own}{args})"]
         if isinstance(s, Unpack):
             args = ", ".join(self.expr(a) for a in s.args)
             return [f"{indent}{s.targets[0]}, {s.targets[1]} = {self.names[s.helper]}({args})"]
@@ -297,6 +300,10 @@ class Printer:
         if isinstance(s, Jump):
             return [f"{indent}{s.kind}"]
         raise TypeError(f"printer: unknown statement {s!r}")
+
+    def ref(self, name: str) -> str:
+        """How the kernel body names the array parameter ``name``: ``y``, or ``s.y`` when a struct holds it."""
+        return f"s.{name}" if name in self.held else name
 
     def shifted(self, offset: int) -> str:
         """The multi-index of the element a thread loads at ``offset`` (`nodes.shifted`): ``(i0 + 1) % 2, i1``."""
@@ -384,15 +391,34 @@ class Printer:
             lines = lines[:1] + [re.sub(r"\bwp\.", f"{namespace}.", line) for line in lines[1:]]
         return lines
 
+    def parameters(self) -> list:
+        """``(name, annotation)`` of the kernel's array parameters, in launch order (then ``n: int``)."""
+        t, v = self.t, VEC_TYPE[self.program.dtype]
+        params = [("x", self.array_type(t)), ("xv", self.array_type(v)), ("y", self.array_type(t))]
+        params.append(("acc", f"wp.array(dtype={t})"))
+        if self.program.vec_out:
+            params.append(("yv", self.array_type(v)))
+        if self.program.arrays:
+            params += [("xm", f"wp.array2d(dtype={t})"), ("xt", f"wp.array3d(dtype={t})")]
+            params.append(("ym", f"wp.array2d(dtype={t})"))
+        if self.program.tiles:
+            params.append(("yt", f"wp.array(dtype={t})"))
+        return params
+
+    def signature(self) -> str:
+        """The parameter list; those in ``self.held`` are fields of one ``@wp.struct`` argument ``s`` instead (at
+        the first one's place)."""
+        parts = []
+        for name, annotation in self.parameters():
+            if name not in self.held:
+                parts.append(f"{name}: {annotation}")
+            elif not any(p.startswith("s: ") for p in parts):
+                parts.append(f"s: {self.held_type}")
+        return ", ".join(parts + ["n: int"])
+
     def _kernel(self, name: str, decorator: str) -> list:
         t, v = self.t, VEC_TYPE[self.program.dtype]
-        lines = [
-            decorator,
-            f"def {name}(x: {self.array_type(t)}, xv: {self.array_type(v)}, y: {self.array_type(t)}, "
-            f"acc: wp.array(dtype={t}), {f'yv: {self.array_type(v)}, ' if self.program.vec_out else ''}"
-            f"{ARRAY_ARGS.format(t=t) if self.program.arrays else ''}"
-            f"{TILE_ARGS.format(t=t) if self.program.tiles else ''}n: int):",
-        ]
+        lines = [decorator, f"def {name}({self.signature()}):"]
         if len(self.launch) == 1:
             lines.append("    i = wp.tid()")
         else:  # the flat thread index, row-major: parity, acc and the 2-D/3-D arrays of "arrays2d" use it

@@ -1,0 +1,143 @@
+"""Check a batch of drawn programs on every path: one build for all of them, then each program's paths, judged.
+
+The six Tape paths run for every program; the bridge paths (`paths.BRIDGES`) each on one program in
+``bridge_every`` (torch on programs 0, 4, 8, ..., JAX on 1, 5, ..., the rollout on 2, 6, ... for 4) where they
+apply. Build-time warnings are recorded, never printed; every warning of a run too (`paths.Result.warnings`).
+"""
+
+from __future__ import annotations
+
+import collections
+import shutil
+import tempfile
+import warnings
+from dataclasses import dataclass, field
+
+from ..testing.fuzz import batch as kernel_batch
+from ..testing.fuzz.programs import oracle
+from . import batch, paths, verdicts
+
+
+@dataclass
+class Checked:
+    """What a batch gave: its failures, check mode's counts, how often each path ran, the warnings recorded (by
+    category), and the programs checked."""
+
+    failures: list = field(default_factory=list)
+    counts: collections.Counter = field(default_factory=collections.Counter)
+    runs: collections.Counter = field(default_factory=collections.Counter)
+    warnings: collections.Counter = field(default_factory=collections.Counter)
+    programs: int = 0
+
+    def add(self, other: "Checked") -> None:
+        self.failures += other.failures
+        self.counts += other.counts
+        self.runs += other.runs
+        self.warnings += other.warnings
+        self.programs += other.programs
+
+
+def check_batch(
+    cases, *, bridge_every: int = 4, parts: int | None = None, tape_paths=paths.TAPE_PATHS, bridges=None
+) -> Checked:
+    """Build ``cases`` (bisecting a failed build) and check each on ``tape_paths`` and its sampled bridge path
+    (``bridges``: run these bridges on every program instead)."""
+    cases = list(cases)
+    parts = max(1, min(parts or kernel_batch.parallel_builds(), len(cases) // kernel_batch.MIN_PART or 1))
+    workdir = tempfile.mkdtemp(prefix="warp_zerostore_programs_")
+    checked = Checked()
+    try:
+        chunks = batch.chunks_of(cases, parts)
+        with warnings.catch_warnings(record=True) as built:
+            warnings.simplefilter("always")
+            modules = batch.build(chunks, workdir)
+        checked.warnings.update(w.category.__name__ for w in built)
+        for (chunk, indices, backward), module in zip(chunks, modules):
+            if isinstance(module, Exception):
+                checked.add(_bisect(chunk, indices, backward, workdir, bridge_every, tape_paths, bridges))
+                continue
+            for j, case in zip(indices, chunk):
+                said = [str(w.message) for w in built if f"'p{j}_k" in str(w.message)]
+                checked.add(check_program(module, j, case, bridge_every, tape_paths, said, bridges))
+        return checked
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _bisect(cases, indices, backward, workdir, bridge_every, tape_paths, bridges=None) -> Checked:
+    checked = Checked()
+    if not cases:
+        return checked
+    with warnings.catch_warnings(record=True) as built:
+        warnings.simplefilter("always")
+        (module,) = batch.build([(cases, indices, backward)], workdir)
+    if not isinstance(module, Exception):
+        for j, case in zip(indices, cases):
+            said = [str(w.message) for w in built if f"'p{j}_k" in str(w.message)]
+            checked.add(check_program(module, j, case, bridge_every, tape_paths, said, bridges))
+        return checked
+    if len(cases) == 1:
+        detail = batch.short(module)
+        checked.programs = 1
+        checked.failures = [verdicts.Failure(cases[0], p, verdicts.BUILD, detail=detail) for p in tape_paths]
+        return checked
+    half = len(cases) // 2
+    checked.add(_bisect(cases[:half], indices[:half], backward, workdir, bridge_every, tape_paths, bridges))
+    checked.add(_bisect(cases[half:], indices[half:], backward, workdir, bridge_every, tape_paths, bridges))
+    return checked
+
+
+def check_program(
+    module, j: int, case, bridge_every: int = 4, tape_paths=paths.TAPE_PATHS, said=(), bridges=None
+) -> Checked:
+    """Program ``p{j}`` of ``module`` on every Tape path and, where sampled and applicable, one bridge path
+    (``bridges``: these, instead of the sampled one)."""
+    checked = Checked(programs=1)
+    try:
+        reference = oracle.reference(case.program, case.thresholds, case.data, case.cotangents)
+    except oracle.Kinked:  # never by construction; reported, never a bug of Warp
+        checked.counts["kinked"] += 1
+        return checked
+    results = {}
+    for variant, tape in tape_paths:
+        results[(variant, tape)] = paths.run_tape(module, j, case, variant, tape)
+        checked.runs[f"{variant}/{tape}"] += 1
+    failures, counts = verdicts.judge(case, results, reference)
+    if bridges is None:
+        sampled = bridge_every and j % bridge_every < len(paths.BRIDGES)
+        bridges = (paths.BRIDGES[j % bridge_every],) if sampled else ()
+    for bridge in bridges:
+        if paths.applies(case.program, bridge):
+            checked.counts[f"{bridge}: not applicable"] += 1
+        else:
+            failures += _bridge(module, j, case, bridge, results, reference, checked)
+    for result in results.values():
+        checked.warnings.update(c for c, _ in result.warnings)
+    for failure in failures:
+        if not failure.warned and said:
+            failure.warned = said[0][:300]
+    checked.failures = failures
+    checked.counts.update(counts)
+    return checked
+
+
+def _bridge(module, j, case, bridge, results, reference, checked) -> list:
+    """The failures of the bridge path ``bridge`` (judged against stock on a plain Tape of the same program; for a
+    rollout of `paths.ROLLOUT_STEPS` steps, against the body repeated as often)."""
+    stock = results[paths.STOCK]
+    if bridge == "rollout":
+        program = paths.repeated(case.program, paths.ROLLOUT_STEPS)
+        try:
+            reference = oracle.reference(program, case.thresholds, case.data, case.cotangents)
+        except oracle.Kinked:  # a kink met only by the second step: not a program the grammar vouches for
+            checked.counts["rollout kinked"] += 1
+            return []
+        stock = paths.run_tape(module, j, case, "stock", "plain", repeat=paths.ROLLOUT_STEPS)
+    result = paths.run_bridge(module, j, case, bridge)
+    checked.runs[f"zero_store/{bridge}"] += 1
+    checked.warnings.update(c for c, _ in result.warnings)
+    failures, _ = verdicts.judge(case, {paths.STOCK: stock, ("zero_store", bridge): result}, reference)
+    return [f for f in failures if f.path != paths.STOCK]
+
+
+__all__ = ["Checked", "check_batch", "check_program"]

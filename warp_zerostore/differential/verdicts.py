@@ -1,0 +1,152 @@
+"""The verdicts on one drawn program, from its paths' `Result`s and the reference.
+
+* **wrong** (per path): a forward value or a gradient off the reference (``fuzz.oracle.mismatch``'s tolerance),
+  or an error that is not a refusal by name of a mutation the program has (`programs.oracle` rule 5).
+* **worse than stock**: a package path wrong where stock Warp on a plain Tape is right. Always this package's
+  defect. The check Tape's gradients must also be bitwise the plain Tape's (`CHECK_DIFFERS` otherwise).
+* **check mode's own**, per variant: a **miss** (wrong on a plain Tape, right on the snapshot Tape or refused by
+  name there, and the check Tape reports no real hazard); a **false alarm** (a real hazard reported where the plain
+  Tape's gradient is right); the hazards reported on purpose with ``real=False`` are counted apart.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..testing.fuzz import oracle as kernel_oracle
+from .paths import STOCK
+
+#: The kind of a failure: the forward values, the gradients, an error (a crash), the check Tape's gradients not
+#: the plain Tape's, a check miss, a check false alarm.
+FORWARD, GRADIENT, CRASH, BUILD = "forward", "gradient", "crash", "build"
+CHECK_DIFFERS, MISS, FALSE_ALARM = "check differs", "check miss", "check false alarm"
+#: What a refusal by name of a mutation after record says (`tape.OverwriteError` of the snapshot Tape).
+REFUSAL = "mutated after record"
+
+
+@dataclass
+class Failure:
+    """One failure of one drawn program on one path (``(variant, tape or bridge)``)."""
+
+    case: object
+    path: tuple
+    kind: str
+    worst: float = float("inf")
+    array: str = ""
+    detail: str = ""
+    worse: bool = False  # a package path wrong where stock on a plain Tape is right
+    warned: str = ""  # a warning the package gave on this path (any time of its run)
+    got: dict = field(default_factory=dict)  # what the path gave, by array
+    expected: dict = field(default_factory=dict)  # the reference's, by array
+    stock: dict = field(default_factory=dict)  # stock on a plain Tape's, by array (for worse than stock)
+
+    @property
+    def variant(self) -> str:
+        return self.path[0]
+
+    @property
+    def tape(self) -> str:
+        return self.path[1]
+
+    def describe(self) -> str:
+        return f"{self.variant} on {self.tape}"
+
+
+#: Warnings that say the package knows a result may be off (by name): the Tape's and the replay's.
+PACKAGE_WARNINGS = ("OverwriteWarning", "ReplayWarning", "AdjointWarning")
+
+
+def package_warning(result) -> str:
+    return next((m for c, m in result.warnings if c in PACKAGE_WARNINGS), "")
+
+
+def refused(result, reference) -> bool:
+    """An error naming the mutation after record the program has (the snapshot Tape's ``OverwriteError``, a
+    rollout's ``CheckpointError``): a refusal by name, right where the program has one (`programs.oracle` rule 5)."""
+    named = REFUSAL in result.error or result.error_type == "CheckpointError"
+    return bool(result.error) and reference.mutated and named
+
+
+def compare(case, result, reference) -> tuple | None:
+    """``(kind, worst, array, got, expected)`` of ``result`` against the reference, or None when right."""
+    if result.error:
+        return None if refused(result, reference) else (CRASH, float("inf"), "", {}, {})
+    dtype = case.program.dtype
+    for kind, got, want in ((FORWARD, result.outputs, reference.outputs), (GRADIENT, result.grads, reference.grads)):
+        scores = {}
+        for name, expected in want.items():
+            actual = got[name]
+            if kind == GRADIENT:
+                mask = reference.compared[name]
+                if not mask.any():
+                    continue
+                actual, expected = actual[mask], expected[mask]
+                rounding = reference.rounding[name][mask]
+            else:
+                rounding = 0.0
+            scores[name] = kernel_oracle.mismatch(actual, expected, dtype, rounding)
+        if scores:
+            name = max(scores, key=scores.get)
+            if scores[name] > 1.0:
+                return kind, scores[name], name, got, want
+    return None
+
+
+def judge(case, results: dict, reference) -> tuple:
+    """The failures of one program (`Failure`s) and its check-mode counts ``{"miss": n, "false alarm": n,
+    "on purpose": n}`` (per variant, over its check Tape)."""
+    failures = []
+    stock = results.get(STOCK)
+    stock_right = stock is not None and compare(case, stock, reference) is None
+    for path, result in results.items():
+        found = compare(case, result, reference)
+        if found is None:
+            continue
+        kind, worst, array, got, want = found
+        failure = Failure(case, path, kind, worst, array, result.error, got=got, expected=want)
+        failure.warned = package_warning(result)
+        if path != STOCK and stock_right:
+            failure.worse, failure.stock = True, {**stock.outputs, **stock.grads}
+        failures.append(failure)
+    counts = {"miss": 0, "false alarm": 0, "on purpose": 0}
+    for variant in ("stock", "zero_store"):
+        plain, snapshot, check = (results.get((variant, t)) for t in ("plain", "snapshot", "check"))
+        if plain is None or check is None:
+            continue
+        if plain.ran and check.ran and not _same_gradients(plain, check):
+            failure = Failure(case, (variant, "check"), CHECK_DIFFERS, detail="the check Tape's gradients differ")
+            failure.worse, failure.got, failure.expected = True, check.grads, plain.grads
+            failures.append(failure)
+        plain_wrong = compare(case, plain, reference) is not None
+        snapshot_right = snapshot is not None and compare(case, snapshot, reference) is None
+        claims = check.real_claims()
+        counts["on purpose"] += len(check.on_purpose())
+        if plain_wrong and snapshot_right and not claims:
+            counts["miss"] += 1
+            failures.append(Failure(case, (variant, "check"), MISS, detail="wrong on a plain Tape, not reported"))
+        if claims and not plain_wrong:
+            counts["false alarm"] += 1
+            failure = Failure(case, (variant, "check"), FALSE_ALARM, detail=claims[0][2][:300])
+            failures.append(failure)
+    return failures, counts
+
+
+def _same_gradients(plain, check) -> bool:
+    return all(np.array_equal(plain.grads[n], check.grads[n], equal_nan=True) for n in plain.grads)
+
+
+__all__ = [
+    "BUILD",
+    "CHECK_DIFFERS",
+    "CRASH",
+    "FALSE_ALARM",
+    "FORWARD",
+    "Failure",
+    "GRADIENT",
+    "MISS",
+    "compare",
+    "judge",
+    "refused",
+]

@@ -1,0 +1,98 @@
+"""Failures of drawn launch sequences that are known, per Warp version (docs/known-issues.md: each with its repro).
+
+An entry matches a failure on one of its paths (``"variant:tape"``, ``"*"`` for any part) of its kind whose program
+uses at least the entry's constructs (`programs.shrink.constructs`). The kernel fuzzer's entries (``fuzz.known``)
+hold for the kernels of a program too: a program whose launched kernel holds a known trigger matches on the
+paths where that kernel's bug shows (a plain or check Tape for an in-place update; every Tape for an adjoint bug).
+A failure worse than stock, a check miss and a check false alarm never match: those are this package's.
+"""
+
+from __future__ import annotations
+
+import warp
+
+from ..known import ALL, KNOWN as KERNEL_KNOWN, SUPPORTED
+
+#: Where a kernel entry's variants show in a program: an in-place update is wrong on the Tapes that replay against
+#: memory as it is (plain, check, the PyTorch bridge); an adjoint bug on every Tape.
+_ON = {
+    "stock": ("stock:*",),
+    "zero_store": ("zero_store:*",),
+    "zero_store:plain": ("zero_store:plain", "zero_store:check", "zero_store:torch"),
+}
+UP_TO_1_16 = tuple(v for v in SUPPORTED if tuple(map(int, v.split("."))) < (1, 17))
+REPLAYED = ("*:plain", "*:check", "zero_store:torch")
+
+#: id -> (Warp versions, paths, kind, constructs).
+KNOWN = {
+    # Warp's Tape replays a launch's backward against memory as it is at backward(): a later launch (or a copy)
+    # that overwrites what an earlier launch read makes that launch's backward re-read the new values. The package's
+    # check Tape reports it as a stale read (or a mutation, for a copy) and the snapshot Tape restores it (launches)
+    # or refuses it by name (a copy).
+    "stale-read-across-launches": (ALL, REPLAYED, "gradient", ("overwrite after read (launches)",)),
+    # A step that is not a launch changes what a launch read, inside the Tape or after it (mutation after record):
+    # the launch's backward reads the new values. Check reports it; the snapshot Tape refuses it by name.
+    "mutated-by-fill-in-tape": (ALL, REPLAYED, "gradient", ("fill_",)),
+    "mutated-by-zero-in-tape": (ALL, REPLAYED, "gradient", ("zero_",)),
+    "mutated-by-assign-in-tape": (ALL, REPLAYED, "gradient", ("assign",)),
+    "mutated-after-the-tape-fill": (ALL, REPLAYED, "gradient", ("fill_ after the Tape",)),
+    "mutated-after-the-tape-zero": (ALL, REPLAYED, "gradient", ("zero_ after the Tape",)),
+    "mutated-after-the-tape-assign": (ALL, REPLAYED, "gradient", ("assign after the Tape",)),
+    "mutated-after-the-tape-copy": (ALL, REPLAYED, "gradient", ("copy after the Tape",)),
+    # A write the Tape cannot differentiate (fill_, zero_, assign in the Tape; a launch of an enable_backward=False
+    # kernel) over an element a recorded launch wrote: the gradient of that earlier value flows on (Warp's backward
+    # skips the write), on every Tape.
+    "untaped-write-over-a-recorded-write-fill": (ALL, ("*:*",), "gradient", ("fill_", "write after write (launches)")),
+    "untaped-write-over-a-recorded-write-zero": (ALL, ("*:*",), "gradient", ("write after write (launches)", "zero_")),
+    "untaped-write-over-a-recorded-write-assign": (ALL, ("*:*",), "gradient", ("assign", "write after write (launches)")),
+    "forward-only-write-over-a-recorded-write": (
+        ALL,
+        ("*:*",),
+        "gradient",
+        ("enable_backward=False", "write after write (launches)"),
+    ),
+    "module-forward-only-write-over-a-recorded-write": (
+        ALL,
+        ("*:*",),
+        "gradient",
+        ("module enable_backward=False", "write after write (launches)"),
+    ),
+    # wp.copy's adjoint up to warp-lang 1.16 copies dest.grad over src.grad (losing what src.grad held) and keeps
+    # dest.grad; flagged programs record copies under wpz.copy_zero_store(True), whose adjoint is right.
+    "copy-adjoint-overwrites-src-grad": (UP_TO_1_16, ("stock:*",), "gradient", ("copy",)),
+}
+
+
+def _kernel_entries():
+    for key, (versions, variants, kind, needed) in KERNEL_KNOWN.items():
+        paths = tuple(p for v in variants for p in _ON.get(v, ()))
+        if paths:
+            yield f"kernel:{key}", (versions, paths, kind, needed)
+
+
+ALL_KNOWN = {**KNOWN, **dict(_kernel_entries())}
+
+
+def _on(path: tuple, patterns) -> bool:
+    variant, tape = path
+    for pattern in patterns:
+        want_variant, want_tape = pattern.split(":")
+        if want_variant in ("*", variant) and want_tape in ("*", tape):
+            return True
+    return False
+
+
+def match(failure, labels, version: str | None = None) -> str:
+    """The id of the known issue ``failure`` (a ``differential.verdicts.Failure``) matches with its program's
+    ``labels`` on ``version`` (default: the installed Warp), or ""."""
+    if failure.worse or failure.kind in ("check miss", "check false alarm", "check differs"):
+        return ""
+    version = version or warp.config.version
+    labels = set(labels)
+    for key, (versions, paths, kind, needed) in ALL_KNOWN.items():
+        if version in versions and _on(failure.path, paths) and failure.kind == kind and set(needed) <= labels:
+            return key
+    return ""
+
+
+__all__ = ["ALL_KNOWN", "KNOWN", "match"]
