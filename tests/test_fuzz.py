@@ -822,7 +822,9 @@ def test_builtins2_are_drawn_and_only_when_named():
     base = {"float32", "float64", "vec3", "smooth", "kinks", "locals", "stores"}
     on = "\n".join(c.source() for c in campaign.draw(100, 3, base | {"builtins2"}))
     assert [text for text in BUILTINS2_SOURCE if text not in on] == []
-    off = "\n".join(c.source() for c in campaign.draw(30, 3, (base | set(FEATURES)) - {"builtins2", "static", "vec_builtins"}))
+    off = "\n".join(
+        c.source() for c in campaign.draw(30, 3, (base | set(FEATURES)) - {"builtins2", "static", "vec_builtins"})
+    )
     off = off.replace("wp.quat_from_axis_angle(wp.normalize(", "")  # feature "quat"'s safe axis, not builtins2's
     assert [text for text in BUILTINS2_SOURCE if text in off] == []
     assert "builtins2" in FEATURES and "builtins2" not in DEFAULT_FEATURES

@@ -622,6 +622,59 @@ def active_tape():
     return context.runtime.tape if getattr(context, "runtime", None) is not None else None
 
 
+class _WarningsLogger:
+    """A Warp logger (1.17+: ``warp.set_logger``) whose warnings are Python warnings; the rest goes to ``inner``."""
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    def debug(self, message: str) -> None:
+        self.inner.debug(message)
+
+    def info(self, message: str) -> None:
+        self.inner.info(message)
+
+    def warning(self, message: str, category=None, stacklevel: int = 1) -> None:
+        import warnings  # noqa: PLC0415
+
+        warnings.warn(message, category or UserWarning, stacklevel=stacklevel + 1)
+
+    def error(self, message: str) -> None:
+        self.inner.error(message)
+
+
+@contextlib.contextmanager
+def warp_warnings_as_warnings():
+    """Within the block, Warp's own warnings (``Running the tape backwards may produce incorrect gradients ...``)
+    are Python warnings, which ``warnings.catch_warnings(record=True)`` records, instead of lines Warp prints
+    itself: its logger's (``warp.set_logger``, 1.17+), else ``warp.utils.warn``, which prints through its own
+    ``showwarning`` (up to 1.16)."""
+    import warnings  # noqa: PLC0415
+
+    if hasattr(warp, "set_logger"):
+        previous = warp.get_logger()
+        warp.set_logger(_WarningsLogger(previous))
+        try:
+            yield
+        finally:
+            warp.set_logger(previous)
+        return
+    utils = sys.modules.get("warp._src.utils") or sys.modules.get("warp.utils")
+    original = getattr(utils, "warn", None)
+    if original is None:
+        yield
+        return
+
+    def warn(message, category=None, stacklevel=1, once=False):
+        warnings.warn(message, category or UserWarning, stacklevel=stacklevel + 1)
+
+    utils.warn = warn
+    try:
+        yield
+    finally:
+        utils.warn = original
+
+
 @contextlib.contextmanager
 def no_active_tape():
     """Run the body with no ``wp.Tape`` active, then restore the caller's Tape (if any).

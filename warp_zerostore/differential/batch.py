@@ -18,9 +18,7 @@ import warp
 from ..testing.fuzz import batch as kernel_batch
 from ..testing.fuzz.programs import printer
 
-HEADER = (
-    "import numpy as np\nimport warp as wp\n\nimport warp_zerostore as wpz\n\nwp.set_module_options({options!r})\n"
-)
+HEADER = "import numpy as np\nimport warp as wp\n\nimport warp_zerostore as wpz\n\nwp.set_module_options({options!r})\n"
 
 _counter = itertools.count()
 

@@ -59,6 +59,4 @@ def run_jax(module, j: int, case, result: Result) -> None:
     cot = {x.name: np.reshape(case.cotangents[x.name], x.shape(program.launch)) for x in program.arrays}
     grads = pull_back(tuple(jnp.asarray(cot[n], dtype=final[n].dtype) for n in in_out))
     result.outputs = {n: flat(program, n, np.asarray(final[n])) for n in names}
-    result.grads = {
-        n: flat(program, n, np.asarray(g) + (0.0 if n in in_out else cot[n])) for n, g in zip(names, grads)
-    }
+    result.grads = {n: flat(program, n, np.asarray(g) + (0.0 if n in in_out else cot[n])) for n, g in zip(names, grads)}

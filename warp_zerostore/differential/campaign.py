@@ -20,6 +20,7 @@ import warp
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
 
+from .. import _compat
 from ..testing.fuzz.programs import grammar
 from ..testing.fuzz.programs import known as program_known
 from ..testing.fuzz.programs.nodes import Launch
@@ -32,25 +33,26 @@ CHECK_KINDS = (verdicts.MISS, verdicts.FALSE_ALARM, verdicts.CHECK_DIFFERS)
 
 @dataclass
 class Finding:
+    """A class of failures: one path, kind and verdict, filed by the constructs of its (shrunk) program; a known,
+    warned or counted-apart one by its reason instead (``key``), unshrunk."""
+
     path: tuple
     kind: str
     constructs: tuple
-    failure: object  # the shrunk verdicts.Failure
+    failure: object  # the (shrunk) verdicts.Failure
     count: int = 1
     repro_path: str = ""
     known: str = ""
-    warned: bool = False
+    warned: str = ""  # what the package said, by its first words ("read before and after write")
     worse: bool = False
+    key: str = ""  # for an explained finding: its known id, "warned: ...", or "check false alarm"
+    also: set = field(default_factory=set)  # other paths of the same programs that failed with it (same cause)
 
     @property
     def explained(self) -> bool:
         """Known, a check false alarm (counted apart), or warned (never a worse-than-stock plain Tape, a miss or a
         check Tape off the plain Tape's gradients)."""
-        if self.kind == verdicts.FALSE_ALARM:
-            return True
-        if self.kind in (verdicts.MISS, verdicts.CHECK_DIFFERS):
-            return False
-        return bool(self.known) or (self.warned and not (self.worse and self.path[1] == "plain"))
+        return bool(self.key)
 
     @property
     def status(self) -> str:
@@ -64,8 +66,24 @@ class Finding:
 
     @property
     def label(self) -> str:
-        """The finding's class: its known id, else its kind and constructs."""
-        return self.known or f"{self.kind}: {', '.join(self.constructs)}"
+        """The finding's class: its known id or reason, else its kind and constructs."""
+        return self.key or f"{self.kind}: {', '.join(self.constructs)}"
+
+
+def explanation(failure, labels) -> str:
+    """Why ``failure`` is not this campaign's to shrink: its known id, a check false alarm (counted apart), or the
+    package's warning (never for a plain Tape worse than stock, a check miss, a check Tape off the plain Tape's
+    gradients); "" when it is to be shrunk and filed by its constructs."""
+    if failure.kind == verdicts.FALSE_ALARM:
+        return "check false alarm"
+    if failure.kind in (verdicts.MISS, verdicts.CHECK_DIFFERS):
+        return ""
+    found = program_known.match(failure, labels)
+    if found:
+        return found
+    if failure.warned and not (failure.worse and failure.tape == "plain"):
+        return "warned: " + failure.warned.split(":")[0][:60]
+    return ""
 
 
 @dataclass
@@ -97,7 +115,11 @@ def draw(count: int, seed: int, features=None) -> list:
 
     @hypothesis_seed(seed)
     @settings(
-        max_examples=count, database=None, deadline=None, phases=[Phase.generate], suppress_health_check=list(HealthCheck)
+        max_examples=count,
+        database=None,
+        deadline=None,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
     )
     @given(grammar.programs(features))
     def collect(case):
@@ -107,13 +129,14 @@ def draw(count: int, seed: int, features=None) -> list:
     return found
 
 
-def matches(finding: Finding, failure, labels) -> bool:
-    return (
-        finding.path == failure.path
-        and finding.kind == failure.kind
-        and finding.worse == failure.worse
-        and set(finding.constructs) <= set(labels)
-    )
+def matches(finding: Finding, failure, labels, reason: str = "") -> bool:
+    """``failure`` counts toward ``finding``: same path, kind and verdict, and the same reason (an explained one) or
+    a program holding the finding's constructs."""
+    if (finding.path, finding.kind, finding.worse) != (failure.path, failure.kind, failure.worse):
+        return False
+    if finding.key or reason:
+        return finding.key == reason
+    return set(finding.constructs) <= set(labels)
 
 
 #: Which failure of a program is shrunk: worse than stock first, then check's own, then the package's paths.
@@ -136,12 +159,12 @@ def run(
 ) -> Summary:
     """Fuzz for ``minutes`` (or ``max_batches``); one repro per distinct failure into ``out``. Every warning is
     recorded into the summary (`Summary.warnings`), none printed."""
-    warp.config.quiet = True
+    quiet()
     summary = Summary(version=warp.config.version, seed=seed)
     start = time.monotonic()
     deadline = start + 60.0 * minutes
     index = 0
-    with warnings.catch_warnings(record=True) as stray:
+    with _compat.warp_warnings_as_warnings(), warnings.catch_warnings(record=True) as stray:
         warnings.simplefilter("always")
         while time.monotonic() < deadline and (max_batches is None or index < max_batches):
             cases = draw(batch_size, seed * 100003 + index, features)
@@ -153,7 +176,7 @@ def run(
             by_case = collections.defaultdict(list)
             for failure in checked.failures:
                 by_case[id(failure.case)].append(failure)
-            for j, case in enumerate(cases):
+            for case in cases:
                 summary.programs += 1
                 summary.launches += sum(isinstance(s, Launch) for s in case.program.body)
                 group = by_case.get(id(case), [])
@@ -167,35 +190,51 @@ def run(
     return summary
 
 
+def quiet() -> None:
+    """No module-load lines: ``quiet`` up to warp-lang 1.18, ``log_level`` from 1.19 (as the command line sets)."""
+    warp.config.quiet = True
+    if hasattr(warp.config, "log_level") and hasattr(warp, "LOG_WARNING"):
+        warp.config.log_level = warp.LOG_WARNING
+
+
 def _file_group(summary: Summary, group: list, out, rounds: int, log) -> None:
+    """One program's failures: each explained one counts toward (or opens) the finding of its reason, unshrunk;
+    the others are shrunk once (the most telling of them) and filed by the shrunk program's constructs, the rest
+    of them counted with it (the same program: most likely the same cause)."""
     labels = constructs(group[0].case.program)
-    if all(any(matches(f, failure, labels) for f in summary.findings) for failure in group):
-        for failure in group:
-            next(f for f in summary.findings if matches(f, failure, labels)).count += 1
-        return
-    primary = min(group, key=_priority)
-    small = shrink.shrink(primary, rounds=rounds, log=log) if rounds else primary
-    _file(summary, small, out)
+    pending = []
     for failure in group:
-        if failure is not primary and not any(matches(f, failure, labels) for f in summary.findings):
-            _file(summary, failure, out)
-
-
-def _file(summary: Summary, failure, out) -> None:
-    labels = constructs(failure.case.program)
-    key = (failure.path, failure.kind, failure.worse, labels)
-    for finding in summary.findings:
-        if (finding.path, finding.kind, finding.worse, finding.constructs) == key:
+        reason = explanation(failure, labels)
+        finding = next((f for f in summary.findings if matches(f, failure, labels, reason)), None)
+        if finding is not None:
             finding.count += 1
-            return
+        elif reason:
+            _file(summary, failure, out, labels, reason)
+        else:
+            pending.append(failure)
+    if not pending:
+        return
+    primary = min(pending, key=_priority)
+    small = shrink.shrink(primary, rounds=rounds, log=log) if rounds else primary
+    finding = _file(summary, small, out, constructs(small.case.program), "")
+    finding.also |= {f"{f.path[0]} on {f.path[1]} ({f.kind})" for f in pending if f is not primary}
+
+
+def _file(summary: Summary, failure, out, labels, reason: str) -> Finding:
+    """The finding ``failure`` opens (or counts toward, when one of its constructs and verdict exists)."""
+    for finding in summary.findings:
+        if matches(finding, failure, labels, reason) and (reason or finding.constructs == labels):
+            finding.count += 1
+            return finding
     finding = Finding(
         failure.path,
         failure.kind,
         labels,
         failure,
         known=program_known.match(failure, labels),
-        warned=bool(failure.warned),
+        warned=failure.warned,
         worse=failure.worse,
+        key=reason,
     )
     summary.first.setdefault(finding.label, summary.programs)
     if out is not None:
@@ -207,14 +246,18 @@ def _file(summary: Summary, failure, out) -> None:
         with open(finding.repro_path, "w") as f:
             f.write(repro.script(failure, ", ".join(labels)))
     summary.findings.append(finding)
+    return finding
 
 
 def table(summary: Summary) -> str:
     """The findings as a text table, then the counts: programs, rates, check mode's verdicts, warnings collected."""
-    rows = [("path", "kind", "count", "status", "constructs", "repro")]
+    rows = [("path", "kind", "count", "status", "constructs (shrunk; for a known one, its first program's)", "repro")]
     for f in summary.findings:
         path = f"{f.path[0]} on {f.path[1]}"
-        rows.append((path, f.kind, str(f.count), f.status, ", ".join(f.constructs), f.repro_path or "-"))
+        what = ", ".join(f.constructs) if not f.key else f"{f.key}" + (f" [{f.warned[:80]}]" if f.warned else "")
+        if f.also:
+            what += f" (with: {'; '.join(sorted(f.also))})"
+        rows.append((path, f.kind, str(f.count), f.status, what, f.repro_path or "-"))
     widths = [max(len(r[k]) for r in rows) for k in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
     lines.insert(1, "-" * len(lines[0]))
@@ -257,7 +300,7 @@ def as_json(summary: Summary) -> dict:
                 "class": f.label,
                 "status": f.status,
                 "worse_than_stock": f.worse,
-                "warned": f.warned,
+                "warned": bool(f.warned),
                 "known": f.known,
                 "constructs": list(f.constructs),
                 "count": f.count,

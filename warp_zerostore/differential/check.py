@@ -13,6 +13,7 @@ import tempfile
 import warnings
 from dataclasses import dataclass, field
 
+from .. import _compat
 from ..testing.fuzz import batch as kernel_batch
 from ..testing.fuzz.programs import oracle
 from . import batch, paths, verdicts
@@ -29,7 +30,7 @@ class Checked:
     warnings: collections.Counter = field(default_factory=collections.Counter)
     programs: int = 0
 
-    def add(self, other: "Checked") -> None:
+    def add(self, other: Checked) -> None:
         self.failures += other.failures
         self.counts += other.counts
         self.runs += other.runs
@@ -47,21 +48,26 @@ def check_batch(
     workdir = tempfile.mkdtemp(prefix="warp_zerostore_programs_")
     checked = Checked()
     try:
-        chunks = batch.chunks_of(cases, parts)
-        with warnings.catch_warnings(record=True) as built:
-            warnings.simplefilter("always")
-            modules = batch.build(chunks, workdir)
-        checked.warnings.update(w.category.__name__ for w in built)
-        for (chunk, indices, backward), module in zip(chunks, modules):
-            if isinstance(module, Exception):
-                checked.add(_bisect(chunk, indices, backward, workdir, bridge_every, tape_paths, bridges))
-                continue
-            for j, case in zip(indices, chunk):
-                said = [str(w.message) for w in built if f"'p{j}_k" in str(w.message)]
-                checked.add(check_program(module, j, case, bridge_every, tape_paths, said, bridges))
-        return checked
+        with _compat.warp_warnings_as_warnings():  # Warp's own warnings recorded with the rest, never printed
+            return _check_chunks(cases, parts, workdir, checked, bridge_every, tape_paths, bridges)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _check_chunks(cases, parts, workdir, checked, bridge_every, tape_paths, bridges) -> Checked:
+    chunks = batch.chunks_of(cases, parts)
+    with warnings.catch_warnings(record=True) as built:
+        warnings.simplefilter("always")
+        modules = batch.build(chunks, workdir)
+    checked.warnings.update(w.category.__name__ for w in built)
+    for (chunk, indices, backward), module in zip(chunks, modules):
+        if isinstance(module, Exception):
+            checked.add(_bisect(chunk, indices, backward, workdir, bridge_every, tape_paths, bridges))
+            continue
+        for j, case in zip(indices, chunk):
+            said = [str(w.message) for w in built if f"'p{j}_k" in str(w.message)]
+            checked.add(check_program(module, j, case, bridge_every, tape_paths, said, bridges))
+    return checked
 
 
 def _bisect(cases, indices, backward, workdir, bridge_every, tape_paths, bridges=None) -> Checked:

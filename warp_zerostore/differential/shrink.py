@@ -5,7 +5,7 @@ kept, until none does or the rounds are spent."""
 from __future__ import annotations
 
 from ..testing.fuzz.programs.grammar import with_program
-from ..testing.fuzz.programs.shrink import MAX_CANDIDATES, candidates, size
+from ..testing.fuzz.programs.shrink import MAX_CANDIDATES, candidates, normalized, size
 from . import check, paths, verdicts
 
 
@@ -14,18 +14,20 @@ def fails_like(found, failure) -> bool:
     return found.path == failure.path and found.kind == failure.kind and (found.worse or not failure.worse)
 
 
-def shrink(failure, *, rounds: int = 8, log=None) -> "verdicts.Failure":
+def shrink(failure, *, rounds: int = 8, log=None) -> verdicts.Failure:
     """The smallest failure found that fails like ``failure`` (only the paths it needs are run each round)."""
     best = failure
     tape_paths = tuple(p for p in paths.TAPE_PATHS if p in (paths.STOCK, failure.path, (failure.variant, "plain")))
     tape_paths += tuple(
-        (failure.variant, t) for t in ("snapshot", "check") if failure.tape == "check" and (failure.variant, t) not in tape_paths
+        (failure.variant, t)
+        for t in ("snapshot", "check")
+        if failure.tape == "check" and (failure.variant, t) not in tape_paths
     )
     bridge = failure.tape if failure.tape in paths.BRIDGES else ""
     for _ in range(rounds):
         program = best.case.program
         seen, cases = {program}, []
-        for candidate in sorted(candidates(program), key=size):
+        for candidate in sorted((normalized(c) for c in candidates(program)), key=size):
             if candidate in seen or size(candidate) >= size(program):
                 continue
             seen.add(candidate)

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import warp
 
-from ..known import ALL, KNOWN as KERNEL_KNOWN, SUPPORTED
+from ..known import ALL, SUPPORTED
+from ..known import KNOWN as KERNEL_KNOWN
 
 #: Where a kernel entry's variants show in a program: an in-place update is wrong on the Tapes that replay against
 #: memory as it is (plain, check, the PyTorch bridge); an adjoint bug on every Tape.
@@ -22,6 +23,7 @@ _ON = {
 }
 UP_TO_1_16 = tuple(v for v in SUPPORTED if tuple(map(int, v.split("."))) < (1, 17))
 REPLAYED = ("*:plain", "*:check", "zero_store:torch")
+FROM_1_15 = tuple(v for v in SUPPORTED if tuple(map(int, v.split("."))) >= (1, 15))
 
 #: id -> (Warp versions, paths, kind, constructs).
 KNOWN = {
@@ -44,7 +46,12 @@ KNOWN = {
     # skips the write), on every Tape.
     "untaped-write-over-a-recorded-write-fill": (ALL, ("*:*",), "gradient", ("fill_", "write after write (launches)")),
     "untaped-write-over-a-recorded-write-zero": (ALL, ("*:*",), "gradient", ("write after write (launches)", "zero_")),
-    "untaped-write-over-a-recorded-write-assign": (ALL, ("*:*",), "gradient", ("assign", "write after write (launches)")),
+    "untaped-write-over-a-recorded-write-assign": (
+        ALL,
+        ("*:*",),
+        "gradient",
+        ("assign", "write after write (launches)"),
+    ),
     "forward-only-write-over-a-recorded-write": (
         ALL,
         ("*:*",),
@@ -60,6 +67,10 @@ KNOWN = {
     # wp.copy's adjoint up to warp-lang 1.16 copies dest.grad over src.grad (losing what src.grad held) and keeps
     # dest.grad; flagged programs record copies under wpz.copy_zero_store(True), whose adjoint is right.
     "copy-adjoint-overwrites-src-grad": (UP_TO_1_16, ("stock:*",), "gradient", ("copy",)),
+    # a valid kernel Warp >= 1.15 cannot build: ``s.y[i] *= v`` (or ``/=``) on an array field of a @wp.struct
+    # argument ("Couldn't find function overload for 'indexref'", 'extract' from 1.18); 1.9.1-1.14.0 build it.
+    "struct-array-scale-build-error": (FROM_1_15, ("*:*",), "build", ("mulstore through a struct",)),
+    "struct-array-divide-build-error": (FROM_1_15, ("*:*",), "build", ("divstore through a struct",)),
 }
 
 

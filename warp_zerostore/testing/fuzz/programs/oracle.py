@@ -42,7 +42,7 @@ class Run:
 
     outputs: dict
     sites: dict
-    trace: "Trace"
+    trace: Trace
 
 
 @dataclass

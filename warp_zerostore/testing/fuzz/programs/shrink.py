@@ -77,14 +77,21 @@ def constructs(program: Program) -> tuple:
     launched = sorted({s.kernel for s in program.steps() if isinstance(s, Launch)})
     for m in launched:
         kernel = program.kernels[m]
-        labels |= set(kernel_constructs(kernel.program))
+        inner = set(kernel_constructs(kernel.program))
+        labels |= inner
         if kernel.held:
             labels.add("array in a struct")
+            if "y" in kernel.held:  # a store form applied to s.y[i]: how Warp's codegen takes a struct's array
+                labels |= {f"{label} through a struct" for label in inner & {"mulstore", "divstore", "augstore"}}
         if not program.differentiated(m):
             labels.add("module enable_backward=False" if kernel.backward is None else "enable_backward=False")
         elif kernel.backward is True and not program.module_backward:
             labels.add("enable_backward=True in a forward-only module")
-    for where, steps in (("before the Tape", program.setup), ("in the Tape", program.body), ("after the Tape", program.after)):
+    for where, steps in (
+        ("before the Tape", program.setup),
+        ("in the Tape", program.body),
+        ("after the Tape", program.after),
+    ):
         for step in steps:
             labels.add(_step_label(step, where))
             if isinstance(step, Copy) and (step.count < THREADS or step.dest_offset or step.src_offset):
@@ -99,7 +106,9 @@ def constructs(program: Program) -> tuple:
     if any(a.retain_grad for a in program.arrays):
         labels.add("retain_grad")
     labels |= _relations(program)
-    callers = {m: {n.helper for n in iter_nodes(program.kernels[m].program.body) if isinstance(n, Call)} for m in launched}
+    callers = {
+        m: {n.helper for n in iter_nodes(program.kernels[m].program.body) if isinstance(n, Call)} for m in launched
+    }
     forward_only = set().union(*(callers[m] for m in launched if not program.differentiated(m)))
     differentiated = set().union(*(callers[m] for m in launched if program.differentiated(m)))
     if forward_only & differentiated:
@@ -131,7 +140,19 @@ def _relations(program: Program) -> set:
 
 
 def candidates(program: Program):
-    """Every one-step simplification of ``program`` (not all of them smaller: the shrinker keeps smaller ones)."""
+    """Every one-step simplification of ``program`` (not all of them smaller: the shrinker keeps smaller ones): big
+    steps first (one launch alone, no step but launches, every option off), then one thing at a time."""
+    launches = [s for s in program.body if isinstance(s, Launch)]
+    if len(program.body) > 1:
+        for launch in launches:
+            yield dataclasses.replace(program, body=(launch,), setup=(), after=())
+        if len(launches) < len(program.body):
+            yield dataclasses.replace(program, body=tuple(launches))
+    plain = tuple(dataclasses.replace(k, held=(), backward=None) for k in program.kernels)
+    if plain != program.kernels or not program.module_backward:
+        yield dataclasses.replace(program, kernels=plain, module_backward=True)
+    if program.setup or program.after:
+        yield dataclasses.replace(program, setup=(), after=())
     for field in ("setup", "body", "after"):
         steps = getattr(program, field)
         for k in range(len(steps)):
@@ -193,6 +214,14 @@ def _unaliased(program: Program, field: str, k: int, step: Launch):
                 yield dataclasses.replace(program, **{field: steps[:k] + (launch,) + steps[k + 1 :]})
 
 
+def normalized(program: Program) -> Program:
+    """``program`` without the kernels no step launches (a shrunk build error keeps the kernel that fails)."""
+    launched = sorted({s.kernel for s in program.steps() if isinstance(s, Launch)})
+    if len(launched) == len(program.kernels):
+        return program
+    return next(_unused_dropped(program))
+
+
 def _unused_dropped(program: Program):
     """``program`` without the kernels no step launches, and without the arrays no step names."""
     launched = sorted({s.kernel for s in program.steps() if isinstance(s, Launch)})
@@ -228,4 +257,4 @@ def _unused_dropped(program: Program):
         yield dataclasses.replace(program, helpers=(), kernels=kernels)
 
 
-__all__ = ["MAX_CANDIDATES", "candidates", "constructs", "reads", "size", "writes"]
+__all__ = ["MAX_CANDIDATES", "candidates", "constructs", "normalized", "reads", "size", "writes"]
