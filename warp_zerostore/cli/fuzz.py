@@ -1,10 +1,14 @@
 """``python -m warp_zerostore fuzz``: fuzz Warp's autodiff with drawn kernels; exit 1 if anything failed (a
-failure worse than stock, this package's defect, included)."""
+failure worse than stock, this package's defect, included). With ``--programs``, drawn launch sequences on every
+path of the package (exit 1 on a failure neither known, warned nor counted apart); with ``--python``, that on
+several Warp versions, one table. Warnings are collected into the summary, never printed."""
 
 from __future__ import annotations
 
 import argparse
+import collections
 import json
+import warnings
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -29,19 +33,114 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         ),
     )
     parser.add_argument("--out", default="fuzz-repros", help="where repro scripts go (default ./fuzz-repros)")
-    parser.add_argument("--batch", type=int, default=64, help="kernels per Warp build (default 64)")
+    parser.add_argument(
+        "--batch", type=int, default=None, help="kernels per Warp build (default 64; --programs: programs, default 32)"
+    )
     parser.add_argument("--json", action="store_true", help="print the summary as JSON too")
+    programs = parser.add_argument_group(
+        "launch sequences (--programs: issue 31's program fuzzer, warp_zerostore.differential)"
+    )
+    programs.add_argument(
+        "--programs",
+        action="store_true",
+        help=(
+            "draw launch sequences (1-6 launches over shared arrays, copies, fill_/zero_/assign, options) and run "
+            "each stock and flagged on a plain, the snapshot and the check Tape, and sampled through the torch and "
+            "JAX bridges and a checkpointed rollout; --features then names program features"
+        ),
+    )
+    programs.add_argument(
+        "--bridges-every",
+        type=int,
+        default=4,
+        metavar="K",
+        help="run each bridge path (torch, JAX, rollout) on one program in K (default 4; 0: never)",
+    )
+    programs.add_argument(
+        "--shrink-rounds", type=int, default=8, help="rounds of shrinking per new failure (default 8; 0: none)"
+    )
+    programs.add_argument(
+        "--python",
+        nargs="+",
+        metavar="PYTHON",
+        help="run the program campaign under each of these interpreters (one per Warp version, e.g. the "
+        ".venv-warp-*/bin/python the Makefile's matrix builds), one after the other, and print one table",
+    )
+    programs.add_argument("--summary-file", help=argparse.SUPPRESS)
+    programs.add_argument("--quiet", action="store_true", help=argparse.SUPPRESS)
     parser.set_defaults(handler=_command)
     return parser
 
 
 def _command(args, parser) -> int:
+    if args.python:
+        return run_matrix(args)
+    if args.programs:
+        return run_programs(args)
     return run(args)
+
+
+def _program_arguments(args) -> list:
+    """The arguments a child campaign of `run_matrix` gets (its ``--out`` and summary file are its own)."""
+    found = ["--minutes", str(args.minutes), "--seed", str(args.seed), "--batch", str(args.batch or 32)]
+    found += ["--bridges-every", str(args.bridges_every), "--shrink-rounds", str(args.shrink_rounds)]
+    return found + (["--features", *args.features] if args.features else [])
+
+
+def run_programs(args) -> int:
+    from tqdm import tqdm  # noqa: PLC0415
+
+    from ..differential import campaign  # noqa: PLC0415  (needs hypothesis)
+    from ..testing.fuzz.programs import PROGRAM_FEATURES  # noqa: PLC0415
+
+    unknown = sorted(set(args.features or ()) - set(PROGRAM_FEATURES))
+    if unknown:
+        print(f"fuzz --programs: unknown features {unknown}; choose from {', '.join(PROGRAM_FEATURES)}.")
+        return 2
+    bar = tqdm(total=round(args.minutes * 60), unit="s", desc="fuzz programs", dynamic_ncols=True, disable=args.quiet)
+
+    def progress(summary, elapsed):
+        bar.n = min(bar.total, round(elapsed))
+        bar.set_postfix(programs=summary.programs, failures=len(summary.findings), new=len(summary.new))
+        bar.refresh()
+
+    summary = campaign.run(
+        minutes=args.minutes,
+        seed=args.seed,
+        features=args.features,
+        out=args.out,
+        batch_size=args.batch or 32,
+        shrink_rounds=args.shrink_rounds,
+        bridge_every=args.bridges_every,
+        progress=progress,
+    )
+    bar.close()
+    data = campaign.as_json(summary)
+    if args.summary_file:
+        with open(args.summary_file, "w") as f:
+            json.dump(data, f, indent=1)
+    if not args.quiet:
+        print(campaign.table(summary))
+    if args.json:
+        print(json.dumps(data))
+    return 1 if summary.new else 0
+
+
+def run_matrix(args) -> int:
+    from ..differential import matrix  # noqa: PLC0415
+
+    summaries = matrix.run_versions(args.python, _program_arguments(args), args.out)
+    print(matrix.table(summaries))
+    if args.json:
+        print(json.dumps(summaries))
+    new = any(not f["status"].islower() for s in summaries for f in s.get("findings", []) if "status" in f)
+    return 1 if new or any(s.get("error") for s in summaries) else 0
 
 
 def run(args) -> int:
     from tqdm import tqdm  # noqa: PLC0415  (the `test`/`checkpoint` extras carry it)
 
+    from .. import _compat  # noqa: PLC0415
     from ..testing.fuzz import FEATURES, campaign  # noqa: PLC0415  (needs hypothesis)
 
     unknown = sorted(set(args.features or ()) - set(FEATURES))
@@ -55,16 +154,21 @@ def run(args) -> int:
         bar.set_postfix(kernels=summary.kernels, failures=len(summary.findings))
         bar.refresh()
 
-    summary = campaign.run(
-        minutes=args.minutes,
-        seed=args.seed,
-        features=args.features,
-        out=args.out,
-        batch_size=args.batch,
-        progress=progress,
-    )
+    with _compat.warp_warnings_as_warnings(), warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")  # the package's and Warp's warnings go into the summary, not to stderr
+        summary = campaign.run(
+            minutes=args.minutes,
+            seed=args.seed,
+            features=args.features,
+            out=args.out,
+            batch_size=args.batch or 64,
+            progress=progress,
+        )
     bar.close()
     print(campaign.table(summary))
+    if said:
+        counts = collections.Counter(w.category.__name__ for w in said)
+        print("warnings collected (not printed): " + ", ".join(f"{n} {c}" for n, c in counts.most_common()))
     if args.json:
         print(
             json.dumps(

@@ -12,7 +12,7 @@ import numpy as np
 import warp
 
 from ..tape import Tape as PackageTape
-from .paths import Result, entry_arrays, flat, written
+from .runs import Result, entry_arrays, flat, written
 
 
 def run_torch(module, j: int, case, result: Result) -> None:

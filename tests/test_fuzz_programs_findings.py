@@ -1,0 +1,84 @@
+"""What the program fuzzer found (issue 31), each shrunk and cut down by hand, as tests: this package's defects as
+``xfail(strict=True)`` (with the reason; they turn into failures the day they are fixed, so the mark goes), and
+Warp's own as tests of the known table (``testing.fuzz.programs.known``), with repros under docs/repros/.
+"""
+
+import numpy as np
+import pytest
+
+import warp_zerostore as wp
+from warp_zerostore import _compat
+from warp_zerostore.testing.fuzz.programs.nodes import Array, Copy, Kernel, Launch, Program
+
+OLD_COMPONENTS = _compat.WARP_VERSION < (1, 14, 0)
+
+
+@wp.kernel(zero_store=True)
+def _store_a_load_in_a_component(y: wp.array(dtype=wp.float64), yv: wp.array(dtype=wp.vec3d)):
+    i = wp.tid()
+    yv[i].z = y[i]
+
+
+@wp.kernel(zero_store=True)
+def _store_a_local_in_a_component(y: wp.array(dtype=wp.float64), yv: wp.array(dtype=wp.vec3d)):
+    i = wp.tid()
+    a = y[i]
+    yv[i].z = a
+
+
+def _component_gradient(kernel, tape) -> list:
+    y = wp.array([0.5, 0.25], dtype=wp.float64, requires_grad=True)
+    yv = wp.zeros(2, dtype=wp.vec3d, requires_grad=True)
+    with tape:
+        wp.launch(kernel, dim=2, inputs=[y, yv])
+    tape.backward(grads={yv: wp.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], dtype=wp.vec3d)})
+    return y.grad.numpy().tolist()
+
+
+def test_a_flagged_component_store_of_a_local_has_its_gradient():
+    """The negative twin of the defect below: through a local, right on every version and Tape."""
+    for tape in (wp.Tape(), wp.Tape(snapshot=True)):
+        assert _component_gradient(_store_a_local_in_a_component, tape) == [3.0, 6.0]
+
+
+@pytest.mark.xfail(
+    OLD_COMPONENTS,
+    strict=True,
+    reason=(
+        "warp_zerostore defect (program fuzzer, docs/repros/zero_store_component_store_of_a_load.py): on warp-lang "
+        "<= 1.13 a zero_store=True kernel storing an array load straight into a component, yv[i].z = y[i], gives y "
+        "no gradient (codegen/hooks.py's component store adjoint; through a local it is right)"
+    ),
+)
+def test_a_flagged_component_store_of_a_load_has_its_gradient():
+    for tape in (wp.Tape(), wp.Tape(snapshot=True)):
+        assert _component_gradient(_store_a_load_in_a_component, tape) == [3.0, 6.0]
+
+
+def test_the_struct_array_scale_build_error_is_known_from_1_15():
+    """Warp >= 1.15 cannot build ``s.y[i] *= v`` on a @wp.struct's array field (docs/repros/
+    struct_array_scale_build.py); the program fuzzer files it as known there, as a new build error elsewhere."""
+    from warp_zerostore.differential.verdicts import Failure
+    from warp_zerostore.testing.fuzz.programs import known
+
+    labels = ("array in a struct", "mulstore", "mulstore through a struct")
+    failure = Failure(None, ("stock", "plain"), "build")
+    assert known.match(failure, labels, "1.15.0") == "struct-array-scale-build-error"
+    assert known.match(failure, labels, "1.14.0") == ""
+    assert known.match(failure, ("array in a struct", "mulstore"), "1.19.0") == ""  # *= on an array not held
+
+
+def test_copy_windows_are_row_major_and_their_reference_routes_the_gradient():
+    """The reference of ``wp.copy(dest, src, dest_offset=1, src_offset=2, count=2)`` on 2-D arrays (a window in
+    row-major order): what the program fuzzer compares Warp's copy adjoint with."""
+    from warp_zerostore.testing.fuzz.programs import oracle
+
+    arrays = (Array("s0", "f"), Array("s1", "f"), Array("v0", "v"), Array("v1", "v"), Array("c0", "acc"))
+    program = Program("float64", (2, 2), arrays, (), body=(Copy("s1", "s0", 1, 2, 2),))
+    data = {"s0": np.arange(4.0), "s1": np.full(4, 9.0), "v0": np.zeros((4, 3)), "v1": np.zeros((4, 3))}
+    data["c0"] = np.zeros(2)
+    cot = {k: np.ones_like(v) for k, v in data.items()}
+    ref = oracle.reference(program, {}, data, cot)
+    np.testing.assert_allclose(ref.outputs["s1"], [9.0, 2.0, 3.0, 9.0])
+    np.testing.assert_allclose(ref.grads["s0"], [1.0, 1.0, 2.0, 2.0], atol=1e-8)
+    assert Kernel and Launch
