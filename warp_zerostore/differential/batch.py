@@ -15,8 +15,11 @@ import traceback
 
 import warp
 
+from .. import _compat
+from ..tape import read_twin
 from ..testing.fuzz import batch as kernel_batch
 from ..testing.fuzz.programs import printer
+from ..testing.fuzz.programs.nodes import Launch
 
 HEADER = "import numpy as np\nimport warp as wp\n\nimport warp_zerostore as wpz\n\nwp.set_module_options({options!r})\n"
 
@@ -30,7 +33,7 @@ def module_source(cases, indices=None, backward: bool = True) -> str:
     options = dict(kernel_batch.build_options())
     if not backward:
         options["enable_backward"] = False
-    lines = [HEADER.format(options=options), kernel_batch.PREPARE]
+    lines = [HEADER.format(options=options)]
     for j, case in zip(indices, cases):
         lines += printer.definitions(case.program, case.thresholds, f"p{j}")
         lines += printer.host(case.program, case.thresholds, f"p{j}")
@@ -58,8 +61,25 @@ def write(cases, workdir: str, indices, backward: bool = True, twins: bool = Tru
     sys.modules[name] = module
     spec.loader.exec_module(module)
     if twins:
-        module.prepare_twins(module, kernels_of(module, cases, indices))
+        prepare_twins(module, cases, indices)
     return module
+
+
+def prepare_twins(module, cases, indices) -> None:
+    """Every kernel's read twin (the check and snapshot Tapes run one per launch), and the aliased variant of those
+    launched with one array under two parameters, built with the batch's module: one compile, not one each."""
+    aliased = set()
+    for j, case in zip(indices, cases):
+        for step in case.program.body:
+            if isinstance(step, Launch):
+                args = step.binding()
+                if args.get("x") == args.get("y") or ("yv" in args and args.get("xv") == args.get("yv")):
+                    aliased |= {printer.kernel_name(f"p{j}", step.kernel, v) for v in printer.VARIANTS}
+    with read_twin.built_into(module):
+        for kernel in kernels_of(module, cases, indices):
+            read_twin.twin(kernel)
+            if _compat.kernel_key(kernel) in aliased:
+                read_twin.twin(kernel, aliased=True)
 
 
 def build(chunks, workdir: str) -> list:

@@ -53,10 +53,11 @@ def run_jax(module, j: int, case, result: Result) -> None:
     )
     names = [x.name for x in program.arrays]
     primals = [jnp.asarray(a[n].numpy()) for n in names]
-    updated, pull_back = jax.vjp(lambda *xs: op(*xs), *primals)
-    updated = updated if isinstance(updated, tuple) else (updated,)
+    out, pull_back = jax.vjp(lambda *xs: op(*xs), *primals)
+    updated = out if isinstance(out, tuple) else (out,)
     final = {**dict(zip(names, primals)), **dict(zip(in_out, updated))}
     cot = {x.name: np.reshape(case.cotangents[x.name], x.shape(program.launch)) for x in program.arrays}
-    grads = pull_back(tuple(jnp.asarray(cot[n], dtype=final[n].dtype) for n in in_out))
+    seeds = tuple(jnp.asarray(cot[n], dtype=final[n].dtype) for n in in_out)
+    grads = pull_back(seeds if isinstance(out, tuple) else seeds[0])
     result.outputs = {n: flat(program, n, np.asarray(final[n])) for n in names}
     result.grads = {n: flat(program, n, np.asarray(g) + (0.0 if n in in_out else cot[n])) for n, g in zip(names, grads)}

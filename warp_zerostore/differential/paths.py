@@ -10,8 +10,10 @@ warnings are what it said. What a path gives is a `Result`.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib.util
+import io
 import warnings
 
 import warp
@@ -83,7 +85,8 @@ def applies(program: Program, bridge: str) -> str:
 def run_bridge(module, j: int, case, bridge: str) -> Result:
     """The flagged program through ``bridge``: "torch", "jax" or "rollout" (`applies` first)."""
     result = Result()
-    with warnings.catch_warnings(record=True) as seen:
+    printed = io.StringIO()  # Warp's FFI callback prints the traceback of an error inside a JAX op's backward
+    with warnings.catch_warnings(record=True) as seen, contextlib.redirect_stderr(printed):
         warnings.simplefilter("always")
         try:
             if bridge == "rollout":
@@ -95,6 +98,8 @@ def run_bridge(module, j: int, case, bridge: str) -> Result:
         except Exception as error:  # noqa: BLE001
             result.error, result.error_type = _short(error), type(error).__name__
     result.warnings = [(w.category.__name__, str(w.message)) for w in seen]
+    if printed.getvalue().strip():
+        result.warnings.append(("stderr", printed.getvalue().strip().splitlines()[-1][:300]))
     return result
 
 

@@ -36,6 +36,7 @@ from ..nodes import ACC, THREADS, Binary, Call, Load, Store
 from ..walk import iter_nodes, rebuild
 from . import oracle
 from .nodes import ALIASES, PARAMETER_KINDS, Array, Copy, Fill, Kernel, Launch, Program, SetData
+from .shrink import normalized
 
 #: What a kernel's body may use (passed to the kernel grammar), then the launch sequence's own constructs.
 KERNEL_FEATURES = (
@@ -144,15 +145,16 @@ def _program_cases(draw, features, dtypes, max_launches, max_kernels):
         )
     program = Program(dtype, launch, arrays, kernels, helpers=helper_list, module_backward=module_backward)
     body = []
-    for _ in range(min(max_launches, 1 + draw(_INDEX[3]) + draw(_INDEX[4]))):  # 1 to 6, 3.5 on average
+    count = 1 if draw(_INDEX[6]) == 1 else 2 + draw(_INDEX[2]) + draw(_INDEX[2]) + draw(_INDEX[3])  # 1 to 6
+    for _ in range(min(max_launches, count)):
         body.append(_launch(draw, features, program))
-        if has("copies") and draw(_INDEX[3]) == 0:
+        if has("copies") and draw(_INDEX[4]) == 1:
             body.append(_copy(draw, program))
-        if has("constant_writes") and draw(_INDEX[4]) == 0:
+        if has("constant_writes") and draw(_INDEX[5]) == 1:
             body.append(_constant_write(draw, program))
     setup = tuple(_between(draw, features, program) for _ in range(draw(_INDEX[3]))) if has("setup") else ()
-    after = (_between(draw, features, program),) if has("mutations") and draw(_INDEX[3]) == 0 else ()
-    program = dataclasses.replace(program, body=tuple(body), setup=setup, after=after)
+    after = (_between(draw, features, program),) if has("mutations") and draw(_INDEX[4]) == 1 else ()
+    program = normalized(dataclasses.replace(program, body=tuple(body), setup=setup, after=after))
     data = {a.name: _values(draw, a.flat_shape()) for a in arrays}
     cotangents = {a.name: _values(draw, a.flat_shape()) for a in arrays}
     placements = [draw(_INDEX[3]) for _ in range(8)]
@@ -170,8 +172,8 @@ def _program_cases(draw, features, dtypes, max_launches, max_kernels):
 
 def _arrays(draw, features) -> tuple:
     retain = "retain_grad" in features
-    scalars = tuple(Array(f"s{k}", "f", retain and draw(_INDEX[8]) == 0) for k in range(2 + draw(_INDEX[2])))
-    vectors = tuple(Array(f"v{k}", "v", retain and draw(_INDEX[8]) == 0) for k in range(2 + draw(_INDEX[2])))
+    scalars = tuple(Array(f"s{k}", "f", retain and draw(_INDEX[8]) == 3) for k in range(2 + draw(_INDEX[2])))
+    vectors = tuple(Array(f"v{k}", "v", retain and draw(_INDEX[8]) == 3) for k in range(2 + draw(_INDEX[2])))
     return scalars + vectors + (Array("c0", "acc"),)
 
 
@@ -183,9 +185,9 @@ def _kernel(draw, features, dtype, helper_list, launch) -> Kernel:
     if own:  # every load of x and xv at the thread's own element: x may then be y's array
         program = rebuild(program, lambda n: dataclasses.replace(n, offset=0) if _shifted_load(n) else n)
     program = number_sites(dataclasses.replace(program, launch=tuple(launch)))
-    backward = False if "forward_only" in features and draw(_INDEX[4]) == 0 else None
+    backward = False if "forward_only" in features and draw(_INDEX[4]) == 2 else None
     held = ()
-    if "struct_arrays" in features and draw(_INDEX[4]) == 0:
+    if "struct_arrays" in features and draw(_INDEX[4]) == 2:
         params = [p for p in PARAMETER_KINDS if p != "yv" or program.vec_out]
         held = tuple(sorted({_item(draw, tuple(params)) for _ in range(1 + draw(_INDEX[2]))}))
     return Kernel(program, backward, held, own)
