@@ -55,6 +55,61 @@ def test_a_flagged_component_store_of_a_load_has_its_gradient():
         assert _component_gradient(_store_a_load_in_a_component, tape) == [3.0, 6.0]
 
 
+@wp.kernel
+def _alias_update_then_read_stock(
+    xv: wp.array(dtype=wp.vec3d), y: wp.array(dtype=wp.float64), yv: wp.array(dtype=wp.vec3d)
+):
+    i = wp.tid()
+    yv[i] += yv[i]
+    y[i] += wp.dot(xv[i], yv[i])
+
+
+@wp.kernel(zero_store=True)
+def _alias_update_then_read(xv: wp.array(dtype=wp.vec3d), y: wp.array(dtype=wp.float64), yv: wp.array(dtype=wp.vec3d)):
+    i = wp.tid()
+    yv[i] += yv[i]
+    y[i] += wp.dot(xv[i], yv[i])
+
+
+V0 = np.array([[0.5, -0.25, 1.0], [0.75, 0.5, -1.0]])
+
+
+def _alias_gradient(kernel, tape) -> np.ndarray:
+    v = wp.array(V0, dtype=wp.vec3d, requires_grad=True)
+    y = wp.zeros(2, dtype=wp.float64, requires_grad=True)
+    with tape:
+        wp.launch(kernel, dim=2, inputs=[v, y, v])  # one array under two parameters
+    tape.backward(grads={y: wp.ones(2, dtype=wp.float64), v: wp.ones(2, dtype=wp.vec3d)})
+    return v.grad.numpy()
+
+
+def test_one_array_updated_through_one_parameter_and_read_through_another_is_right_stock_and_plain():
+    """The negative twins of the defect below: stock on every Tape, and the flagged kernel on a plain and a check
+    Tape, give 8 v + 2."""
+    for kernel in (_alias_update_then_read_stock, _alias_update_then_read):
+        for tape in (wp.Tape(), wp.Tape(check="warn")):
+            np.testing.assert_allclose(_alias_gradient(kernel, tape), 8 * V0 + 2)
+    np.testing.assert_allclose(_alias_gradient(_alias_update_then_read_stock, wp.Tape(snapshot=True)), 8 * V0 + 2)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "warp_zerostore defect, worse than stock (program fuzzer, docs/repros/zero_store_snapshot_alias_update_then_"
+        "read.py): on Tape(snapshot=True) a flagged kernel given one array as xv and yv, updating yv[i] then reading "
+        "xv[i], reads the restored pre-launch value in its PRE backward (the replay log follows the variable it "
+        "stored, not the other parameter): codegen/replay.py and the snapshot Tape's aliased launches"
+    ),
+)
+def test_one_array_updated_through_one_parameter_and_read_through_another_is_right_flagged_on_a_snapshot_tape():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = _alias_gradient(_alias_update_then_read, wp.Tape(snapshot=True))
+    np.testing.assert_allclose(got, 8 * V0 + 2)
+
+
 def test_the_struct_array_scale_build_error_is_known_from_1_15():
     """Warp >= 1.15 cannot build ``s.y[i] *= v`` on a @wp.struct's array field (docs/repros/
     struct_array_scale_build.py); the program fuzzer files it as known there, as a new build error elsewhere."""
