@@ -110,6 +110,43 @@ def test_one_array_updated_through_one_parameter_and_read_through_another_is_rig
     np.testing.assert_allclose(got, 8 * V0 + 2)
 
 
+@wp.kernel
+def _square(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+    i = wp.tid()
+    y[i] = x[i] * x[i]
+
+
+@wp.kernel(enable_backward=False)
+def _clear_forward_only(y: wp.array(dtype=float)):
+    i = wp.tid()
+    y[i] = 0.0
+
+
+@pytest.mark.xfail(
+    _compat.STOCK_STORE_ZEROES,
+    strict=True,
+    reason=(
+        "warp_zerostore check-mode defect (docs/repros/check_forward_only_overwrite_labelled_safe.py): from warp-lang "
+        "1.13 Tape(check=...) labels an overwrite by an enable_backward=False kernel real=False ('the later kernel "
+        "zeroes its store adjoints'), though that kernel's adjoint never runs and the gradient is wrong (tape/)"
+    ),
+)
+def test_an_overwrite_by_a_forward_only_kernel_is_reported_as_real():
+    import warnings
+
+    x = wp.array([0.5, -1.0], dtype=float, requires_grad=True)
+    y = wp.zeros(2, dtype=float, requires_grad=True)
+    tape = wp.Tape(check="warn")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with tape:
+            wp.launch(_square, dim=2, inputs=[x, y])
+            wp.launch(_clear_forward_only, dim=2, inputs=[y])
+        tape.backward(grads={y: wp.ones(2, dtype=float)})
+    assert x.grad.numpy().tolist() == [1.0, -2.0]  # every Tape: y's seed flows through the first launch
+    assert [(h.kind, h.real) for h in tape.hazards] == [("overwrite", True)]
+
+
 def test_the_struct_array_scale_build_error_is_known_from_1_15():
     """Warp >= 1.15 cannot build ``s.y[i] *= v`` on a @wp.struct's array field (docs/repros/
     struct_array_scale_build.py); the program fuzzer files it as known there, as a new build error elsewhere."""

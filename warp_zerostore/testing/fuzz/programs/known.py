@@ -22,6 +22,7 @@ _ON = {
     "zero_store:plain": ("zero_store:plain", "zero_store:check", "zero_store:torch"),
 }
 UP_TO_1_16 = tuple(v for v in SUPPORTED if tuple(map(int, v.split("."))) < (1, 17))
+UP_TO_1_14 = tuple(v for v in SUPPORTED if tuple(map(int, v.split("."))) < (1, 15))
 REPLAYED = ("*:plain", "*:check", "zero_store:torch")
 FROM_1_15 = tuple(v for v in SUPPORTED if tuple(map(int, v.split("."))) >= (1, 15))
 
@@ -67,6 +68,9 @@ KNOWN = {
     # wp.copy's adjoint up to warp-lang 1.16 copies dest.grad over src.grad (losing what src.grad held) and keeps
     # dest.grad; flagged programs record copies under wpz.copy_zero_store(True), whose adjoint is right.
     "copy-adjoint-overwrites-src-grad": (UP_TO_1_16, ("stock:*",), "gradient", ("copy",)),
+    # and up to warp-lang 1.14 it swaps a window's offsets: d.grad[dest_offset:] goes to s.grad[dest_offset:]
+    # (docs/repros/copy_adjoint.py; measured on every minor: 1.15.0 is right).
+    "copy-adjoint-window-offsets-swapped": (UP_TO_1_14, ("stock:*",), "gradient", ("copy window",)),
     # a valid kernel Warp >= 1.15 cannot build: ``s.y[i] *= v`` (or ``/=``) on an array field of a @wp.struct
     # argument ("Couldn't find function overload for 'indexref'", 'extract' from 1.18); 1.9.1-1.14.0 build it.
     "struct-array-scale-build-error": (FROM_1_15, ("*:*",), "build", ("mulstore through a struct",)),
