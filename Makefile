@@ -9,7 +9,7 @@ MATRIX ?= 1.9.1
 MINORS ?= 1.10.1 1.11.1 1.12.1 1.13.0 1.14.0 1.15.0 1.16.0 1.17.0 1.18.0
 FAST_TESTS ?= tests/test_store_forms.py tests/test_facade_identity.py tests/test_never_worse_than_stock.py \
 	tests/test_composite_slots.py tests/test_replay.py tests/test_seed.py tests/test_tape_safety.py \
-	tests/test_warp_suite_modules.py tests/test_demo.py tests/test_fuzz_launches.py
+	tests/test_warp_suite_modules.py tests/test_demo.py tests/test_fuzz_launches.py tests/test_fuzz_programs.py
 HYPOTHESIS_PROFILE ?= ci
 # .venv gets the PyTorch and JAX bridges' and Newton's dependencies too; the matrix venvs stay small (those
 # tests skip). The `test` extra carries checkpoint-schedules and tqdm, so checkpointing is tested on every version;
@@ -27,7 +27,7 @@ STAMP := $(VENV)/.installed-$(WARP)-$(subst $(comma),-,$(EXTRAS))
 # matrix venvs skip the lint (RUN_LINT=0): it does not depend on the Warp version.
 RUN_LINT ?= $(if $(filter 1.9.%,$(WARP)),0,1)
 
-.PHONY: install demo lint typecheck test test-fast test-matrix test-minors test-low-ends test-torch-low test-torch-high test-torch-range bench gpu-check test-warp-suite probe-versions docs wheel-check clean
+.PHONY: install demo lint typecheck test test-fast fuzz-matrix test-matrix test-minors test-low-ends test-torch-low test-torch-high test-torch-range bench gpu-check test-warp-suite probe-versions docs wheel-check clean
 
 $(STAMP): pyproject.toml $(CONSTRAINTS)
 	$(PYTHON) -m venv $(VENV)
@@ -60,8 +60,9 @@ endif
 
 # The fast suite: the flag on every store form, 1-D to 4-D launches through the facade (C++ byte-identical to
 # stock's, a shared kernel cache), the never-worse-than-stock paths (plain, snapshot and check Tapes), the seed
-# program, Tape checks, Warp's own gradient test modules importing, the demo, and a fixed-seed fuzzing campaign
-# with 1-D to 3-D launches (the flagged kernels through the facade).
+# program, Tape checks, Warp's own gradient test modules importing, the demo, a fixed-seed fuzzing campaign
+# with 1-D to 3-D launches (the flagged kernels through the facade), and the program fuzzer's fixed-seed campaign
+# (12 drawn launch sequences on every Tape path) with its references by hand.
 test-fast: install
 	$(BIN)/python -m pytest -q $(FAST_TESTS)
 
@@ -79,6 +80,16 @@ test-minors:
 		echo "=== warp-lang $$v (fast suite)"; \
 		$(MAKE) --no-print-directory test-fast VENV=.venv-warp-$$v WARP=$$v EXTRAS=test; \
 	done
+
+# The program fuzzer on every version the matrix builds (.venv-warp-*; venvs not built are skipped) and this
+# venv, one after the other, one table: version x finding class x (wrong stock, wrong flagged, warned, missed by
+# check). FUZZ_MINUTES per version (docs/testing.md, "Fuzzing whole programs").
+FUZZ_MINUTES ?= 5
+FUZZ_SEED ?= 1
+fuzz-matrix: install
+	$(BIN)/python -m warp_zerostore fuzz --programs --minutes $(FUZZ_MINUTES) --seed $(FUZZ_SEED) \
+		--out fuzz-program-repros --python $(wildcard $(foreach v,$(MATRIX) $(MINORS),.venv-warp-$(v)/bin/python)) \
+		$(BIN)/python
 
 # The stock behaviours _compat tells apart, measured on every supported minor (one JSON line each).
 probe-versions:
