@@ -438,3 +438,67 @@ def test_a_repro_script_runs_standalone_and_marks_the_wrong_gradient(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "s0.grad:" in done.stdout and "<-- WRONG" in done.stdout
     assert Const(1.0) is not None and MakeVec is not None and Component is not None
+
+
+# -- quiet output, the command line, the table of versions
+
+
+@wp.kernel(enable_backward=False)
+def _forward_only_double(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+    i = wp.tid()
+    y[i] = 2.0 * x[i]
+
+
+def test_warps_own_warnings_are_recorded_not_printed(capfd):
+    import warnings
+
+    from warp_zerostore import _compat
+
+    x = wp.array([1.0, 2.0], dtype=float, requires_grad=True)
+    y = wp.zeros(2, dtype=float, requires_grad=True)
+    capfd.readouterr()
+    with _compat.warp_warnings_as_warnings(), warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        tape = wp.Tape()
+        with tape:
+            wp.launch(_forward_only_double, dim=2, inputs=[x, y])
+        tape.backward(grads={y: wp.ones(2, dtype=float)})
+    printed = capfd.readouterr()
+    assert any("enable_backward=False" in str(w.message) for w in said)
+    assert "enable_backward" not in printed.out + printed.err
+
+
+def test_the_fuzz_command_names_an_unknown_program_feature(capsys):
+    from warp_zerostore.cli import main
+
+    assert main(["fuzz", "--programs", "--features", "stores", "teleport", "--minutes", "0"]) == 2
+    assert "unknown features ['teleport']" in capsys.readouterr().out
+
+
+def test_the_table_of_versions_counts_wrong_stock_flagged_warned_and_missed():
+    from warp_zerostore.differential import matrix
+
+    def finding(path, kind, count, cls, warned=False, worse=False):
+        return {"path": list(path), "kind": kind, "count": count, "class": cls, "warned": warned,
+                "worse_than_stock": worse, "status": cls}  # fmt: skip
+
+    summaries = [
+        {"version": "1.9.1", "programs": 10, "seconds": 60.0, "counts": {"miss": 1}, "findings": [
+            finding(("stock", "plain"), "gradient", 3, "copy-adjoint-overwrites-src-grad"),
+            finding(("zero_store", "snapshot"), "gradient", 2, "copy-adjoint-overwrites-src-grad", warned=True),
+            finding(("zero_store", "check"), "check miss", 1, "check miss: copy"),
+        ]},
+        {"version": "1.19.0", "programs": 12, "seconds": 60.0, "counts": {}, "findings": [
+            finding(("zero_store", "snapshot"), "gradient", 1, "gradient: aliased", worse=True),
+        ]},
+    ]  # fmt: skip
+    rows = {(v, c): n for v, c, n in matrix.rows(summaries)}
+    assert rows[("1.9.1", "copy-adjoint-overwrites-src-grad")] == {
+        "wrong stock": 3, "wrong flagged": 2, "warned": 2, "missed by check": 0
+    }  # fmt: skip
+    assert rows[("1.9.1", "check miss: copy")]["missed by check"] == 1
+    assert rows[("1.19.0", "WORSE THAN STOCK: gradient: aliased")]["wrong flagged"] == 1
+    text = matrix.table(summaries)
+    assert text.splitlines()[0].split() == ["warp-lang", "finding", "class", "wrong", "stock", "wrong", "flagged",
+                                            "warned", "missed", "by", "check"]  # fmt: skip
+    assert "warp-lang 1.9.1: 10 programs in 60 s; check mode: 1 misses" in text
