@@ -14,6 +14,9 @@ what                                 where it changed
 ===================================  =========================================================================
 internals                            1.9: ``warp.codegen``, ``warp.context``; 1.10+: ``warp._src.*``
 ``ModuleHasher.hash_kernel``         ``(kernel)``; 1.19: ``(kernel, grid_stride)``
+augmented ``a[i] op= v`` atomics     ``+=``, ``-=``; the bitwise ones from 1.10 (``ATOMIC_AUGMENTED_OPS``)
+a constant loop with ``continue``    dynamic up to 1.12; unrolled from 1.13 (``UNROLLS_LOOPS_WITH_CONTINUE``)
+a ternary ``a if c else b``          no adjoint on 1.12 (``TERNARY_WITHOUT_ADJOINT``)
 store adjoint in stock Warp          accumulates up to 1.12; zeroes from 1.13 (``STOCK_STORE_ZEROES``)
 ``retain_grad`` array flag           from 1.13 (``ARRAY_FLAG_RETAIN_GRAD``, ``HAS_RETAIN_GRAD``)
 component stores ``a[i].x = v``      ``address`` + ``indexref`` + ``store``: no gradient at all up to 1.13;
@@ -168,6 +171,12 @@ def is_atomic_augmented(op) -> bool:
 # Warp >= 1.13 zeroes in stock store adjoints.
 STOCK_STORE_ZEROES: bool = WARP_VERSION >= (1, 13, 0)
 
+# Warp >= 1.13 unrolls a constant-bound loop with ``continue``; before, such a loop is dynamic (``break`` always is).
+UNROLLS_LOOPS_WITH_CONTINUE: bool = WARP_VERSION >= (1, 13, 0)
+
+# Warp 1.12 gives a ternary ``a if c else b`` no adjoint (1.12.1 measured; 1.10 and 1.19 are right).
+TERNARY_WITHOUT_ADJOINT: bool = WARP_VERSION[:2] == (1, 12)
+
 
 # ============================================================================================================
 # Hook points: each place this package wraps, as (owner, attribute); reversible
@@ -188,6 +197,8 @@ HOOK_POINTS: dict[str, tuple[Any, str]] = {
     "codegen.codegen_snippet": (codegen, "codegen_snippet"),
     # whole-array stores: wp.copy / array.assign record `lambda: adj_copy(...)` on the Tape
     "Tape.record_func": (tape_module.Tape, "record_func"),
+    # where a backward runs: replay warnings for the memory each flagged kernel's backward sees
+    "Tape.backward": (tape_module.Tape, "backward"),
     "context.adj_copy": (context, "adj_copy"),
     # wp.copy copies src.grad into dest.grad in the forward pass by calling the module's own `copy` again
     "context.copy": (context, "copy"),
@@ -538,6 +549,12 @@ def is_kernel_launch(entry) -> bool:
 def launch_kernel(entry):
     """The kernel (the overload actually launched) of a recorded kernel launch."""
     return entry[0]
+
+
+def tape_kernels(tape) -> list:
+    """The kernels of a Tape's recorded kernel launches, in recording order (each once)."""
+    kernels = [entry[0] for entry in tape.launches if not callable(entry)]
+    return list({id(k): k for k in kernels}.values())
 
 
 def replace_launch_kernel(tape, index: int, kernel) -> None:

@@ -21,15 +21,10 @@ import dataclasses
 import logging
 
 from . import _compat
+from .builtin_facts import ACCUMULATING, READING, STORING, augmented_is_atomic
 
 _log = logging.getLogger(__name__)
 
-# Builtins that take an array and only accumulate into it (their adjoint reads no array value).
-_ACCUMULATING = {"atomic_add", "atomic_sub", "tile_atomic_add"}
-# Builtins that take an array and only read it.
-_READING = {"tile_load", "len", "tile_load_indexed"}
-# Builtins that take an array and only store into it.
-_STORING = {"tile_store", "tile_store_indexed"}
 # Array attributes that carry no element values (shared with the read twin, which must agree).
 METADATA_ATTRIBUTES = frozenset({"shape", "ndim", "strides", "size", "dtype", "ptr"})
 # How deep helpers calling helpers are followed before an argument counts as read and stored.
@@ -215,13 +210,13 @@ class _Visitor(ast.NodeVisitor):
                 access.reads_after_store |= inner.reads_after_store
                 access.helper_stores |= inner.writes
                 access.surely_writes |= inner.surely_writes
-            elif name in _ACCUMULATING:
+            elif name in ACCUMULATING:
                 self._note(label, access, store=True)
                 access.accumulates = access.surely_writes = True
-            elif name in _READING:
+            elif name in READING:
                 self._note(label, access, read=True)
                 access.reads = True
-            elif name in _STORING:
+            elif name in STORING:
                 self._note(label, access, store=True)
                 access.stores = access.surely_writes = True
             else:  # another builtin, or a helper whose source cannot be read: it may do anything with the array
@@ -280,7 +275,7 @@ class _Visitor(ast.NodeVisitor):
                 return
         if isinstance(outer.ctx, ast.Store):
             augmented = self.parents.get(outer)
-            if isinstance(augmented, ast.AugAssign) and not _compat.is_atomic_augmented(augmented.op):
+            if isinstance(augmented, ast.AugAssign) and not augmented_is_atomic(augmented.op):
                 # `a[i] *= v` is a load, then a store: a read of the element (which the store then overwrites)
                 self._note(label, access, read=True)
                 access.reads = True

@@ -187,3 +187,27 @@ def read_back_after_add(x: wp.array(dtype=wp.float64), y: wp.array(dtype=wp.floa
     y[i] = x[i]
     y[i] += x[i] * x[i]
     y[i] = y[i] * x[i]
+
+
+@wp.kernel(zero_store=True)
+def read_after_runtime_loop(
+    x: wp.array(dtype=wp.float64), y: wp.array(dtype=wp.float64), out: wp.array(dtype=wp.float64), n: int
+):
+    # y is stored in a runtime-bound loop and read after it: memory holds what the loop left (a plain Tape's
+    # backward reads it, exact); a backward against the launch's input would need the loop's stores (reported)
+    i = wp.tid()
+    for k in range(n):
+        y[i] = x[i] * wp.float64(k + 1)
+    out[i] = y[i] * y[i]
+
+
+@wp.kernel(zero_store=True)
+def read_after_runtime_loop_then_store(
+    x: wp.array(dtype=wp.float64), y: wp.array(dtype=wp.float64), out: wp.array(dtype=wp.float64), n: int
+):
+    # the same read, then y stored again: no memory holds what the read read, whatever the Tape (reported for both)
+    i = wp.tid()
+    for k in range(n):
+        y[i] = x[i] * wp.float64(k + 1)
+    out[i] = y[i] * y[i]
+    y[i] = wp.float64(1.0)

@@ -17,20 +17,16 @@ A module without a flagged kernel goes through all of this untouched: same hash,
 from __future__ import annotations
 
 import hashlib
-import itertools
-import json
 import logging
-import os
 import pathlib
 import sys
-import tempfile
 import threading
 import warnings
-import weakref
 
 from .. import _compat
 from ..options import effective_mode
-from . import adjoint_bugs, native, replay, store_rewrite
+from . import adjoint_bugs, native, replay, replay_records, store_rewrite
+from .pre_twin import replay_memory, warn_replay_issues
 
 _log = logging.getLogger(__name__)
 
@@ -77,7 +73,7 @@ def _wrap_hash_kernel(original):
         memory = replay_memory(kernel)
         salted = _salt(kernel_hash, mode, memory)
         if mode is True:
-            _remember_build(kernel, salted.hex(), warn=memory == replay.POST)
+            replay_records.remember_build(kernel, salted.hex())
             if memory == replay.POST:  # a PRE twin's build warns nothing its kernel's build has not
                 _warn_adjoint_bugs(kernel, salted.hex())
         unique = _compat.hasher_unique_kernels(self)
@@ -298,99 +294,15 @@ def _wrap_builder_codegen(original):
 
         start = source.index(plan.first_piece) if plan.first_piece else len(source)
         if plan.replay is not None:
-            _warn_replay_issues(plan)
+            for key, kernel in plan.replay_kernels.items():
+                replay_records.record(kernel, key, plan.kernel_locations.get(key, "?:0"), plan.replay.reports[key])
         return source[:start] + prelude + source[start:]
 
     return codegen
 
 
 # ------------------------------------------------------------------------------------------------------------
-# Replay issues (codegen/replay.py) per flagged kernel build, named by its salted hash: kept in memory and in a
-# small JSON file beside Warp's kernel cache, so that a build loaded from the cache warns again and the Tape
-# knows which kernels replay exactly.
-
-_BUILD_OF: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # kernel -> salted hash (hex)
-_ISSUES: dict = {}  # salted hash -> [{"message", "filename", "line"}]
-_PRE_DIFFERS: dict = {}  # salted hash -> whether the kernel's PRE backward differs from its POST one
-_WARNED: set = set()
-
-
-def _issues_file(build: str) -> pathlib.Path:
-    return pathlib.Path(warnings_dir()) / f"{build}.json"
-
-
-def warnings_dir() -> str:
-    cache = _compat.kernel_cache_dir()
-    return os.path.join(cache, "warp_zerostore", "replay") if cache else ""
-
-
-def _warn(records: list) -> None:
-    for r in records:
-        warnings.warn_explicit(replay.ReplayWarning(r["message"]), replay.ReplayWarning, r["filename"], r["line"])
-
-
-def _remember_build(kernel, build: str, warn: bool = True) -> None:
-    try:
-        _BUILD_OF[kernel] = build
-    except TypeError:
-        return
-    if build in _WARNED:
-        return
-    records = _ISSUES.get(build)
-    if records is None:
-        try:
-            if not warnings_dir():
-                return
-            saved = json.loads(_issues_file(build).read_text(encoding="utf-8"))
-            records, differs = saved["issues"], bool(saved["pre_differs"])
-        except (OSError, ValueError, KeyError, TypeError) as error:
-            _log.debug("no cached replay record for build %s (%s): code generation records and warns", build, error)
-            return  # not built yet: code generation records and warns
-        _ISSUES[build] = records
-        _PRE_DIFFERS[build] = differs
-    _WARNED.add(build)
-    if warn:
-        _warn(records)
-
-
-def _write_records(build: str, records: list, differs: bool) -> None:
-    """Atomically, in a folder only this user writes (Warp's kernel cache); a failure only costs the cached warning
-    (and a snapshot Tape then builds the PRE twin whether or not it differs)."""
-    if not warnings_dir():
-        return
-    try:
-        folder = pathlib.Path(warnings_dir())
-        folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump({"issues": records, "pre_differs": differs}, f)
-        os.replace(tmp, folder / f"{build}.json")
-    except OSError as error:
-        _log.info("replay record of build %s not cached (%s): a cached build will not warn again", build, error)
-
-
-def _warn_replay_issues(plan: _CodegenPlan) -> None:
-    """Record each generated zero_store=True kernel's replay issues and warn once per issue, at its store line."""
-    for key, kernel in plan.replay_kernels.items():
-        location = plan.kernel_locations.get(key, "?:0")
-        filename = location.rsplit(":", 1)[0]
-        records = [
-            {"message": i.message(f"kernel '{key}'", location), "filename": filename, "line": i.store_line}
-            for i in plan.replay.issues.get(key, [])
-        ]
-        differs = plan.replay.differs.get(key, True)
-        build = _BUILD_OF.get(kernel)
-        warn = replay_memory(kernel) == replay.POST
-        if build is not None:
-            _ISSUES[build] = records
-            _PRE_DIFFERS[build] = differs
-            _write_records(build, records, differs)
-            if build in _WARNED:
-                continue
-            _WARNED.add(build)
-        if warn:
-            _warn(records)
-
+# Warp's own wrong adjoints (adjoint_bugs), warned at build time: they are wrong whatever memory the backward sees
 
 _ADJOINT_WARNED: set = set()
 
@@ -415,56 +327,16 @@ def _warn_adjoint_bugs(kernel, build: str) -> None:
 
 
 # ------------------------------------------------------------------------------------------------------------
-# The PRE twin: a flagged kernel's backward for memory restored to what the launch read (codegen/replay.py)
-
-_PRE_OF: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # PRE twin -> None
-_TWIN_OF: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # kernel -> PRE twin (or None: none can be made)
-_TWIN_COUNT = itertools.count()  # twins' module names are unique: Warp names a build folder by module name and hash
+# Replay warnings where a backward runs: Warp's Tape.backward (the package's Tape calls it)
 
 
-def replay_memory(kernel) -> str:
-    """`replay.PRE` for a PRE twin, else `replay.POST`: what memory the kernel's generated backward expects."""
-    try:
-        return replay.PRE if kernel in _PRE_OF else replay.POST
-    except TypeError:
-        return replay.POST
+def _wrap_tape_backward(original):
+    def backward(tape, *args, **kwargs):
+        for kernel in _compat.tape_kernels(tape):
+            warn_replay_issues(kernel)
+        return original(tape, *args, **kwargs)
 
-
-def pre_backward(kernel):
-    """The kernel to launch the adjoint of when memory holds, for the arrays it reads back, what the launch read
-    (the snapshot Tape, a bridge handing in the pre-op values): ``kernel`` itself where its two backwards are the
-    same, a twin built apart (same function, options and mode, its own module and hash) where they differ, or None
-    where none can be built (a generic kernel's overload).
-
-    Example::
-
-        twin = pre_backward(k)  # k: a zero_store=True kernel that updates an element, then reads it
-    """
-    if effective_mode(kernel) is not True:
-        return kernel
-    build = _BUILD_OF.get(kernel)
-    if build is not None and not _PRE_DIFFERS.get(build, True):
-        return kernel
-    try:
-        cached = _TWIN_OF.get(kernel, _UNSET)
-    except TypeError:
-        return None
-    if cached is not _UNSET:
-        return cached
-    twin = _compat.kernel_copy_in_new_module(kernel, f"__zs_pre_{_compat.kernel_key(kernel)}_{next(_TWIN_COUNT)}")
-    if twin is not None:
-        _PRE_OF[twin] = None
-    _TWIN_OF[kernel] = twin
-    return twin
-
-
-def replays_exactly(kernel) -> bool:
-    """Whether ``kernel``'s backward replay reads what its forward read, its own stores included: a
-    ``zero_store=True`` kernel whose build reported no `warp_zerostore.ReplayWarning`."""
-    if effective_mode(kernel) is not True:
-        return False
-    build = _BUILD_OF.get(kernel)
-    return not _ISSUES.get(build) if build is not None else True
+    return backward
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -481,5 +353,6 @@ def install() -> None:
     _compat.wrap("codegen.codegen_kernel", _wrap_codegen_kernel)
     _compat.wrap("codegen.codegen_func", _wrap_function_codegen)
     _compat.wrap("codegen.codegen_snippet", _wrap_function_codegen)
+    _compat.wrap("Tape.backward", _wrap_tape_backward)
     if not _compat.HAS_SLOT_STORES:
         _compat.wrap("Adjoint.add_builtin_call", _wrap_add_builtin_call)

@@ -21,21 +21,14 @@ from __future__ import annotations
 import ast
 import dataclasses
 
-import warp
+from .. import _compat
+from ..builtin_facts import LINEAR
 
 #: Warp unrolls a constant ``range`` of up to this many iterations (its ``max_unroll`` default); a longer one is a
 #: dynamic loop. A module option can change it: the check assumes the default.
 MAX_UNROLL = 16
 
-#: Warp 1.13+ unrolls a constant loop with ``continue``; before, such a loop is dynamic. A ``break`` always is.
-_UNROLLS_CONTINUE = tuple(int(p) for p in warp.config.version.split(".")[:2]) > (1, 12)
 
-# Calls whose adjoint reads no argument's value (constructors, casts, copies, sums, accumulations, selections).
-_LINEAR_CALLS = frozenset(
-    {"vec2", "vec3", "vec4", "vector", "mat22", "mat33", "mat44", "matrix", "quat", "transform", "copy"}
-    | {"vec2f", "vec3f", "vec4f", "vec2d", "vec3d", "vec4d", "float16", "float32", "float64", "float", "int"}
-    | {"neg", "add", "sub", "atomic_add", "atomic_sub", "select", "where", "range", "static"}
-)
 PRODUCTS = (ast.Mult, ast.Div, ast.Pow, ast.MatMult, ast.Mod, ast.FloorDiv)
 
 
@@ -78,7 +71,7 @@ def is_dynamic(loop) -> bool:
     integer constants or is longer than `MAX_UNROLL`, or a loop with a ``break`` (before 1.13, a ``continue``)."""
     if isinstance(loop, ast.While):
         return True
-    early = (ast.Break,) if _UNROLLS_CONTINUE else (ast.Break, ast.Continue)
+    early = (ast.Break,) if _compat.UNROLLS_LOOPS_WITH_CONTINUE else (ast.Break, ast.Continue)
     if any(isinstance(jump, early) for jump, _ in own_jumps(loop.body)):
         return True  # Warp does not unroll a loop it could leave early
     it = loop.iter
@@ -118,7 +111,7 @@ def _value_uses(expr, names: set, constants: set, tests_right: frozenset = froze
     out = []
     for parent in ast.walk(expr):
         operands = []
-        if isinstance(parent, ast.Call) and call_name(parent) not in _LINEAR_CALLS:
+        if isinstance(parent, ast.Call) and call_name(parent) not in LINEAR:
             operands = list(parent.args) + [k.value for k in parent.keywords]
         elif isinstance(parent, ast.BinOp) and isinstance(parent.op, (ast.Mult, ast.MatMult)):
             # a * c reads a only for c's adjoint: none is needed when c is a constant

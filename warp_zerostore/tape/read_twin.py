@@ -54,6 +54,7 @@ from ..access import (
     is_truth_test,
     resolve_helper,
 )
+from ..builtin_facts import augmented_is_atomic, is_element_atomic
 from ..options import effective_mode
 from .data_flow import marks_depend_on_data
 
@@ -231,7 +232,7 @@ class _ReadMarker:
         label = target.value.id
         if label not in self.ndims or self.kinds[label] != READ_WRITE:
             return []
-        if label not in self.logged and _compat.is_atomic_augmented(statement.op):
+        if label not in self.logged and augmented_is_atomic(statement.op):
             return []
         index = _element_index(target, self.ndims[label])
         return [] if index is None else [_read_mark(label, index, READ_WRITE)]
@@ -260,7 +261,7 @@ class _ReadMarker:
         if not isinstance(node, ast.Call) or not node.args:
             return None
         name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
-        if not name.startswith("atomic_"):
+        if not is_element_atomic(name):
             return None
         target, prefix = node.args[0], []
         if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
@@ -293,8 +294,8 @@ class _ReadMarker:
 
     def _stores(self, statement) -> list:
         targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
-        # `x[i] += v` is an atomic accumulation (see `_compat.ATOMIC_AUGMENTED_OPS`), not a store over x[i]
-        stored = not (isinstance(statement, ast.AugAssign) and _compat.is_atomic_augmented(statement.op))
+        # `x[i] += v` is an atomic accumulation (`builtin_facts.augmented_is_atomic`), not a store over x[i]
+        stored = not (isinstance(statement, ast.AugAssign) and augmented_is_atomic(statement.op))
         marks = []
         for target in targets:
             for node in ast.walk(target):

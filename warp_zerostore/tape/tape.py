@@ -138,7 +138,8 @@ class Hazard:
         real: False for an overwrite whose later writer zeroes its store adjoints (kept, not warned about).
         elements: How many elements, where counted.
         cause: For a "read before and after write": ``""`` (one thread read an element before and after writing
-            it), ``"aliased"`` (one array under two parameters, with no read twin to order the reads) or
+            it), ``"aliased"`` (one array under two parameters, with no read twin to order the reads), ``"reads
+            unknown"`` (a thread may read what it wrote, through reads the read twin does not follow) or
             ``"helper store"`` (an unflagged kernel's ``@wp.func`` helper stores into it).
     """
 
@@ -194,6 +195,14 @@ class Hazard:
                 "so the snapshot's restore does not hold for the rest of that backward launch and the gradient "
                 "may be off. Decorate the kernel with @wp.kernel(zero_store=True) (its replay sends helper stores "
                 "to a log, never to memory), or store from the kernel itself."
+            )
+        if self.kind == REPLAY and self.cause == "reads unknown":
+            return (
+                f"read before and after write: in {self.writer.describe()}, a thread may read elements it wrote "
+                "earlier in the launch, and the Tape cannot tell which (a read it does not follow, e.g. a tile "
+                "load), so no snapshot can make both a read before the write and one after it right: the snapshot "
+                "restores the values written, which is what a plain Tape gives (right for reads after the write). "
+                "To be sure, write the result to a separate array."
             )
         if self.kind == REPLAY and self.cause == "aliased":
             return (
@@ -784,6 +793,15 @@ class Tape(_compat.WarpTape):
                 found.append(Hazard(REPLAY, writer=launch.site(use.label), elements=elements, cause="aliased"))
                 continue
             after = use.marks.after if use.reads_known() else None
+            if after is None and use.access.reads_after_store and not exact:
+                # A thread may read what it stored, and the twin cannot say which elements (a read through a tile,
+                # say): the pre-launch values would be wrong for those reads. Restore what the launch wrote (what
+                # a plain Tape gives), and say so.
+                read_values.append((use.array, _device_copy(use.array)))
+                inputs.append((use.array, use.saved))
+                self.snapshot_bytes += 2 * saved_bytes
+                found.append(Hazard(REPLAY, writer=launch.site(use.label), cause="reads unknown"))
+                continue
             if after is None or not _any(after):
                 read_values.append((use.array, use.saved))
                 self.snapshot_bytes += saved_bytes
