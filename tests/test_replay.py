@@ -353,3 +353,40 @@ def test_warps_own_tape_warns_too(device):
         wp.launch(k.carried_in_runtime_loop, dim=1, inputs=[x, y, 2], device=device)
     with pytest.warns(wp.ReplayWarning, match="carried_in_runtime_loop"):
         tape.backward(grads={y: wp.ones(1, dtype=wp.float64, device=device)})
+
+
+@pytest.mark.parametrize("tape_options", [{}, {"snapshot": True}], ids=["plain", "snapshot"])
+def test_a_helper_loop_reading_what_an_earlier_iteration_stored_is_exact_and_unwarned_where_memory_serves_it(
+    tape_options, device
+):
+    # y[k] = x[0] ... x[k] (Newton's forward kinematics shape): the read of y[parent] reads memory on a plain Tape,
+    # which holds what the forward stored there; the snapshot Tape runs that backward too (its PRE one is not exact)
+    xs = np.array([0.5, 1.5, -2.0, 0.7])
+    cot = np.array([1.0, 2.0, 3.0, 4.0])
+    prefix = np.cumprod(xs)
+    want = np.array([np.sum(cot[k:] * prefix[k:]) / xs[k] for k in range(4)])
+    replay_records.forget_warnings()
+    x = f64(xs, device)
+    y = wp.zeros(4, dtype=wp.float64, device=device, requires_grad=True)
+    tape = wp.Tape(**tape_options)
+    with tape:
+        wp.launch(k.helper_forward_kinematics, dim=1, inputs=[x, y, 4], device=device)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tape.backward(grads={y: f64(cot, device)})
+    np.testing.assert_allclose(x.grad.numpy(), want, rtol=1e-12)
+    assert replay_records.issues(k.helper_forward_kinematics, replay.POST) == []
+    assert len(replay_records.issues(k.helper_forward_kinematics, replay.PRE)) == 1
+    # negative twin: the array stored before the loop too, so the helper's log holds an entry older than the
+    # loop's stores, which the read then gets: wrong, and warned on both backwards
+    replay_records.forget_warnings()
+    y = wp.zeros(4, dtype=wp.float64, device=device, requires_grad=True)
+    x = f64(xs, device)
+    tape = wp.Tape(**tape_options)
+    with tape:
+        wp.launch(k.helper_scale_from_a_seed, dim=1, inputs=[x, y, 4], device=device)
+    with pytest.warns(wp.ReplayWarning, match="scale_in_place_from_a_seed"):
+        tape.backward(grads={y: f64(cot, device)})
+    assert not np.allclose(x.grad.numpy(), cot[0] * prefix[-1] / xs)  # d(prod x)/dx, which it does not give
+    for memory in replay.MEMORIES:
+        assert len(replay_records.issues(k.helper_scale_from_a_seed, memory)) == 1

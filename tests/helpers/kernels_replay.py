@@ -211,3 +211,34 @@ def read_after_runtime_loop_then_store(
         y[i] = x[i] * wp.float64(k + 1)
     out[i] = y[i] * y[i]
     y[i] = wp.float64(1.0)
+
+
+@wp.func
+def forward_kinematics(x: wp.array(dtype=wp.float64), y: wp.array(dtype=wp.float64), n: int):
+    # Newton's FK shape: each iteration reads what an earlier one stored (its parent), in a branch
+    for k in range(n):
+        parent = k - 1
+        v = x[k]
+        if parent >= 0:
+            v = v * y[parent]
+        y[k] = v
+
+
+@wp.func
+def scale_in_place_from_a_seed(x: wp.array(dtype=wp.float64), y: wp.array(dtype=wp.float64), n: int):
+    # y[0] stored before the loop, then updated in it: the helper's log holds the seed, older than the loop's stores
+    y[0] = x[0]
+    for k in range(1, n):
+        v = y[0] * x[k]
+        if v > wp.float64(-100.0):
+            y[0] = v
+
+
+@wp.kernel(zero_store=True)
+def helper_forward_kinematics(x: wp.array(dtype=wp.float64), y: wp.array(dtype=wp.float64), n: int):
+    forward_kinematics(x, y, n)
+
+
+@wp.kernel(zero_store=True)
+def helper_scale_from_a_seed(x: wp.array(dtype=wp.float64), y: wp.array(dtype=wp.float64), n: int):
+    scale_in_place_from_a_seed(x, y, n)

@@ -125,7 +125,8 @@ class Helper:
     loads: set  # positions of array parameters it (or a helper it calls) loads from
     bound: int  # log entries its replay may push
     slot_types: list
-    issues: list = dataclasses.field(default_factory=list)  # its own and those of the helpers it calls
+    # memory -> [ReplayIssue]: its own and those of the helpers it calls, per the memory of the kernel's backward
+    issues: dict = dataclasses.field(default_factory=dict)
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -159,6 +160,7 @@ _OTHER_WRITE = re.compile(
 _TILE_READS = sorted(n for n, b in builtin_facts.TABLE.items() if b.replay == "not overlaid")
 _TILE_LOAD = re.compile(rf"^(?:var_\w+ = )?wp::({'|'.join(_TILE_READS)})(?:<[^()]*>)?\((var_\w+)\b")
 _CALL = re.compile(r"^(?:(var_\w+) = )?(\w+)\((.*)\);$")
+_ASSIGN = re.compile(r"^(var_\w+) = ")
 _ADJ_CALL = re.compile(r"^adj_(\w+)\((.*)\);$")
 _ADJ_STORE = re.compile(
     r"^(?:wp::adj_array_store|wp::adj_array_store_slot|wp::zs::adj_component_store|wp::adj_atomic_\w+)"
@@ -263,6 +265,7 @@ class Access:
     root: str
     loop: str | None
     line: int
+    element: tuple | None = None  # (array variable, index variables...) where the text says which element
 
 
 @dataclasses.dataclass
@@ -282,7 +285,8 @@ class Store:
 
     @property
     def access(self) -> Access:
-        return Access(self.index, self.root, self.loop, self.line)
+        element = tuple(self.args[:-1]) if self.kind != "ref" else None
+        return Access(self.index, self.root, self.loop, self.line, element)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -328,6 +332,8 @@ class Body:
     loops: dict  # label -> Loop
     unfollowed: list = dataclasses.field(default_factory=list)  # [Builtin]: writes the log does not follow
     tile_loads: list = dataclasses.field(default_factory=list)  # [Builtin]: reads the log does not feed
+    addresses: dict = dataclasses.field(default_factory=dict)  # pointer -> (array variable, index variables...)
+    assigned: dict = dataclasses.field(default_factory=dict)  # variable -> line indices that assign it
 
     def reads(self) -> list:
         """Every load, and each root a helper call loads (at the call)."""
@@ -388,6 +394,9 @@ def _scan(fn: Function, helpers: dict) -> Body:
                 loop_stack.remove(label)
             continue
         loop = loop_stack[-1] if loop_stack else None
+        m = _ASSIGN.match(text)
+        if m:
+            body.assigned.setdefault(m.group(1), []).append(idx)
         _scan_statement(body, text, idx, loop, source_line, helpers)
     # loops still open at the end (none in well-formed code) are ignored
     return body
@@ -399,6 +408,8 @@ def _scan_statement(body: Body, text: str, idx: int, loop, line: int, helpers: d
     if m:
         if m.group(2) in roots:
             roots[m.group(1)] = roots[m.group(2)]
+            if text.startswith("var_") and "wp::address(" in text:
+                body.addresses[m.group(1)] = tuple(split_args(text[text.index("(") + 1 : text.rindex(")")]))
         return
     m = _INDEXREF.match(text)
     if m:
@@ -408,7 +419,7 @@ def _scan_statement(body: Body, text: str, idx: int, loop, line: int, helpers: d
     m = _LOAD.match(text)
     if m:
         if m.group(2) in roots:
-            body.loads.append(Access(idx, roots[m.group(2)], loop, line))
+            body.loads.append(Access(idx, roots[m.group(2)], loop, line, body.addresses.get(m.group(2))))
         return
     m = _STORE.match(text)
     if m:
@@ -608,25 +619,34 @@ def _helper_needs_log_call(call: Call, roots: dict, logged: set) -> bool:
 # What the replay cannot make exact, per memory
 
 
-def issues(body: Body, function: str, replayed: set | None = None) -> list:
+def issues(body: Body, function: str, replayed: set | None = None, stale_log: bool = False) -> list:
     """The `ReplayIssue`s of one function: for `PRE` (``replayed`` None) every read that may see a write the log
-    does not carry; for `POST` (``replayed``: the loads that read the log) only those that need more than memory
-    holds once the forward finished (a read of the log, a tile load a later write follows, a value carried
-    around a runtime-bound loop)."""
-    return list(dict.fromkeys(_loop_issues(body, function, replayed) + _unfollowed_issues(body, function, replayed)))
+    does not carry; for `POST` (``replayed``: the loads a later store definitely follows) only those that need
+    more than memory holds once the forward finished. With ``stale_log`` (a helper's log variant, where every load
+    reads the log) a read the log may serve an entry older than a write it does not carry counts too."""
+    found = _loop_issues(body, function, replayed, stale_log) + _unfollowed_issues(body, function, replayed, stale_log)
+    return list(dict.fromkeys(found))
 
 
-def _needs_more_than_memory(body: Body, read: Access | Builtin, replayed: set | None) -> bool:
+def _written_before(body: Body, root: str, index: float) -> bool:
+    """Whether a write of ``root`` comes before line index ``index`` (the log may then hold an entry for it)."""
+    return any(w.root == root and w.index < index for w in body.writes())
+
+
+def _needs_more_than_memory(
+    body: Body, read: Access | Builtin, replayed: set | None, stale_log: bool = False, since: float = 0
+) -> bool:
     """On `POST`, whether a read needs the forward's state from before the launch finished: a load or helper call
-    that reads the log, or a tile load some write of its array follows."""
+    that reads the log (a later store follows it; with ``stale_log``, a write before ``since`` may have left an
+    older entry there), or a tile load some write of its array follows."""
     if replayed is None:
         return True
     if isinstance(read, Builtin):  # a tile load reads memory
         return any(w.root == read.root and w.index > read.index for w in body.writes())
-    return read.index in replayed
+    return read.index in replayed or (stale_log and _written_before(body, read.root, since))
 
 
-def _unfollowed_issues(body: Body, function: str, replayed: set | None) -> list:
+def _unfollowed_issues(body: Body, function: str, replayed: set | None, stale_log: bool = False) -> list:
     """Writes the log does not follow (component atomics, tiles) that a later load of the same array may see,
     and tile loads (which the log does not feed) of an array written earlier in the launch. "Later" includes a
     load earlier in the body of a runtime-bound loop that holds both: it reads the write of the last iteration."""
@@ -638,7 +658,7 @@ def _unfollowed_issues(body: Body, function: str, replayed: set | None) -> list:
             for read in reads
             if read.root == write.root
             for loop in _sees(body, write.index, read.index)
-            if loop or _needs_more_than_memory(body, read, replayed)
+            if loop or _needs_more_than_memory(body, read, replayed, stale_log, write.index)
         ]
         if seen:
             line, loop = min(seen)
@@ -665,9 +685,9 @@ def _sees(body: Body, write: float, read: float) -> list:
     return [loop] if read > write or loop else []
 
 
-def _loop_issues(body: Body, function: str, replayed: set | None) -> list:
-    """Values carried through memory across iterations of a runtime-bound loop (both memories), or out of it (a
-    read after the loop: on `POST` only one that reads the log)."""
+def _loop_issues(body: Body, function: str, replayed: set | None, stale_log: bool = False) -> list:
+    """Values carried through memory across iterations of a runtime-bound loop, or out of it (on `POST` only for a
+    read that needs more than memory holds)."""
     found = []
     seen = set()
     for write in body.writes():
@@ -679,12 +699,25 @@ def _loop_issues(body: Body, function: str, replayed: set | None) -> list:
                 continue
             carried = loop.start < read.index < write.index  # read earlier in the body than the store
             after = read.line > loop.last and not (loop.start < read.index < loop.end)
-            if after and replayed is not None and read.index not in replayed:
-                after = False  # POST: memory holds what the loop left, which the read read
+            if not _needs_more_than_memory(body, read, replayed, stale_log, loop.start):
+                # POST: a read that no later store follows reads memory (or a log with no entry for the array), as
+                # stock Warp's does: what the forward left there, which is what the read read unless the element
+                # was written again after it, which the text proves only for an element every iteration stores
+                carried = carried and _every_iteration_stores_it(body, read, write, loop)
+                after = False
             if (carried or after) and (write.root, write.loop) not in seen:
                 seen.add((write.root, write.loop))
                 found.append(ReplayIssue(function, write.root[len("var_") :], write.line, loop.first - 1, read.line))
     return found
+
+
+def _every_iteration_stores_it(body: Body, read: Access, write: Access, loop: Loop) -> bool:
+    """Whether the loop's store ``write`` stores, in every iteration, the very element ``read`` reads: the same array
+    and index variables, none of them assigned in the loop (``y[i] = y[i] * x[i]`` in ``for k in range(n)``: the
+    element read in one iteration is overwritten in the next, so memory never holds what the read read)."""
+    if read.element is None or read.element != write.element:
+        return False
+    return not any(loop.start < at < loop.end for var in read.element for at in body.assigned.get(var, ()))
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -884,10 +917,26 @@ class ModuleReplay:
         logged = set(body.roots.values())
         calls = {c.helper.name for c in body.calls}
         bound, slot_types = _bound_and_types(body, logged, calls, _declared_types(fn))
-        found = issues(body, fn.name) + [i for c in body.calls for i in c.helper.issues]
-        info = Helper(fn.name, arrays, stores, loads, bound, slot_types, list(dict.fromkeys(found)))
+        # The log variant's loads all read the log, memory where it has no entry (a store in a runtime-bound loop is
+        # not logged there). On POST memory holds what the forward left: a load needs more where a later store
+        # follows it, or where an earlier write may have left an entry older than one the log does not carry.
+        own = {PRE: issues(body, fn.name), POST: issues(body, fn.name, _followed(fn, body), stale_log=True)}
+        found = {m: list(dict.fromkeys(own[m] + self._issues_of_calls(body, m))) for m in MEMORIES}
+        info = Helper(fn.name, arrays, stores, loads, bound, slot_types, found)
         self.helpers[fn.name] = info
         return info
+
+    def _issues_of_calls(self, body: Body, memory: str) -> list:
+        """The issues of the helpers ``body`` calls whose replayed values the backward uses: a helper whose adjoint
+        Warp generated (it replays the helper's body), or whose returned value the caller uses. A helper with a
+        user's ``@wp.func_grad`` whose value is not used (Newton's ``dense_solve``) runs the user's adjoint on
+        memory as it is; what its replay computes goes nowhere."""
+        return [
+            i
+            for c in body.calls
+            if c.helper.name in self.adjoint_variants or c.output is not None
+            for i in c.helper.issues[memory]
+        ]
 
     def _signature(self, fn: Function, name: str) -> list:
         lines = list(fn.lines)
@@ -928,8 +977,7 @@ class ModuleReplay:
                 continue
             body = _scan(fn, self.helpers)
             d = decide(fn, body, memory)
-            found = issues(body, "", d.replayed) + [i for c in body.calls for i in c.helper.issues]
-            found = list(dict.fromkeys(found))
+            found = list(dict.fromkeys(issues(body, "", d.replayed) + self._issues_of_calls(body, memory)))
             if not d.rewrites:
                 continue
             rewritten = _Rewriter(fn, body, self, d).run(False)
