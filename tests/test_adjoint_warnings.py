@@ -155,7 +155,7 @@ def test_a_ternary_is_warned_only_where_warp_drops_its_adjoint(monkeypatch):
     import ast
 
     from warp_zerostore import _compat
-    from warp_zerostore.codegen import adjoint_bugs
+    from warp_zerostore.lints import adjoint_bugs
 
     source = "def k(x, y):\n    a = x[0] if x[1] > 0.0 else x[2]\n    y[0] = wp.where(x[1] > 0.0, a, x[2])\n"
     monkeypatch.setattr(_compat, "TERNARY_WITHOUT_ADJOINT", True)

@@ -13,7 +13,8 @@ import pytest
 import warp_zerostore as wp
 from warp_zerostore import _compat, builtin_facts
 from warp_zerostore.access import argument_access
-from warp_zerostore.codegen import loop_carried, replay
+from warp_zerostore.codegen import replay
+from warp_zerostore.lints import loop_carried
 
 ARRAY_EFFECTS = {"", "read", "store", "accumulate"}
 NEWER_THAN_1_9 = {"atomic_and", "atomic_or", "atomic_xor"}

@@ -89,7 +89,8 @@ def test_flagged_featherstone_is_not_warned_where_its_gradient_is_right(chain, p
     1 % of central differences, above). The plain Tape's error is an in-place update's, which stock has too and
     `Tape(snapshot=True)` removes."""
     from warp_zerostore import _compat  # noqa: PLC0415
-    from warp_zerostore.codegen import adjoint_bugs, pre_twin, replay_records  # noqa: PLC0415
+    from warp_zerostore.codegen import pre_twin, replay_records
+    from warp_zerostore.lints import adjoint_bugs  # noqa: PLC0415
 
     model, solver = chain
     process_default(True)

@@ -3,7 +3,7 @@
 Each row is one builtin as a kernel names it (``wp.atomic_add``), with the facts the package's analyses use:
 
 * ``linear``: its adjoint reads no argument's value (a constructor, a cast, a sum, a selection, an
-  accumulation). The adjoint lints (`warp_zerostore.codegen.loop_carried`, `warp_zerostore.codegen.adjoint_bugs`)
+  accumulation). The adjoint lints (`warp_zerostore.lints`)
   count a local passed to any other call as a use whose adjoint reads its value.
 * ``array``: what it does to an array passed to it: ``"read"``, ``"store"`` (overwrites elements) or
   ``"accumulate"`` (adds into elements, reading none: its adjoint is exact whatever else the launch does).

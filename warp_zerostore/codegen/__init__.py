@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from .adjoint_bugs import AdjointWarning
 from .hooks import install
 from .native import HeaderNotFoundError
 from .pre_twin import pre_backward, replays_exactly, warn_replay_issues
 from .replay import ReplayWarning
 
 __all__ = [
-    "AdjointWarning",
     "HeaderNotFoundError",
     "ReplayWarning",
     "install",

@@ -23,9 +23,9 @@ import sys
 import threading
 import warnings
 
-from .. import _compat
+from .. import _compat, lints
 from ..options import effective_mode
-from . import adjoint_bugs, native, replay, replay_records, store_rewrite
+from . import native, replay, replay_records, store_rewrite
 from .pre_twin import replay_memory, warn_replay_issues
 
 _log = logging.getLogger(__name__)
@@ -302,19 +302,19 @@ def _wrap_builder_codegen(original):
 
 
 # ------------------------------------------------------------------------------------------------------------
-# Warp's own wrong adjoints (adjoint_bugs), warned at build time: they are wrong whatever memory the backward sees
+# Warp's own wrong adjoints (warp_zerostore.lints), warned at build time: they are wrong whatever memory the backward sees
 
 _ADJOINT_WARNED: set = set()
 
 
 def _warn_adjoint_bugs(kernel, build: str) -> None:
     """Warn, once per build and process, about constructs whose adjoint Warp itself gets wrong
-    (`adjoint_bugs`): at each one's line, when the module is hashed to build or load it."""
+    (`warp_zerostore.lints`): at each one's line, when the module is hashed to build or load it."""
     if build in _ADJOINT_WARNED or not _compat.kernel_has_backward(kernel):
         return  # once per build; and a kernel never differentiated has no wrong gradient to warn about
     _ADJOINT_WARNED.add(build)
     try:
-        found = adjoint_bugs.find(_compat.kernel_tree(kernel))
+        found = lints.find(_compat.kernel_tree(kernel))
     except (AttributeError, StopIteration, SyntaxError) as error:  # no source tree: nothing to look at
         _log.debug("kernel %s: no source tree to check for Warp's wrong adjoints (%s)", kernel, error)
         return
@@ -323,7 +323,7 @@ def _warn_adjoint_bugs(kernel, build: str) -> None:
     for f in found:
         line = int(first) + f.line - 1
         message = f.message(_compat.kernel_key(kernel), location)
-        warnings.warn_explicit(adjoint_bugs.AdjointWarning(message), adjoint_bugs.AdjointWarning, filename, line)
+        warnings.warn_explicit(lints.AdjointWarning(message), lints.AdjointWarning, filename, line)
 
 
 # ------------------------------------------------------------------------------------------------------------
