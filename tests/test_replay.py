@@ -72,7 +72,7 @@ def test_snapshot_and_check_tapes_agree_and_report_nothing(tape_options, device)
 
 
 def test_the_seed_numbers(device):
-    # issue 18's numbers: x = [0.5, 1, 2], exact [0.75, 3, 12]; Warp 1.19's replay gives [0.625, 3, 16], and
+    # the seed report's numbers: x = [0.5, 1, 2], exact [0.75, 3, 12]; Warp 1.19's replay gives [0.625, 3, 16], and
     # Warp <= 1.12's accumulating store adjoint adds the overwritten value's gradient (2x) to that
     stock = [0.625, 3, 16] if _compat.STOCK_STORE_ZEROES else [1.625, 5, 20]
     for kernel, expected in ((k.read_back, [0.75, 3, 12]), (k.read_back_stock, stock)):
@@ -131,7 +131,7 @@ def test_a_component_store_is_read_back_whole(device):
 
 @given(xs=values)
 def test_read_before_and_after_write_is_exact_on_a_snapshot_tape(xs, device):
-    # t = x; x = t*t; x = x*t: d x_final / d x_initial = 3 x^2 (issue 18 measured [0.156, 3, 136] before)
+    # t = x; x = t*t; x = x*t: d x_final / d x_initial = 3 x^2 (Warp's replay alone gives [0.156, 3, 136])
     x = f64(xs, device)
     tape = wp.Tape(snapshot=True)
     with warnings.catch_warnings():

@@ -1,7 +1,7 @@
 """The replay log on Newton: Featherstone stores its mass matrices M and P through @wp.func helpers, which Warp's
 backward re-runs into memory, undoing Tape(snapshot=True)'s restores. With every kernel flagged
 (``config.zero_store = True``), one snapshotting Tape over several double-buffered steps matches central
-differences within 1 % (issue 18: 1.3 % at 2 steps and 2.9 % at 5 before; stock Warp 2.6 % and 8.4 %).
+differences within 1 % (1.3 % at 2 steps and 2.9 % at 5 before the replay log; stock Warp 2.6 % and 8.4 %).
 
 Newton needs warp-lang >= 1.17; these tests skip where it is not installed (the 1.9-1.12 matrix venvs)."""
 

@@ -1,4 +1,4 @@
-"""Kernels for tests/test_loop_carried_warnings.py: locals assigned in a loop with a run-time bound ``n``, used
+"""Kernels for tests/test_lints_loop_carried.py: locals assigned in a loop with a run-time bound ``n``, used
 in ways whose adjoint reads their value (warned, and wrong in Warp) or does not (silent, and right)."""
 
 import warp_zerostore as wp

@@ -16,7 +16,7 @@ iteration of its ``range`` in reverse, those after a ``break`` too, and stops at
 replay breaks: any ``break`` in a run-time ``for`` loop is wrong in general. A ``continue`` or a ``while``'s
 ``break`` that comes first in its iteration is right (``if k == 0: continue``), and so are statements that only
 count (``w = w + 1``); Warp 1.13 and later unroll a constant-bound loop with ``continue`` but no ``break``,
-which is then right too. (Each checked against central differences, tests/test_adjoint_warnings.py.)
+which is then right too. (Each checked against central differences, tests/test_lints_adjoint_bugs.py.)
 
 On Warp 1.12 a ternary ``a if c else b`` has no adjoint at all (the gradient through it is zero; 1.9, 1.10 and
 1.19 are right, ``wp.where`` is right everywhere): each is warned there.

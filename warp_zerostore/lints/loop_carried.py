@@ -8,7 +8,7 @@ holds its value from before the loop, and inside it a local carried from one ite
 x[k]``, ``s += ...``) holds the wrong iteration's value. A gradient is wrong where an adjoint reads such a value:
 an operand of a product, an argument of a call that is not linear, an index, or a test (the backward takes the
 other branch). Uses whose adjoint reads no value stay right: ``s += x[k]`` then ``y[0] = s`` or ``s + t``
-(checked against central differences in tests/test_loop_carried_warnings.py, as is each warned pattern). A
+(checked against central differences in tests/test_lints_loop_carried.py, as is each warned pattern). A
 component or field assigned in the loop (``v[0] += e``, ``s.a = e``: the fuzzer's struct campaigns) makes the
 whole local wrong after it, as a reassignment does; a read of another component is then warned too (conservative).
 
