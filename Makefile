@@ -41,8 +41,8 @@ demo: install
 	$(BIN)/python -m warp_zerostore demo
 
 lint: install
-	$(BIN)/ruff check warp_zerostore tests benchmarks examples
-	$(BIN)/ruff format --check warp_zerostore tests benchmarks examples
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
 	$(MAKE) --no-print-directory typecheck VENV=$(VENV) WARP=$(WARP) EXTRAS=$(EXTRAS)
 
