@@ -799,7 +799,7 @@ def copy_adjoint_call(original: Callable, args: tuple, kwargs: dict) -> CopyAdjo
     return CopyAdjointCall(**{k: v for k, v in bound.arguments.items() if k in fields})
 
 
-# ---- JAX bridge (issue 13)
+# ---- JAX bridge
 # Warp's JAX FFI: ``warp.jax_callable`` / ``warp.jax_kernel`` in 1.19 (``warp._src.jax.ffi``), registering
 # handlers for CPU and CUDA; ``warp.jax_experimental.ffi`` (same calls) in 1.9-1.12
 # (``warp._src.jax_experimental.ffi`` from 1.10), registering CUDA handlers only.
@@ -847,7 +847,7 @@ def jax_graph_mode_none():
     return modes.NONE
 
 
-# ---- Tape safety on Newton (issue 11): annotations, @wp.func helpers, Tape.launches entries, capture
+# ---- Tape safety on Newton: annotations, @wp.func helpers, Tape.launches entries, capture
 
 
 def is_plain_array(t) -> bool:
