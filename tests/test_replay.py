@@ -224,11 +224,16 @@ def test_a_value_carried_through_a_runtime_loop_is_warned_at_backward_not_at_bui
     x = f64([0.5], device)
     y = wp.zeros(1, dtype=wp.float64, device=device, requires_grad=True)
     messages = {}
-    for name in ("carried_in_runtime_loop", "read_back_static_loop", "runtime_loop_no_carry"):
+    for name in (
+        "carried_in_runtime_loop",
+        "carried_through_another_index",
+        "read_back_static_loop",
+        "runtime_loop_no_carry",
+    ):
         replay_records.forget_warnings()
         tape = wp.Tape()
         with tape:
-            wp.launch(getattr(k, name), dim=1, inputs=[x, y, 2] if "runtime" in name else [x, y], device=device)
+            wp.launch(getattr(k, name), dim=1, inputs=[x, y, 2] if "static" not in name else [x, y], device=device)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             tape.backward(grads={y: wp.ones(1, dtype=wp.float64, device=device)})
@@ -236,9 +241,13 @@ def test_a_value_carried_through_a_runtime_loop_is_warned_at_backward_not_at_bui
     (carried,) = messages["carried_in_runtime_loop"]
     assert "argument 'y'" in str(carried.message) and "runtime-bound loop" in str(carried.message)
     assert carried.filename.endswith("kernels_replay.py")
-    # a value carried around the loop is wrong whatever memory holds: reported for both backwards
-    for memory in replay.MEMORIES:
-        assert len(replay_records.issues(k.carried_in_runtime_loop, memory)) == 1
+    # a value carried around the loop is wrong whatever memory holds: reported for both backwards, also where the
+    # read names the element through another index variable the loop does not change
+    (other,) = messages["carried_through_another_index"]
+    assert "argument 'y'" in str(other.message)
+    for kernel in (k.carried_in_runtime_loop, k.carried_through_another_index):
+        for memory in replay.MEMORIES:
+            assert len(replay_records.issues(kernel, memory)) == 1
     # negative twins: unrolled loops and runtime loops without a carried value are not warned
     assert messages["read_back_static_loop"] == [] and messages["runtime_loop_no_carry"] == []
 

@@ -114,6 +114,16 @@ def carried_in_runtime_loop(x: wp.array(dtype=wp.float64), y: wp.array(dtype=wp.
 
 
 @wp.kernel(zero_store=True)
+def carried_through_another_index(x: wp.array(dtype=wp.float64), y: wp.array(dtype=wp.float64), n: int):
+    # the same, read through an index variable set before the loop: the same element in every iteration
+    i = wp.tid()
+    y[i] = x[i]
+    j = i + 0
+    for _k in range(n):
+        y[i] = y[j] * x[i]
+
+
+@wp.kernel(zero_store=True)
 def runtime_loop_no_carry(x: wp.array(dtype=wp.float64), y: wp.array(dtype=wp.float64), n: int):
     # a runtime-bound loop that reads back nothing it stored in an earlier iteration: no warning
     i = wp.tid()

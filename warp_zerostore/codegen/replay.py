@@ -712,12 +712,15 @@ def _loop_issues(body: Body, function: str, replayed: set | None, stale_log: boo
 
 
 def _every_iteration_stores_it(body: Body, read: Access, write: Access, loop: Loop) -> bool:
-    """Whether the loop's store ``write`` stores, in every iteration, the very element ``read`` reads: the same array
-    and index variables, none of them assigned in the loop (``y[i] = y[i] * x[i]`` in ``for k in range(n)``: the
-    element read in one iteration is overwritten in the next, so memory never holds what the read read)."""
-    if read.element is None or read.element != write.element:
+    """Whether the loop's store ``write`` may store, in every iteration, the element ``read`` reads: the same array,
+    and indices the loop does not change on either side (``y[i] = y[i] * x[i]``, or ``y[i] = y[j] * x[i]`` with
+    ``j`` set before the loop, in ``for k in range(n)``: an element read in one iteration is overwritten in the
+    next, so memory never holds what the read read). An index the loop assigns (Newton's ``body_q[parent]`` read,
+    ``body_q[child]`` stored) names another element in each iteration."""
+    if read.element is None or write.element is None or read.element[0] != write.element[0]:
         return False
-    return not any(loop.start < at < loop.end for var in read.element for at in body.assigned.get(var, ()))
+    indices = read.element[1:] + write.element[1:]
+    return not any(loop.start < at < loop.end for var in indices for at in body.assigned.get(var, ()))
 
 
 # ------------------------------------------------------------------------------------------------------------
