@@ -392,6 +392,11 @@ def hasher_scratch(hasher, name: str) -> dict:
     return _scratch(hasher, name)
 
 
+def builder_scratch(builder, name: str) -> dict:
+    """A dict this package keeps on one ``ModuleBuilder`` (lives as long as that build)."""
+    return _scratch(builder, name)
+
+
 # ============================================================================================================
 # Code generation (Adjoint, its variables)
 
