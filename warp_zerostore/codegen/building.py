@@ -98,6 +98,10 @@ def wrap_add_builtin_call(original):
         if ref is None or ref[0] is not args[0] or not ref[3]:
             return original(adj, func_name, args, *rest, **kwargs)
         target, value = args[0], args[1]
+        # A value that is a reference (an array element, `yv[i].z = y[i]`) is loaded for the store, but its
+        # adjoint is the reference's, as in Warp's own builtins (the load has none: `missing_grad`); the loaded
+        # variable's adjoint would reach nothing (the element got no gradient on warp-lang <= 1.13).
+        source = value
         if _compat.is_reference(value):
             value = original(adj, "load", [value])
         out = original(adj, func_name, [target, value], *rest, **kwargs)
@@ -112,7 +116,7 @@ def wrap_add_builtin_call(original):
         _compat.add_reverse(
             adj,
             f"wp::zs::adj_component_store({array_expr}, {_compat.var_adj_expr(array)}, "
-            f"{_compat.var_adj_expr(value)}, {access}, {index_list});",
+            f"{_compat.var_adj_expr(source)}, {access}, {index_list});",
         )
         return out
 
