@@ -498,6 +498,11 @@ def is_struct_instance(value) -> bool:
     return isinstance(value, codegen.StructInstance)
 
 
+def is_struct_type(t) -> bool:
+    """True for a ``@wp.struct`` type (a kernel parameter's annotation)."""
+    return isinstance(t, codegen.Struct)
+
+
 def struct_arrays(instance) -> list:
     """The ``wp.array`` fields of a struct instance, nested structs included."""
     out = []
@@ -882,6 +887,6 @@ def is_capturing(device) -> bool:
     """True while ``wp.ScopedCapture`` records on ``device``; on the CPU (Warp >= 1.19) launches are then recorded
     without running."""
     try:
-        return bool(warp.get_device(device).is_capturing)
+        return bool((device if isinstance(device, context.Device) else warp.get_device(device)).is_capturing)
     except Exception:  # noqa: BLE001 - older Warp: no CPU capture; a CUDA query failing means no capture either
         return False

@@ -105,6 +105,11 @@ class Site:
     argument: str
     location: str
 
+    @property
+    def ident(self) -> tuple:
+        """``(kernel, argument, location)``: the site less its launch number (what makes hazards the same)."""
+        return (self.kernel, self.argument, self.location)
+
     def describe(self) -> str:
         """How messages name the site.
 
@@ -157,10 +162,7 @@ class Hazard:
             A hashable tuple.
         """
 
-        def site(s):
-            return None if s is None else (s.kernel, s.argument, s.location)
-
-        return (self.kind, site(self.writer), site(self.reader), site(self.earlier), self.real)
+        return _key(self.kind, self.writer, self.reader, self.earlier, self.real)
 
     def message(self) -> str:
         """The warning's or error's text: what happened, where, and what to do.
@@ -234,6 +236,16 @@ class Hazard:
         )
 
 
+def _key(kind: str, writer, reader, earlier, real: bool) -> tuple:
+    """`Hazard.key` of a hazard not built yet: sites as `Site` s or as their ``ident`` tuples (a launch checks
+    the key first and builds the `Hazard` only when it is new)."""
+
+    def ident(s):
+        return s.ident if isinstance(s, Site) else s
+
+    return (kind, ident(writer), ident(reader), ident(earlier), real)
+
+
 # -- hazard listeners: who hears of each new hazard besides the Tape that found it
 
 _listeners: list = []
@@ -296,7 +308,12 @@ _INTERNAL: dict = {}
 
 def _call_site() -> str:
     frame = sys._getframe(1)
-    while frame is not None and _is_internal(frame.f_code.co_filename):
+    while frame is not None:
+        internal = _INTERNAL.get(frame.f_code.co_filename)  # inlined `_is_internal`: four frames a launch
+        if internal is None:
+            internal = _is_internal(frame.f_code.co_filename)
+        if not internal:
+            break
         frame = frame.f_back
     if frame is None:
         return "<unknown>"
@@ -347,10 +364,43 @@ def _changed(before: np.ndarray, after: np.ndarray, shape: tuple) -> np.ndarray:
 
 def _differing(before: np.ndarray, after: np.ndarray, shape: tuple) -> np.ndarray:
     """`_changed` for contents already known to differ somewhere."""
-    if before.shape == tuple(shape) and before.dtype.itemsize in _UNSIGNED:  # scalars: one compare per element
+    shape = tuple(shape)
+    if before.shape == shape and before.dtype.itemsize in _UNSIGNED:  # scalars: one compare per element
         unsigned = _UNSIGNED[before.dtype.itemsize]
         return np.ascontiguousarray(before).view(unsigned) != np.ascontiguousarray(after).view(unsigned)
+    if _VOID_COMPARE and before.size:  # a vector or matrix element as one opaque value: one compare per element
+        return _opaque(before, shape) != _opaque(after, shape)
     return np.any(_element_bytes(before, shape) != _element_bytes(after, shape), axis=-1)
+
+
+def _opaque(values: np.ndarray, shape: tuple) -> np.ndarray:
+    """The array's elements (a vec3 is one) as unstructured void values, of the array's shape."""
+    flat = np.ascontiguousarray(values).reshape(shape + (-1,))
+    size = flat.shape[-1] * flat.itemsize
+    void = _VOIDS.get(size)
+    if void is None:
+        void = _VOIDS[size] = np.dtype((np.void, size))
+    return flat.view(void).reshape(shape)
+
+
+_VOIDS: dict = {}  # element size in bytes -> its void dtype (made once: np.dtype() costs a launch's compare)
+
+
+def _void_compare() -> bool:
+    """Does this NumPy compare unstructured void elements byte for byte (several times faster than a per-byte
+    compare and a reduction, on the small arrays of a launch)?"""
+    try:
+        a = np.zeros((2, 3), dtype=np.float32)
+        b = a.copy()
+        b[1, 2] = 1.0
+        void = np.dtype((np.void, 12))
+        found = a.view(void).reshape(2) != b.view(void).reshape(2)
+        return isinstance(found, np.ndarray) and found.dtype == bool and found.tolist() == [False, True]
+    except Exception:  # noqa: BLE001 - an older NumPy: the per-byte compare
+        return False
+
+
+_VOID_COMPARE = _void_compare()
 
 
 def _device_copy(arr):
@@ -443,16 +493,21 @@ def _combined_marks(use: _ArrayUse, marks: dict, access: dict) -> read_twin.Elem
     )
 
 
-@dataclasses.dataclass
 class _Launch:
     """A launch the Tape records: its kernel, its array arguments (each once) and where the user launched it."""
 
-    kernel: object
-    index: int
-    location: str
-    device: object
-    uses: list
-    sites: dict = dataclasses.field(default_factory=dict)
+    __slots__ = ("kernel", "index", "location", "device", "uses", "sites", "replayed", "written_regions")
+
+    def __init__(self, kernel, index: int, location: str, device, uses: list):
+        self.kernel = kernel
+        self.index = index
+        self.location = location
+        self.device = device
+        self.uses = uses
+        self.sites: dict = {}
+        # Warp's backward replays its reads (False: built with enable_backward=False, so never a reader)
+        self.replayed = _compat.kernel_has_backward(kernel)
+        self.written_regions: set | None = None  # ids of the regions its written arrays cover, once needed
 
     def site(self, label: str) -> Site:
         site = self.sites.get(label)
@@ -460,21 +515,40 @@ class _Launch:
             site = self.sites[label] = Site(self.index, self.kernel.key, label, self.location)
         return site
 
+    def ident(self, label: str) -> tuple:
+        """`Site.ident` of ``site(label)``, without building the Site."""
+        return (self.kernel.key, label, self.location)
 
-def _array_parameters(kernel) -> list:
-    """``[(position, label, ArgumentAccess)]`` of the kernel's array parameters, looked up once per kernel."""
-    cached = _PARAMETERS.get(id(kernel))
-    if cached is None or cached[0] is not kernel:
+
+class _KernelFacts:
+    """What the Tape asks of a kernel at every launch, looked up once per kernel."""
+
+    __slots__ = ("kernel", "arrays", "structs")
+
+    def __init__(self, kernel):
+        self.kernel = kernel
         access = argument_access(kernel)
-        labels = _compat.kernel_argument_labels(kernel)
-        cached = _PARAMETERS[id(kernel)] = (
-            kernel,
-            [(position, label, access[label]) for position, label in enumerate(labels) if label in access],
-        )
-    return cached[1]
+        parameters = _compat.kernel_parameters(kernel)
+        #: ``[(position, label, ArgumentAccess)]`` of its array parameters
+        self.arrays = [
+            (position, label, access[label]) for position, (label, _) in enumerate(parameters) if label in access
+        ]
+        #: ``[(position, label)]`` of the parameters that may take a ``@wp.struct`` (typed so, or generic)
+        self.structs = [
+            (position, label)
+            for position, (label, t) in enumerate(parameters)
+            if _compat.is_struct_type(t) or _compat.is_generic(t)
+        ]
 
 
-_PARAMETERS: dict = {}
+def _facts(kernel) -> _KernelFacts:
+    cached = _FACTS.get(id(kernel))
+    if cached is None or cached.kernel is not kernel:
+        cached = _FACTS[id(kernel)] = _KernelFacts(kernel)
+    return cached
+
+
+_FACTS: dict = {}
 
 
 class _Recording(threading.local):
@@ -546,7 +620,7 @@ class Tape(_compat.WarpTape):
         self._tracked: dict = {}
         self._books: dict = {}  # device -> AddressBook
         self._located: dict = {}  # id -> (array, Region, slots)
-        self._sites: list = []  # writer Sites, indexed from Region.writer
+        self._sites: list = []  # writer Sites (or (launch, ident) until one is needed), indexed from Region.writer
         self._snapshotted: dict = {}  # id -> array with at least one snapshot
         self.snapshot_bytes: int = 0
         # snapshot Tape without checks: id -> [array, checksum after the last recorded launch that passed it,
@@ -591,8 +665,9 @@ class Tape(_compat.WarpTape):
         if _compat.tape_launch_count(self) <= launch.index:  # not recorded (e.g. the Tape was left inside)
             return result
         entry = self.launches[launch.index]
-        if _compat.is_kernel_launch(entry):
+        if _compat.is_kernel_launch(entry) and _compat.launch_kernel(entry) is not launch.kernel:
             launch.kernel = _compat.launch_kernel(entry)  # the overload actually launched
+            launch.replayed = _compat.kernel_has_backward(launch.kernel)
             launch.sites.clear()
         found += self._after(launch)
         if self.snapshot:
@@ -609,7 +684,7 @@ class Tape(_compat.WarpTape):
         kernel = a["kernel"]
         values = list(a.get("inputs") or []) + list(a.get("outputs") or [])
         uses, by_id = [], {}
-        for position, label, access in _array_parameters(kernel):
+        for position, label, access in _facts(kernel).arrays:
             value = values[position] if position < len(values) else None
             if not isinstance(value, warp.array):
                 continue
@@ -631,12 +706,16 @@ class Tape(_compat.WarpTape):
 
     def _struct_arguments(self, launch: _Launch, a: dict) -> list:
         """A `IN_STRUCT` report per argument that is a ``@wp.struct`` holding arrays: what the Tape cannot follow."""
+        structs = _facts(launch.kernel).structs
+        if not structs:
+            return []
         values = list(a.get("inputs") or []) + list(a.get("outputs") or [])
-        labels = _compat.kernel_argument_labels(launch.kernel)
         return [
             Hazard(IN_STRUCT, writer=launch.site(label))
-            for label, value in zip(labels, values)
-            if _compat.is_struct_instance(value) and _compat.struct_arrays(value)
+            for position, label in structs
+            if position < len(values)
+            and _compat.is_struct_instance(values[position])
+            and _compat.struct_arrays(values[position])
         ]
 
     def _captured(self, launch: _Launch, original, args, kwargs):
@@ -655,7 +734,7 @@ class Tape(_compat.WarpTape):
         # Checks also need the elements written, whatever the values stored: the twin marks them.
         # A kernel without a backward is never replayed, so its reads cannot be stale: no twin for it (what it writes
         # still comes from the content comparison; a store of the value already there changes nothing it replays).
-        twin_needed = _compat.kernel_has_backward(launch.kernel) and (
+        twin_needed = launch.replayed and (
             checking or (self.snapshot and any(use.access.reads_after_store for use in launch.uses))
         )
         if twin_needed and launch.uses:
@@ -670,15 +749,49 @@ class Tape(_compat.WarpTape):
                 and use.array.size
                 and (use.access.reads or self._read_before(use.array))
             )
-            if checking or (wanted and (use.reads_known() or use.crossed)):
+            if checking:
+                self._content_before(launch, use, found)
+            elif wanted and (use.reads_known() or use.crossed):
                 use.before = _host_copy(use.array)
             if wanted:
                 use.saved = _device_copy(use.array)
-            tracked = self._tracked.get(id(use.array))
-            if checking and tracked is not None and tracked.read and tracked.values is not None:
-                if not _same_bytes(tracked.values, use.before):  # the usual case: unchanged, nothing to name
-                    found.extend(self._mutations(use.array, tracked.values, use.before, launch.site(use.label)))
         return found
+
+    def _content_before(self, launch: _Launch, use: _ArrayUse, found: list) -> None:
+        """Check mode: ``use.before``, the array's content before the launch, where anything needs it, and the
+        mutations of an array a recorded launch read since the Tape last saw it.
+
+        Needed for an array the launch writes (what changed), one that shares memory with such an array (a view
+        of it), one a recorded launch reads (a later change is a mutation) or this launch may read (it is replayed).
+        An array only read by a kernel without backward, and by no replayed launch before, needs nothing: nothing
+        that changes it can be stale or mutated for anyone yet.
+        """
+        arr = use.array
+        tracked = self._tracked.get(id(arr))
+        if tracked is not None and tracked.read and tracked.values is not None:
+            now = _compat.host_view(arr)
+            if _same_bytes(tracked.values, now):
+                use.before = tracked.values  # unchanged (the usual case): the known content, never written to
+                return
+            use.before = now.copy() if arr.device.is_cpu else now  # on the CPU, the view is the live memory
+            found.extend(self._mutations(arr, tracked.values, use.before, launch.site(use.label)))
+        elif use.access.writes or (launch.replayed and use.access.reads) or self._shares_written(launch, use):
+            use.before = _host_copy(arr)
+
+    def _shares_written(self, launch: _Launch, use: _ArrayUse) -> bool:
+        """Does an array the launch does not write lie in a memory region with one it writes (a view of it)? Its
+        content may then change too."""
+        if not use.array.size:
+            return False
+        regions = launch.written_regions
+        if regions is None:
+            writes = [u for u in launch.uses if u.access.writes and u.array.size]
+            if writes:
+                for u in launch.uses:  # every array located first: a region one of them merges is gone
+                    if u.array.size:
+                        self._locate(u)
+            regions = launch.written_regions = {id(self._locate(u)[0]) for u in writes}
+        return bool(regions) and id(self._locate(use)[0]) in regions
 
     def _mutations(self, arr, recorded: np.ndarray, now: np.ndarray, writer: Site | None) -> list:
         """Mutation hazards for the readers of the elements that changed since the Tape last saw ``arr``."""
@@ -701,8 +814,7 @@ class Tape(_compat.WarpTape):
         found = []
         # Warp's backward never runs the adjoint of a kernel built with enable_backward=False: its reads are
         # never replayed, so they cannot be stale.
-        replayed = _compat.kernel_has_backward(launch.kernel)
-        if replayed:
+        if launch.replayed:
             for use in launch.uses:
                 if use.access.reads and use.array.size:
                     if use.reads_known():
@@ -711,19 +823,11 @@ class Tape(_compat.WarpTape):
                     else:
                         self._record_read(launch, use, None)
         changed_regions = []
-        written_regions = None
         for use in launch.uses:
             if use.before is None:
                 continue
-            if use.access.writes:
-                unchanged = False
-            elif not use.array.size:
-                unchanged = True
-            else:
-                # An array the kernel does not write keeps its values, unless it shares memory with one it writes.
-                if written_regions is None:
-                    written_regions = {id(self._locate(u)[0]) for u in launch.uses if u.access.writes and u.array.size}
-                unchanged = id(self._locate(use)[0]) not in written_regions
+            # An array the kernel does not write keeps its values, unless it shares memory with one it writes.
+            unchanged = not use.access.writes and not self._shares_written(launch, use)
             use.after = use.before if unchanged else _host_copy(use.array)
             if not checking:
                 continue
@@ -736,12 +840,13 @@ class Tape(_compat.WarpTape):
                     changed = _differing(use.before, use.after, use.array.shape)
                     if use.marks is not None:
                         changed |= use.marks.written
-                if changed is not None and _any(changed):
-                    found.extend(self._write_hazards(launch, use, changed))
+                count = 0 if changed is None else np.count_nonzero(changed)
+                if count:
+                    found.extend(self._write_hazards(launch, use, changed, count))
                     changed_regions.append((use.array, self._locate(use)[0]))
             tracked.values = use.after
         # A thread's read of its own write: not stale for this launch's writes, but it is for later writers.
-        if replayed:
+        if launch.replayed:
             for use in launch.uses:
                 if use.access.reads and use.array.size and use.reads_known() and use.marks.any("after"):
                     self._record_read(launch, use, use.marks.after)
@@ -845,7 +950,7 @@ class Tape(_compat.WarpTape):
         """``mask``: the elements read (callers pass only masks with one set: a launch that read nothing, a
         zero-size one or a guarded branch, leaves nothing to be stale or mutated); None: the whole array."""
         self._track(use.array).read = True
-        key = (launch.kernel.key, use.label, launch.location)
+        key = launch.ident(use.label)
         region, slots = self._locate(use)
         read = slots if mask is None else slots[mask]
         entry = region.reads.get(key)
@@ -854,59 +959,81 @@ class Tape(_compat.WarpTape):
         entry[1][read] = True
         region.read_any[read] = True
 
-    def _write_hazards(self, launch: _Launch, use: _ArrayUse, changed) -> list:
+    def _write_hazards(self, launch: _Launch, use: _ArrayUse, changed, count: int) -> list:
+        """Overwrites and stale reads of the ``count`` elements ``changed`` marks. A hazard the Tape already
+        reported (same kind and sites, launch numbers aside: a loop repeats them at every step) is not built again."""
         found = []
-        writer = launch.site(use.label)
+        known = self._hazard_keys
+        writer = launch.ident(use.label)
         region, slots = self._locate(use)
-        written = slots[changed]
-        if 0 in use.array.strides:  # broadcast: one element at several indices
+        written = slots.reshape(-1) if count == changed.size else slots[changed]
+        broadcast = 0 in use.array.strides  # one element at several indices
+        if broadcast:
             written = np.unique(written)
         if use.access.stores:  # accumulation over earlier values (atomic_add) is exact, not an overwrite
             if use.marks is not None and use.marks.stored is not None:
                 # only the elements a store wrote on this launch (a branch that only accumulated is no overwrite);
                 # a change the twin did not mark (a store it cannot index) counts as a store
                 stored_slots = slots[changed & (use.marks.stored | ~use.marks.written)]
-                if 0 in use.array.strides:
+                if broadcast:
                     stored_slots = np.unique(stored_slots)
             else:
                 stored_slots = written
             earlier = region.writer[stored_slots]
             earlier = earlier[earlier >= 0]
-            if earlier.size and not np.count_nonzero(
-                earlier != earlier[0]
-            ):  # one earlier writer (the usual case): no sort
-                sites, counts = earlier[:1], np.array([earlier.size])
+            if not earlier.size:
+                sites = counts = ()
+            elif not np.count_nonzero(earlier != earlier[0]):  # one earlier writer (the usual case): no count
+                sites, counts = (int(earlier[0]),), (earlier.size,)
             else:  # earlier writers are indices into self._sites: a count per site, no sort
                 counts = np.bincount(earlier, minlength=0)
                 sites = np.flatnonzero(counts)
-                counts = counts[sites]
-            for site, count in zip(sites.tolist(), counts.tolist()):
+                sites, counts = sites.tolist(), counts[sites].tolist()
+            real = None
+            for site, elements in zip(sites, counts):
+                if real is None:
+                    # safe only where the store adjoint zeroes this array's gradient: never one made with
+                    # retain_grad=True (Warp >= 1.13 skips zeroing it, stock and flagged alike)
+                    real = not store_adjoints_zero(launch.kernel) or _compat.retains_grad(use.array)
+                if _key(OVERWRITE, writer, None, self._sites[site][1], real) in known:
+                    continue
                 found.append(
                     Hazard(
                         OVERWRITE,
-                        writer=writer,
-                        earlier=self._sites[site],
-                        # safe only where the store adjoint zeroes this array's gradient: never one made with
-                        # retain_grad=True (Warp >= 1.13 skips zeroing it, stock and flagged alike)
-                        real=not store_adjoints_zero(launch.kernel) or _compat.retains_grad(use.array),
-                        elements=int(count),
+                        writer=launch.site(use.label),
+                        earlier=self._site(site),
+                        real=real,
+                        elements=int(elements),
                     )
                 )
-        if _any(region.read_any[written]):  # else no read site can have read them: skip the per-site counts
-            for reader, bitmap in region.reads.values():
-                count = int(np.count_nonzero(bitmap[written]))
-                if count:
-                    found.append(Hazard(STALE_READ, writer=writer, reader=reader, elements=count))
-        self._sites.append(writer)
+        if region.reads and _any(region.read_any[written]):  # else no read site can have read them
+            for reader_key, (reader, bitmap) in region.reads.items():
+                if _key(STALE_READ, writer, reader_key, None, True) in known:
+                    continue
+                elements = int(np.count_nonzero(bitmap[written]))
+                if elements:
+                    found.append(Hazard(STALE_READ, writer=launch.site(use.label), reader=reader, elements=elements))
+        self._sites.append((launch.index, writer))
         region.writer[written] = len(self._sites) - 1
         return found
 
+    def _site(self, index: int) -> Site:
+        """The writer `Site` ``Region.writer`` holds ``index`` of (kept as ``(launch, ident)`` until a hazard names
+        it: most writes never do)."""
+        entry = self._sites[index]
+        if not isinstance(entry, Site):
+            launch, (kernel, argument, location) = entry
+            entry = self._sites[index] = Site(launch, kernel, argument, location)
+        return entry
+
     def _refresh_views(self, launch: _Launch, changed_regions: list) -> None:
         """Other arrays over memory a recorded launch changed (views) changed legitimately: not a mutation."""
-        passed = {id(use.array) for use in launch.uses}
+        passed = None
         for arr, region in changed_regions:
             if len(region.arrays) == 1:
                 continue  # only the array itself, whose contents are known
+            if passed is None:
+                passed = {id(use.array) for use in launch.uses}
             first, last = span(arr)
             for other in region.arrays.values():
                 tracked = self._tracked.get(id(other))
