@@ -105,6 +105,14 @@ class ElementReads:
             found = self._any[which] = np.count_nonzero(getattr(self, which)) != 0
         return found
 
+    def all(self, which: str) -> bool:
+        """Is every element marked ``before`` / ``after`` / ``written`` / ``stored``? Counted once, as `any`."""
+        found = self._any.get(("all", which))
+        if found is None:
+            marks = getattr(self, which)
+            found = self._any[("all", which)] = marks is not None and np.count_nonzero(marks) == marks.size
+        return found
+
 
 def _index_of(subscript: ast.Subscript):
     index = subscript.slice

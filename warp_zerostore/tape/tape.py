@@ -63,7 +63,8 @@ from ..codegen import pre_backward, replays_exactly
 from ..config import CheckLevel, validate_check
 from ..options import effective_mode, store_adjoints_zero
 from . import read_twin
-from .memory import AddressBook, span
+from .._memory import overlap
+from .memory import AddressBook, slot_range, span
 from .visualize import mark_hazards
 
 _log = logging.getLogger(__name__)
@@ -162,7 +163,14 @@ class Hazard:
             A hashable tuple.
         """
 
-        return _key(self.kind, self.writer, self.reader, self.earlier, self.real)
+        # a launch builds this tuple from its sites' idents and looks it up before building a Hazard (`_write_hazards`)
+        return (
+            self.kind,
+            None if self.writer is None else self.writer.ident,
+            None if self.reader is None else self.reader.ident,
+            None if self.earlier is None else self.earlier.ident,
+            self.real,
+        )
 
     def message(self) -> str:
         """The warning's or error's text: what happened, where, and what to do.
@@ -234,16 +242,6 @@ class Hazard:
             f"found {'at launch #' + str(self.writer.launch) + ' at ' + self.writer.location if self.writer else 'at backward()'}); "
             "its backward pass will read the new values. Do not modify arrays a Tape will re-read, or copy them."
         )
-
-
-def _key(kind: str, writer, reader, earlier, real: bool) -> tuple:
-    """`Hazard.key` of a hazard not built yet: sites as `Site` s or as their ``ident`` tuples (a launch checks
-    the key first and builds the `Hazard` only when it is new)."""
-
-    def ident(s):
-        return s.ident if isinstance(s, Site) else s
-
-    return (kind, ident(writer), ident(reader), ident(earlier), real)
 
 
 # -- hazard listeners: who hears of each new hazard besides the Tape that found it
@@ -445,19 +443,34 @@ class _ArrayUse:
     """One array argument of a recorded launch and what the Tape saved about it (a plain class with slots: a
     launch makes several, and check mode's cost is per launch)."""
 
-    __slots__ = ("label", "array", "access", "labels", "before", "after", "marks", "saved", "located", "crossed")
+    __slots__ = (
+        "label",
+        "array",
+        "access",
+        "labels",
+        "crossed",
+        "shares",
+        "before",
+        "after",
+        "known",
+        "marks",
+        "saved",
+        "located",
+    )
 
-    def __init__(self, label: str, array, access: ArgumentAccess, labels: list):
+    def __init__(self, label: str, array, access: ArgumentAccess, labels: list, crossed: bool, shares: bool):
         self.label = label  # its labels, ", "-joined when one array is passed under several
         self.array = array
         self.access = access  # the union of its labels' accesses
         self.labels = labels
+        self.crossed = crossed  # passed under several labels, read through one and written through another
+        self.shares = shares  # not written by the launch, but shares memory with an array it writes (a view)
         self.before: np.ndarray | None = None  # host copy from before the launch
         self.after: np.ndarray | None = None  # host copy from after the launch
+        self.known = False  # ``before`` is the content the Tape knew (unchanged since the last launch passing it)
         self.marks: read_twin.ElementReads | None = None  # element reads and writes, when the twin ran
         self.saved = None  # device copy from before the launch (snapshot)
-        self.located: tuple | None = None  # (Region, slot per element), once looked up for this launch
-        self.crossed = False  # passed under several labels, read through one and written through another
+        self.located: tuple | None = None  # `Tape._region` of the array, once looked up for this launch
 
     def reads_known(self) -> bool:
         return self.marks is not None and self.marks.reads_known
@@ -493,10 +506,40 @@ def _combined_marks(use: _ArrayUse, marks: dict, access: dict) -> read_twin.Elem
     )
 
 
+class _Plan:
+    """What a launch's array uses are, for one kernel and one set of array arguments: worked out once per Tape (a
+    loop launches the same kernel on the same arrays at every step). Holds the arrays, so their ids stay theirs."""
+
+    __slots__ = ("arrays", "uses")
+
+    def __init__(self, facts: _KernelFacts, arrays: tuple):
+        self.arrays = arrays
+        uses, by_id = [], {}
+        for (_, label, access), value in zip(facts.arrays, arrays):
+            if not isinstance(value, warp.array):
+                continue
+            use = by_id.get(id(value))
+            if use is None:
+                by_id[id(value)] = use = [label, value, access, [label], False]
+                uses.append(use)
+            else:
+                if len(use[3]) == 1:
+                    use[2] = dataclasses.replace(use[2])  # the kernel's own entry stays as it is
+                use[4] |= (use[2].reads and access.writes) or (use[2].writes and access.reads)
+                use[3].append(label)
+                use[0] = ", ".join(use[3])
+                _union(use[2], access)
+        # An array the kernel does not write keeps its values, unless it shares memory with one it writes (a view).
+        written = [span(use[1]) for use in uses if use[2].writes]
+        self.uses = [
+            (*use, not use[2].writes and any(overlap(span(use[1]), w) for w in written)) for use in uses
+        ]  # (label, array, access, labels, crossed, shares)
+
+
 class _Launch:
     """A launch the Tape records: its kernel, its array arguments (each once) and where the user launched it."""
 
-    __slots__ = ("kernel", "index", "location", "device", "uses", "sites", "replayed", "written_regions")
+    __slots__ = ("kernel", "index", "location", "device", "uses", "sites", "replayed")
 
     def __init__(self, kernel, index: int, location: str, device, uses: list):
         self.kernel = kernel
@@ -507,7 +550,6 @@ class _Launch:
         self.sites: dict = {}
         # Warp's backward replays its reads (False: built with enable_backward=False, so never a reader)
         self.replayed = _compat.kernel_has_backward(kernel)
-        self.written_regions: set | None = None  # ids of the regions its written arrays cover, once needed
 
     def site(self, label: str) -> Site:
         site = self.sites.get(label)
@@ -523,7 +565,7 @@ class _Launch:
 class _KernelFacts:
     """What the Tape asks of a kernel at every launch, looked up once per kernel."""
 
-    __slots__ = ("kernel", "arrays", "structs")
+    __slots__ = ("kernel", "arrays", "positions", "structs")
 
     def __init__(self, kernel):
         self.kernel = kernel
@@ -533,6 +575,7 @@ class _KernelFacts:
         self.arrays = [
             (position, label, access[label]) for position, (label, _) in enumerate(parameters) if label in access
         ]
+        self.positions = [position for position, _, _ in self.arrays]
         #: ``[(position, label)]`` of the parameters that may take a ``@wp.struct`` (typed so, or generic)
         self.structs = [
             (position, label)
@@ -621,6 +664,7 @@ class Tape(_compat.WarpTape):
         self._books: dict = {}  # device -> AddressBook
         self._located: dict = {}  # id -> (array, Region, slots)
         self._sites: list = []  # writer Sites (or (launch, ident) until one is needed), indexed from Region.writer
+        self._plans: dict = {}  # (id(kernel), ids of its array arguments) -> _Plan
         self._snapshotted: dict = {}  # id -> array with at least one snapshot
         self.snapshot_bytes: int = 0
         # snapshot Tape without checks: id -> [array, checksum after the last recorded launch that passed it,
@@ -682,23 +726,15 @@ class Tape(_compat.WarpTape):
         """The launch's array arguments that the kernel uses: each array once, with all its labels and the union
         of their accesses (``inputs=[x], outputs=[x]`` is one array, read and written)."""
         kernel = a["kernel"]
+        facts = _facts(kernel)
         values = list(a.get("inputs") or []) + list(a.get("outputs") or [])
-        uses, by_id = [], {}
-        for position, label, access in _facts(kernel).arrays:
-            value = values[position] if position < len(values) else None
-            if not isinstance(value, warp.array):
-                continue
-            use = by_id.get(id(value))
-            if use is None:
-                use = by_id[id(value)] = _ArrayUse(label, value, access, [label])
-                uses.append(use)
-            else:
-                if len(use.labels) == 1:
-                    use.access = dataclasses.replace(use.access)  # the kernel's own entry stays as it is
-                use.crossed |= (use.access.reads and access.writes) or (use.access.writes and access.reads)
-                use.labels.append(label)
-                use.label = ", ".join(use.labels)
-                _union(use.access, access)
+        count = len(values)
+        arrays = tuple(values[position] if position < count else None for position in facts.positions)
+        key = (id(kernel), *map(id, arrays))
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plans[key] = _Plan(facts, arrays)
+        uses = [_ArrayUse(*use) for use in plan.uses]
         device = a.get("device")
         if device is None:
             device = uses[0].array.device if uses else warp.get_device()
@@ -772,26 +808,12 @@ class Tape(_compat.WarpTape):
             now = _compat.host_view(arr)
             if _same_bytes(tracked.values, now):
                 use.before = tracked.values  # unchanged (the usual case): the known content, never written to
+                use.known = True
                 return
             use.before = now.copy() if arr.device.is_cpu else now  # on the CPU, the view is the live memory
             found.extend(self._mutations(arr, tracked.values, use.before, launch.site(use.label)))
-        elif use.access.writes or (launch.replayed and use.access.reads) or self._shares_written(launch, use):
+        elif use.access.writes or use.shares or (launch.replayed and use.access.reads):
             use.before = _host_copy(arr)
-
-    def _shares_written(self, launch: _Launch, use: _ArrayUse) -> bool:
-        """Does an array the launch does not write lie in a memory region with one it writes (a view of it)? Its
-        content may then change too."""
-        if not use.array.size:
-            return False
-        regions = launch.written_regions
-        if regions is None:
-            writes = [u for u in launch.uses if u.access.writes and u.array.size]
-            if writes:
-                for u in launch.uses:  # every array located first: a region one of them merges is gone
-                    if u.array.size:
-                        self._locate(u)
-            regions = launch.written_regions = {id(self._locate(u)[0]) for u in writes}
-        return bool(regions) and id(self._locate(use)[0]) in regions
 
     def _mutations(self, arr, recorded: np.ndarray, now: np.ndarray, writer: Site | None) -> list:
         """Mutation hazards for the readers of the elements that changed since the Tape last saw ``arr``."""
@@ -800,7 +822,7 @@ class Tape(_compat.WarpTape):
         changed = _differing(recorded, now, arr.shape)
         if not _any(changed):
             return []
-        region, slots = self._region(arr)
+        region, slots, _ = self._region(arr)
         slots = slots[changed]
         return [
             Hazard(MUTATED, writer=writer, reader=reader)
@@ -819,17 +841,16 @@ class Tape(_compat.WarpTape):
                 if use.access.reads and use.array.size:
                     if use.reads_known():
                         if use.marks.any("before"):
-                            self._record_read(launch, use, use.marks.before)
+                            self._record_read(launch, use, "before")
                     else:
                         self._record_read(launch, use, None)
         changed_regions = []
         for use in launch.uses:
             if use.before is None:
                 continue
-            # An array the kernel does not write keeps its values, unless it shares memory with one it writes.
-            unchanged = not use.access.writes and not self._shares_written(launch, use)
+            unchanged = not use.access.writes and not use.shares
             use.after = use.before if unchanged else _host_copy(use.array)
-            if not checking:
+            if not checking or (unchanged and use.known):  # known and unchanged: nothing to refresh
                 continue
             tracked = self._track(use.array)
             if not unchanged:
@@ -849,7 +870,7 @@ class Tape(_compat.WarpTape):
         if launch.replayed:
             for use in launch.uses:
                 if use.access.reads and use.array.size and use.reads_known() and use.marks.any("after"):
-                    self._record_read(launch, use, use.marks.after)
+                    self._record_read(launch, use, "after")
         if checking and changed_regions:
             self._refresh_views(launch, changed_regions)
         return found
@@ -919,22 +940,23 @@ class Tape(_compat.WarpTape):
             tracked = self._tracked[id(arr)] = _Tracked(arr)
         return tracked
 
-    def _region(self, arr):
-        """``(Region, slot per element)`` of an array; kept per array object while its region is not merged."""
+    def _region(self, arr) -> tuple:
+        """``(Region, slot per element, the slots as a slice or None)`` of an array (`memory.slot_range`); kept per
+        array object while its region is not merged."""
         cached = self._located.get(id(arr))
         if cached is not None and cached[0] is arr and cached[1].alive:
-            return cached[1], cached[2]
+            return cached[1:]
         key = str(arr.device)
         book = self._books.get(key)
         if book is None:
             book = self._books[key] = AddressBook()
         region, slots = book.region(arr)
         region.arrays[id(arr)] = arr
-        self._located[id(arr)] = (arr, region, slots)
-        return region, slots
+        cached = self._located[id(arr)] = (arr, region, slots, slot_range(arr, region.start, region.unit))
+        return cached[1:]
 
-    def _locate(self, use: _ArrayUse):
-        """The use's region and slots, looked up once per launch (regions only grow within a launch)."""
+    def _locate(self, use: _ArrayUse) -> tuple:
+        """The use's `_region`, looked up once per launch (regions only grow within a launch)."""
         if use.located is None or not use.located[0].alive:
             use.located = self._region(use.array)
         return use.located
@@ -943,16 +965,20 @@ class Tape(_compat.WarpTape):
         """Did a recorded launch read any element of ``arr``?"""
         if not arr.size:
             return False
-        region, slots = self._region(arr)
+        region, slots, _ = self._region(arr)
         return _any(region.read_any[slots])
 
-    def _record_read(self, launch: _Launch, use: _ArrayUse, mask) -> None:
-        """``mask``: the elements read (callers pass only masks with one set: a launch that read nothing, a
-        zero-size one or a guarded branch, leaves nothing to be stale or mutated); None: the whole array."""
+    def _record_read(self, launch: _Launch, use: _ArrayUse, which: str | None) -> None:
+        """``which``: the twin's marks of the elements read, ``"before"`` or ``"after"`` (callers pass only marks
+        with one set: a launch that read nothing, a zero-size one or a guarded branch, leaves nothing to be stale or
+        mutated); None: the whole array."""
         self._track(use.array).read = True
         key = launch.ident(use.label)
-        region, slots = self._locate(use)
-        read = slots if mask is None else slots[mask]
+        region, slots, whole = self._locate(use)
+        if which is None or use.marks.all(which):
+            read = slots if whole is None else whole
+        else:
+            read = slots[getattr(use.marks, which)]
         entry = region.reads.get(key)
         if entry is None:
             entry = region.reads[key] = [launch.site(use.label), np.zeros(region.writer.size, dtype=bool)]
@@ -965,37 +991,43 @@ class Tape(_compat.WarpTape):
         found = []
         known = self._hazard_keys
         writer = launch.ident(use.label)
-        region, slots = self._locate(use)
-        written = slots.reshape(-1) if count == changed.size else slots[changed]
+        region, slots, whole = self._locate(use)
+        if count == changed.size:  # every element (the usual case): a slice of the tables where the array is one run
+            written = slots if whole is None else whole
+        else:
+            written, whole = slots[changed], None
         broadcast = 0 in use.array.strides  # one element at several indices
         if broadcast:
             written = np.unique(written)
         if use.access.stores:  # accumulation over earlier values (atomic_add) is exact, not an overwrite
-            if use.marks is not None and use.marks.stored is not None:
+            stored, stored_whole = written, whole
+            if use.marks is not None and use.marks.stored is not None and not use.marks.all("stored"):
                 # only the elements a store wrote on this launch (a branch that only accumulated is no overwrite);
                 # a change the twin did not mark (a store it cannot index) counts as a store
-                stored_slots = slots[changed & (use.marks.stored | ~use.marks.written)]
+                stored, stored_whole = slots[changed & (use.marks.stored | ~use.marks.written)], None
                 if broadcast:
-                    stored_slots = np.unique(stored_slots)
+                    stored = np.unique(stored)
+            last = region.last_write
+            if stored_whole is not None and last is not None and last[0] == whole.start and last[1] == whole.stop:
+                sites, counts = (last[2],), (count,)  # rewritten whole: one earlier writer, known without a look
             else:
-                stored_slots = written
-            earlier = region.writer[stored_slots]
-            earlier = earlier[earlier >= 0]
-            if not earlier.size:
-                sites = counts = ()
-            elif not np.count_nonzero(earlier != earlier[0]):  # one earlier writer (the usual case): no count
-                sites, counts = (int(earlier[0]),), (earlier.size,)
-            else:  # earlier writers are indices into self._sites: a count per site, no sort
-                counts = np.bincount(earlier, minlength=0)
-                sites = np.flatnonzero(counts)
-                sites, counts = sites.tolist(), counts[sites].tolist()
+                earlier = region.writer[stored]
+                earlier = earlier[earlier >= 0]
+                if not earlier.size:
+                    sites = counts = ()
+                elif not np.count_nonzero(earlier != earlier[0]):  # one earlier writer (the usual case): no count
+                    sites, counts = (int(earlier[0]),), (earlier.size,)
+                else:  # earlier writers are indices into self._sites: a count per site, no sort
+                    counts = np.bincount(earlier, minlength=0)
+                    sites = np.flatnonzero(counts)
+                    sites, counts = sites.tolist(), counts[sites].tolist()
             real = None
             for site, elements in zip(sites, counts):
                 if real is None:
                     # safe only where the store adjoint zeroes this array's gradient: never one made with
                     # retain_grad=True (Warp >= 1.13 skips zeroing it, stock and flagged alike)
                     real = not store_adjoints_zero(launch.kernel) or _compat.retains_grad(use.array)
-                if _key(OVERWRITE, writer, None, self._sites[site][1], real) in known:
+                if (OVERWRITE, writer, None, self._sites[site][1], real) in known:
                     continue
                 found.append(
                     Hazard(
@@ -1007,14 +1039,15 @@ class Tape(_compat.WarpTape):
                     )
                 )
         if region.reads and _any(region.read_any[written]):  # else no read site can have read them
-            for reader_key, (reader, bitmap) in region.reads.items():
-                if _key(STALE_READ, writer, reader_key, None, True) in known:
+            for reader, (site, bitmap) in region.reads.items():
+                if (STALE_READ, writer, reader, None, True) in known:
                     continue
                 elements = int(np.count_nonzero(bitmap[written]))
                 if elements:
-                    found.append(Hazard(STALE_READ, writer=launch.site(use.label), reader=reader, elements=elements))
+                    found.append(Hazard(STALE_READ, writer=launch.site(use.label), reader=site, elements=elements))
         self._sites.append((launch.index, writer))
         region.writer[written] = len(self._sites) - 1
+        region.last_write = None if whole is None or broadcast else (whole.start, whole.stop, len(self._sites) - 1)
         return found
 
     def _site(self, index: int) -> Site:
