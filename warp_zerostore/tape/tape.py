@@ -58,12 +58,12 @@ import numpy as np
 import warp
 
 from .. import _compat, config
+from .._memory import overlap
 from ..access import ArgumentAccess, argument_access
 from ..codegen import pre_backward, replays_exactly
 from ..config import CheckLevel, validate_check
 from ..options import effective_mode, store_adjoints_zero
 from . import read_twin
-from .._memory import overlap
 from .memory import AddressBook, slot_range, span
 from .visualize import mark_hazards
 
