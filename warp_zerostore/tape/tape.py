@@ -315,7 +315,16 @@ def _call_site() -> str:
         frame = frame.f_back
     if frame is None:
         return "<unknown>"
-    return f"{frame.f_code.co_filename}:{frame.f_lineno}"
+    key = (frame.f_code, frame.f_lasti)  # one instruction of one function: one line, without computing it
+    location = _LOCATIONS.get(key)
+    if location is None:
+        if len(_LOCATIONS) > 65536:
+            _LOCATIONS.clear()
+        location = _LOCATIONS[key] = f"{frame.f_code.co_filename}:{frame.f_lineno}"
+    return location
+
+
+_LOCATIONS: dict = {}
 
 
 def _user_stacklevel() -> int:
@@ -727,7 +736,8 @@ class Tape(_compat.WarpTape):
         of their accesses (``inputs=[x], outputs=[x]`` is one array, read and written)."""
         kernel = a["kernel"]
         facts = _facts(kernel)
-        values = list(a.get("inputs") or []) + list(a.get("outputs") or [])
+        inputs, outputs = a.get("inputs") or (), a.get("outputs")
+        values = list(inputs) + list(outputs) if outputs else inputs
         count = len(values)
         arrays = tuple(values[position] if position < count else None for position in facts.positions)
         key = (id(kernel), *map(id, arrays))
