@@ -91,27 +91,29 @@ class ElementReads:
     reads_known: bool = True
     #: the written elements a store wrote (not only an accumulation); None: not told apart (all count as stored)
     stored: np.ndarray | None = None
-    _any: dict = dataclasses.field(default_factory=dict, repr=False, compare=False)
+    _counts: dict = dataclasses.field(default_factory=dict, repr=False, compare=False)
 
     @property
     def read(self) -> np.ndarray:
         return self.before | self.after
 
-    def any(self, which: str) -> bool:
-        """Is any element marked ``before`` / ``after`` / ``written``? Counted once (marks a later launch with
-        the same key reuses are counted once for all of them)."""
-        found = self._any.get(which)
-        if found is None:
-            found = self._any[which] = np.count_nonzero(getattr(self, which)) != 0
-        return found
-
-    def all(self, which: str) -> bool:
-        """Is every element marked ``before`` / ``after`` / ``written`` / ``stored``? Counted once, as `any`."""
-        found = self._any.get(("all", which))
+    def count(self, which: str) -> int:
+        """How many elements are marked ``before`` / ``after`` / ``written`` / ``stored`` (0 where not told)?
+        Counted once (marks a later launch with the same key reuses are counted once for all of them)."""
+        found = self._counts.get(which)
         if found is None:
             marks = getattr(self, which)
-            found = self._any[("all", which)] = marks is not None and np.count_nonzero(marks) == marks.size
+            found = self._counts[which] = 0 if marks is None else int(np.count_nonzero(marks))
         return found
+
+    def any(self, which: str) -> bool:
+        """Is any element marked ``which``?"""
+        return self.count(which) != 0
+
+    def all(self, which: str) -> bool:
+        """Is every element marked ``which``?"""
+        marks = getattr(self, which)
+        return marks is not None and self.count(which) == marks.size
 
 
 def _index_of(subscript: ast.Subscript):

@@ -545,6 +545,10 @@ class _Plan:
         ]  # (label, array, access, labels, crossed, shares)
 
 
+#: plans a Tape keeps (a loop's launches repeat a few dozen; a rollout's, over new states each step, never do)
+_PLANS_KEPT = 256
+
+
 class _Launch:
     """A launch the Tape records: its kernel, its array arguments (each once) and where the user launched it."""
 
@@ -743,6 +747,8 @@ class Tape(_compat.WarpTape):
         key = (id(kernel), *map(id, arrays))
         plan = self._plans.get(key)
         if plan is None:
+            if len(self._plans) >= _PLANS_KEPT:  # a rollout over new arrays at every step: start over, keep few
+                self._plans.clear()
             plan = self._plans[key] = _Plan(facts, arrays)
         uses = [_ArrayUse(*use) for use in plan.uses]
         device = a.get("device")
