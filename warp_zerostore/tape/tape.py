@@ -47,6 +47,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import operator
 import os
 import sys
 import threading
@@ -58,7 +59,6 @@ import numpy as np
 import warp
 
 from .. import _compat, config
-from .._memory import overlap
 from ..access import ArgumentAccess, argument_access
 from ..codegen import pre_backward, replays_exactly
 from ..config import CheckLevel, validate_check
@@ -458,7 +458,6 @@ class _ArrayUse:
         "access",
         "labels",
         "crossed",
-        "shares",
         "before",
         "after",
         "known",
@@ -467,13 +466,12 @@ class _ArrayUse:
         "located",
     )
 
-    def __init__(self, label: str, array, access: ArgumentAccess, labels: list, crossed: bool, shares: bool):
+    def __init__(self, label: str, array, access: ArgumentAccess, labels, crossed: bool):
         self.label = label  # its labels, ", "-joined when one array is passed under several
         self.array = array
         self.access = access  # the union of its labels' accesses
         self.labels = labels
         self.crossed = crossed  # passed under several labels, read through one and written through another
-        self.shares = shares  # not written by the launch, but shares memory with an array it writes (a view)
         self.before: np.ndarray | None = None  # host copy from before the launch
         self.after: np.ndarray | None = None  # host copy from after the launch
         self.known = False  # ``before`` is the content the Tape knew (unchanged since the last launch passing it)
@@ -516,46 +514,53 @@ def _combined_marks(use: _ArrayUse, marks: dict, access: dict) -> read_twin.Elem
 
 
 class _Plan:
-    """What a launch's array uses are, for one kernel and one set of array arguments: worked out once per Tape (a
-    loop launches the same kernel on the same arrays at every step). Holds the arrays, so their ids stay theirs."""
+    """What a launch's array uses are, for one kernel and one set of array arguments: worked out once per launch
+    site while it passes the same arrays (a loop launches the same kernel on the same arrays at every step)."""
 
-    __slots__ = ("arrays", "uses")
+    __slots__ = ("facts", "arrays", "uses", "shared")
 
     def __init__(self, facts: _KernelFacts, arrays: tuple):
+        self.facts = facts
         self.arrays = arrays
-        uses, by_id = [], {}
-        for (_, label, access), value in zip(facts.arrays, arrays):
-            if not isinstance(value, warp.array):
-                continue
-            use = by_id.get(id(value))
-            if use is None:
-                by_id[id(value)] = use = [label, value, access, [label], False]
-                uses.append(use)
-            else:
-                if len(use[3]) == 1:
-                    use[2] = dataclasses.replace(use[2])  # the kernel's own entry stays as it is
-                use[4] |= (use[2].reads and access.writes) or (use[2].writes and access.reads)
-                use[3].append(label)
-                use[0] = ", ".join(use[3])
-                _union(use[2], access)
-        # An array the kernel does not write keeps its values, unless it shares memory with one it writes (a view).
-        written = [span(use[1]) for use in uses if use[2].writes]
+        #: ``(label, array, access, labels, crossed)`` per distinct array
         self.uses = [
-            (*use, not use[2].writes and any(overlap(span(use[1]), w) for w in written)) for use in uses
-        ]  # (label, array, access, labels, crossed, shares)
+            (label, value, access, (label,), False)
+            for (_, label, access), value in zip(facts.arrays, arrays)
+            if isinstance(value, warp.array)
+        ]
+        if len({id(use[1]) for use in self.uses}) < len(self.uses):
+            self.uses = _one_use_per_array(self.uses)
+        #: ids of the arrays the launch does not write that lie in a region with one it writes (views), once asked
+        self.shared: set | None = None
 
 
-#: plans a Tape keeps (a loop's launches repeat a few dozen; a rollout's, over new states each step, never do)
-_PLANS_KEPT = 256
+def _one_use_per_array(uses: list) -> list:
+    """One array passed under several labels: one use, with all its labels and the union of their accesses."""
+    merged, by_id = [], {}
+    for label, value, access, _, _ in uses:
+        use = by_id.get(id(value))
+        if use is None:
+            by_id[id(value)] = use = [label, value, access, [label], False]
+            merged.append(use)
+            continue
+        if len(use[3]) == 1:
+            use[2] = dataclasses.replace(use[2])  # the kernel's own entry stays as it is
+        use[4] |= (use[2].reads and access.writes) or (use[2].writes and access.reads)
+        use[3].append(label)
+        use[0] = ", ".join(use[3])
+        _union(use[2], access)
+    return [tuple(use) for use in merged]
 
 
 class _Launch:
     """A launch the Tape records: its kernel, its array arguments (each once) and where the user launched it."""
 
-    __slots__ = ("kernel", "index", "location", "device", "uses", "sites", "replayed")
+    __slots__ = ("kernel", "index", "location", "device", "uses", "plan", "sites", "replayed")
 
-    def __init__(self, kernel, index: int, location: str, device, uses: list):
+    def __init__(self, kernel, index: int, location: str, device, plan: _Plan):
         self.kernel = kernel
+        self.plan = plan
+        uses = [_ArrayUse(*use) for use in plan.uses]
         self.index = index
         self.location = location
         self.device = device
@@ -677,7 +682,7 @@ class Tape(_compat.WarpTape):
         self._books: dict = {}  # device -> AddressBook
         self._located: dict = {}  # id -> (array, Region, slots)
         self._sites: list = []  # writer Sites (or (launch, ident) until one is needed), indexed from Region.writer
-        self._plans: dict = {}  # (id(kernel), ids of its array arguments) -> _Plan
+        self._plans: dict = {}  # (id(kernel), launch site) -> _Plan of its last launch
         self._snapshotted: dict = {}  # id -> array with at least one snapshot
         self.snapshot_bytes: int = 0
         # snapshot Tape without checks: id -> [array, checksum after the last recorded launch that passed it,
@@ -744,17 +749,17 @@ class Tape(_compat.WarpTape):
         values = list(inputs) + list(outputs) if outputs else inputs
         count = len(values)
         arrays = tuple(values[position] if position < count else None for position in facts.positions)
-        key = (id(kernel), *map(id, arrays))
+        location = _call_site()
+        # One plan per launch site, kept while the site passes the same arrays (a loop's step); a rollout over new
+        # states replaces it at every launch, so nothing piles up.
+        key = (id(kernel), location)
         plan = self._plans.get(key)
-        if plan is None:
-            if len(self._plans) >= _PLANS_KEPT:  # a rollout over new arrays at every step: start over, keep few
-                self._plans.clear()
+        if plan is None or plan.facts is not facts or not all(map(operator.is_, plan.arrays, arrays)):
             plan = self._plans[key] = _Plan(facts, arrays)
-        uses = [_ArrayUse(*use) for use in plan.uses]
         device = a.get("device")
         if device is None:
-            device = uses[0].array.device if uses else warp.get_device()
-        return _Launch(kernel, _compat.tape_launch_count(self), _call_site(), device, uses)
+            device = plan.uses[0][1].device if plan.uses else warp.get_device()
+        return _Launch(kernel, _compat.tape_launch_count(self), location, device, plan)
 
     def _struct_arguments(self, launch: _Launch, a: dict) -> list:
         """A `IN_STRUCT` report per argument that is a ``@wp.struct`` holding arrays: what the Tape cannot follow."""
@@ -828,8 +833,28 @@ class Tape(_compat.WarpTape):
                 return
             use.before = now.copy() if arr.device.is_cpu else now  # on the CPU, the view is the live memory
             found.extend(self._mutations(arr, tracked.values, use.before, launch.site(use.label)))
-        elif use.access.writes or use.shares or (launch.replayed and use.access.reads):
+        elif use.access.writes or (launch.replayed and use.access.reads) or self._shares_written(launch, use):
             use.before = _host_copy(arr)
+
+    def _shares_written(self, launch: _Launch, use: _ArrayUse) -> bool:
+        """Does an array the launch does not write lie in a memory region with one it writes (a view of it)? Its
+        content may then change too. Worked out once per plan: arrays that overlap share a region from the moment
+        both are located (ones that share a region later without overlapping never change each other)."""
+        plan = launch.plan
+        if plan.shared is None:
+            written = [u for u in launch.uses if u.access.writes and u.array.size]
+            plan.shared = set()
+            if written and len(written) < len(launch.uses):
+                for u in launch.uses:  # every array located first: a region one of them merges is gone
+                    if u.array.size:
+                        self._locate(u)
+                regions = {id(self._locate(u)[0]) for u in written}
+                plan.shared = {
+                    id(u.array)
+                    for u in launch.uses
+                    if not u.access.writes and u.array.size and id(self._locate(u)[0]) in regions
+                }
+        return id(use.array) in plan.shared
 
     def _mutations(self, arr, recorded: np.ndarray, now: np.ndarray, writer: Site | None) -> list:
         """Mutation hazards for the readers of the elements that changed since the Tape last saw ``arr``."""
@@ -864,7 +889,7 @@ class Tape(_compat.WarpTape):
         for use in launch.uses:
             if use.before is None:
                 continue
-            unchanged = not use.access.writes and not use.shares
+            unchanged = not use.access.writes and not self._shares_written(launch, use)
             use.after = use.before if unchanged else _host_copy(use.array)
             if not checking or (unchanged and use.known):  # known and unchanged: nothing to refresh
                 continue
