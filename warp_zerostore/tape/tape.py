@@ -304,8 +304,9 @@ def _is_internal(filename: str) -> bool:
 _INTERNAL: dict = {}
 
 
-def _call_site() -> str:
-    frame = sys._getframe(1)
+def _call_site(depth: int = 1) -> str:
+    """``file:line`` of the first frame, from ``depth`` frames up, outside Warp and this package."""
+    frame = sys._getframe(depth)
     while frame is not None:
         internal = _INTERNAL.get(frame.f_code.co_filename)  # inlined `_is_internal`: four frames a launch
         if internal is None:
@@ -749,7 +750,7 @@ class Tape(_compat.WarpTape):
         values = list(inputs) + list(outputs) if outputs else inputs
         count = len(values)
         arrays = tuple(values[position] if position < count else None for position in facts.positions)
-        location = _call_site()
+        location = _call_site(3)  # above _plan, _recorded_launch: _launch_hook, then the frames that called it
         # One plan per launch site, kept while the site passes the same arrays (a loop's step); a rollout over new
         # states replaces it at every launch, so nothing piles up.
         key = (id(kernel), location)
@@ -893,7 +894,11 @@ class Tape(_compat.WarpTape):
             use.after = use.before if unchanged else _host_copy(use.array)
             if not checking or (unchanged and use.known):  # known and unchanged: nothing to refresh
                 continue
-            tracked = self._track(use.array)
+            # Known content matters for arrays a recorded launch reads (this one's included: its reads after its own
+            # writes are recorded below); the first launch that reads another copies it then.
+            tracked = self._tracked.get(id(use.array))
+            if tracked is None and launch.replayed and use.access.reads:
+                tracked = self._track(use.array)
             if not unchanged:
                 # Written: what the twin saw stored (whatever the value), and what changed (stores it cannot see).
                 if _same_bytes(use.before, use.after):
@@ -906,7 +911,8 @@ class Tape(_compat.WarpTape):
                 if count:
                     found.extend(self._write_hazards(launch, use, changed, count))
                     changed_regions.append((use.array, self._locate(use)[0]))
-            tracked.values = use.after
+            if tracked is not None:
+                tracked.values = use.after
         # A thread's read of its own write: not stale for this launch's writes, but it is for later writers.
         if launch.replayed:
             for use in launch.uses:
