@@ -13,7 +13,8 @@ of ``tests/helpers/newton_chain.py`` and its backward) without graph capture,
   says is read stale. A report is true when the plain Tape's gradient of that array differs from the snapshot's
   (the replay read other values), false when both gradients agree on a program whose parameter gradient is right;
 * **cost**: plain ``warp.Tape()`` against the checking Tape, medians of interleaved runs (both sides in the same
-  run, after an untimed warm-up of each), wall and thread CPU time, and the extra time per recorded launch.
+  run, after an untimed warm-up of each, a full garbage collection before each), wall and thread CPU time, and the
+  extra time per recorded launch.
 
 Lengths: the examples' own, except ``bear`` (``--bear-steps`` frames of 80 substeps, default 2, against 300: a
 check run of the full length takes minutes on a CPU). ``bear`` needs ``usd-core`` (``pxr``); an example whose
@@ -25,6 +26,7 @@ Usage: python benchmarks/bench_newton_diffsim.py [--repeats 3] [--only ball dron
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import os
 import sys
@@ -268,7 +270,10 @@ def cost(program, repeats: int, launches: int) -> dict:
 
     plain()
     check()  # warm-up: builds, read twins
-    timings = interleaved_medians({"plain": plain, "check": check}, repeats)
+    # A full garbage collection before each timed run: a check run leaves many objects for the next run's collector
+    # (on soft_body a plain run after a check run spent 0.1-1.1 s collecting, by chance of the collector's counts).
+    collect = {"plain": gc.collect, "check": gc.collect}
+    timings = interleaved_medians({"plain": plain, "check": check}, repeats, setup=collect)
     out = {"timings": timings}
     for clock in ("median_s", "cpu_median_s"):
         c, p = timings["check"][clock], timings["plain"][clock]
