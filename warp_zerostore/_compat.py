@@ -503,6 +503,25 @@ def is_struct_type(t) -> bool:
     return isinstance(t, codegen.Struct)
 
 
+def struct_array_fields(struct_type) -> list:
+    """``[(path, array type)]`` of a ``@wp.struct`` type's array fields, nested structs followed (``("inner", "q")``
+    for ``s.inner.q``)."""
+    out = []
+    for name, var in struct_type.vars.items():
+        if is_array_type(var.type):
+            out.append(((name,), var.type))
+        elif is_struct_type(var.type):
+            out.extend(((name, *path), t) for path, t in struct_array_fields(var.type))
+    return out
+
+
+def struct_field(instance, path: tuple):
+    """The value at ``path`` (`struct_array_fields`) in a struct instance."""
+    for name in path:
+        instance = getattr(instance, name)
+    return instance
+
+
 def struct_arrays(instance) -> list:
     """The ``wp.array`` fields of a struct instance, nested structs included."""
     out = []

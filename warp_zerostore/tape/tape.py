@@ -59,7 +59,7 @@ import numpy as np
 import warp
 
 from .. import _compat, config
-from ..access import ArgumentAccess, argument_access
+from ..access import ArgumentAccess, argument_access, struct_field_access
 from ..codegen import pre_backward, replays_exactly
 from ..config import CheckLevel, validate_check
 from ..options import effective_mode, store_adjoints_zero
@@ -223,10 +223,10 @@ class Hazard:
             )
         if self.kind == IN_STRUCT:
             return (
-                f"not checked (arrays in a struct): {self.writer.describe()} passes arrays inside a @wp.struct, "
-                "whose element reads and writes the Tape does not follow: its checks and snapshots say nothing "
-                "about them (a stale read or an in-place update through them goes unseen). Pass those arrays as "
-                "kernel arguments to have them checked."
+                f"not checked (arrays in a struct): {self.writer.describe()} passes arrays inside a @wp.struct to a "
+                "generic parameter, whose fields the Tape cannot know from the kernel: its checks and snapshots say "
+                "nothing about them (a stale read or an in-place update through them goes unseen). Type the "
+                "parameter with the struct, or pass those arrays as kernel arguments, to have them checked."
             )
         if self.kind == CAPTURED:
             return (
@@ -584,23 +584,26 @@ class _Launch:
 class _KernelFacts:
     """What the Tape asks of a kernel at every launch, looked up once per kernel."""
 
-    __slots__ = ("kernel", "arrays", "positions", "structs")
+    __slots__ = ("kernel", "arrays", "positions", "fields", "structs")
 
     def __init__(self, kernel):
         self.kernel = kernel
         access = argument_access(kernel)
         parameters = _compat.kernel_parameters(kernel)
-        #: ``[(position, label, ArgumentAccess)]`` of its array parameters
+        #: ``[(position, label, ArgumentAccess)]`` of its array parameters, then of the array fields of its
+        #: ``@wp.struct`` parameters (labelled ``"s.q"``), which `fields` says where to find
         self.arrays = [
             (position, label, access[label]) for position, (label, _) in enumerate(parameters) if label in access
         ]
         self.positions = [position for position, _, _ in self.arrays]
-        #: ``[(position, label)]`` of the parameters that may take a ``@wp.struct`` (typed so, or generic)
-        self.structs = [
-            (position, label)
-            for position, (label, t) in enumerate(parameters)
-            if _compat.is_struct_type(t) or _compat.is_generic(t)
-        ]
+        #: ``[(position of the struct parameter, path of the field)]``, in the order of their entries in `arrays`
+        self.fields = []
+        for label, (position, path, field_access) in struct_field_access(kernel).items():
+            self.arrays.append((position, label, field_access))
+            self.fields.append((position, path))
+        #: ``[(position, label)]`` of the parameters that may take a ``@wp.struct`` whose arrays are not followed
+        #: (a generic parameter: its fields are not known from the kernel)
+        self.structs = [(position, label) for position, (label, t) in enumerate(parameters) if _compat.is_generic(t)]
 
 
 def _facts(kernel) -> _KernelFacts:
@@ -750,6 +753,13 @@ class Tape(_compat.WarpTape):
         values = list(inputs) + list(outputs) if outputs else inputs
         count = len(values)
         arrays = tuple(values[position] if position < count else None for position in facts.positions)
+        if facts.fields:  # the arrays a struct holds now (a field can be set anew between launches)
+            arrays += tuple(
+                _compat.struct_field(values[position], path)
+                if position < count and _compat.is_struct_instance(values[position])
+                else None
+                for position, path in facts.fields
+            )
         location = _call_site(3)  # above _plan, _recorded_launch: _launch_hook, then the frames that called it
         # One plan per launch site, kept while the site passes the same arrays (a loop's step); a rollout over new
         # states replaces it at every launch, so nothing piles up.
@@ -763,7 +773,8 @@ class Tape(_compat.WarpTape):
         return _Launch(kernel, _compat.tape_launch_count(self), location, device, plan)
 
     def _struct_arguments(self, launch: _Launch, a: dict) -> list:
-        """A `IN_STRUCT` report per argument that is a ``@wp.struct`` holding arrays: what the Tape cannot follow."""
+        """A `IN_STRUCT` report per ``@wp.struct`` holding arrays passed where the kernel's parameter is generic: its
+        fields are not known from the kernel, so the Tape cannot follow them (a typed struct's are followed)."""
         structs = _facts(launch.kernel).structs
         if not structs:
             return []
