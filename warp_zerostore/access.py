@@ -123,9 +123,7 @@ class _Visitor(ast.NodeVisitor):
     """Visits a function in evaluation order (an assignment's value before its targets), so that a read seen
     after a store of the same argument is a read that may follow the store at run time."""
 
-    def __init__(
-        self, names, namespace: dict | None = None, depth: int = 0, ndims: dict | None = None, structs=None
-    ):
+    def __init__(self, names, namespace: dict | None = None, depth: int = 0, ndims: dict | None = None, structs=None):
         self.access = {name: ArgumentAccess() for name in names}
         #: ``@wp.struct`` parameter -> {path of an array field: its label ``"s.q"``}; the labels are in ``names``
         self.structs = dict(structs or {})
