@@ -685,7 +685,7 @@ class Tape(_compat.WarpTape):
         self._tracked: dict = {}
         self._books: dict = {}  # device -> AddressBook
         self._located: dict = {}  # id -> (array, Region, slots)
-        self._sites: list = []  # writer Sites (or (launch, ident) until one is needed), indexed from Region.writer
+        self._sites: list = []  # writers as (launch, Site.ident), indexed from Region.writer
         self._plans: dict = {}  # (id(kernel), launch site) -> _Plan of its last launch
         self._snapshotted: dict = {}  # id -> array with at least one snapshot
         self.snapshot_bytes: int = 0
@@ -1109,13 +1109,10 @@ class Tape(_compat.WarpTape):
         return found
 
     def _site(self, index: int) -> Site:
-        """The writer `Site` ``Region.writer`` holds ``index`` of (kept as ``(launch, ident)`` until a hazard names
-        it: most writes never do)."""
-        entry = self._sites[index]
-        if not isinstance(entry, Site):
-            launch, (kernel, argument, location) = entry
-            entry = self._sites[index] = Site(launch, kernel, argument, location)
-        return entry
+        """The writer `Site` ``Region.writer`` holds ``index`` of (kept as ``(launch, ident)``: built only when a
+        new hazard names it, which most writes never do)."""
+        launch, (kernel, argument, location) = self._sites[index]
+        return Site(launch, kernel, argument, location)
 
     def _refresh_views(self, launch: _Launch, changed_regions: list) -> None:
         """Other arrays over memory a recorded launch changed (views) changed legitimately: not a mutation."""
