@@ -1,7 +1,8 @@
 """Arrays inside a ``@wp.struct`` argument are followed by the Tape's checks and snapshots like array arguments,
 labelled by their path (``"s.q"``, ``"n.state.q"``): a stale read through a struct-held array is named, and a
-snapshot Tape gives the gradient central differences give where a plain Tape does not. Kernels with struct
-arguments have no read twin, so such reads count as whole-array reads. Each detector test has its negative twin
+snapshot Tape gives the gradient central differences give where a plain Tape does not. The read twin marks the
+elements read through a struct (``s.q[0]`` only: a store into ``s.q[1]`` is no stale read). Each detector test has
+its negative twin
 (the later launch writes another array: nothing is reported, and every Tape agrees with central differences). A
 struct of scalars is not reported; a struct passed to a generic parameter (fields unknown from the kernel) is still
 reported "not checked", and ``check`` exits "unchecked" for it.
@@ -176,6 +177,35 @@ def test_a_kernel_overwriting_its_struct_held_input_is_named_and_snapshotted():
     tape.backward(grads={out: wp.ones(1, dtype=float)})
     assert s.q.grad.numpy()[0] == pytest.approx(6.0)  # d(q**2)/dq at 3; a plain Tape re-reads the stored 0
     assert s.q.numpy()[0] == 0.0  # the forward's final value, back after backward()
+
+
+@wp.kernel
+def square_first(s: State, out: wp.array(dtype=float)):
+    out[0] = s.q[0] * s.q[0]
+
+
+@wp.kernel
+def store_at(x: wp.array(dtype=float), j: int):
+    x[j] = 7.0
+
+
+@pytest.mark.parametrize("element, reported", [(0, True), (1, False)])
+def test_reads_through_a_struct_are_element_precise(element, reported):
+    # The read twin marks s.q[0] only: a later store into s.q[1] is no stale read, one into s.q[0] is; and the
+    # twin, run on a copy of the struct's array, leaves the real one as the forward left it.
+    s = State()
+    s.q = wp.array([3.0, 2.0], dtype=float, requires_grad=True)
+    out = wp.zeros(1, dtype=float, requires_grad=True)
+    tape = wp.Tape(check="warn")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", wp.OverwriteWarning)
+        with tape:
+            wp.launch(square_first, dim=1, inputs=[s, out])
+            wp.launch(store_at, dim=1, inputs=[s.q, element])
+    stale = [(h.reader.kernel, h.reader.argument) for h in tape.hazards if h.kind == tape_module.STALE_READ]
+    assert stale == ([("square_first", "s.q")] if reported else [])
+    assert out.numpy().tolist() == [9.0]
+    assert s.q.numpy().tolist() == ([7.0, 2.0] if element == 0 else [3.0, 7.0])
 
 
 def test_a_struct_passed_to_a_generic_parameter_is_still_reported_as_not_checked():

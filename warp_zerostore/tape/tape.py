@@ -584,7 +584,7 @@ class _Launch:
 class _KernelFacts:
     """What the Tape asks of a kernel at every launch, looked up once per kernel."""
 
-    __slots__ = ("kernel", "arrays", "positions", "fields", "structs")
+    __slots__ = ("kernel", "arrays", "positions", "fields", "structs", "access")
 
     def __init__(self, kernel):
         self.kernel = kernel
@@ -601,6 +601,8 @@ class _KernelFacts:
         for label, (position, path, field_access) in struct_field_access(kernel).items():
             self.arrays.append((position, label, field_access))
             self.fields.append((position, path))
+        #: ``{label: ArgumentAccess}`` of every entry of `arrays`
+        self.access = {label: use for _, label, use in self.arrays}
         #: ``[(position, label)]`` of the parameters that may take a ``@wp.struct`` whose arrays are not followed
         #: (a generic parameter: its fields are not known from the kernel)
         self.structs = [(position, label) for position, (label, t) in enumerate(parameters) if _compat.is_generic(t)]
@@ -808,7 +810,7 @@ class Tape(_compat.WarpTape):
         )
         if twin_needed and launch.uses:
             marks = read_twin.element_reads(launch.kernel, a)
-            access = argument_access(launch.kernel)
+            access = _facts(launch.kernel).access
             for use in launch.uses:
                 use.marks = _combined_marks(use, marks, access)
         for use in launch.uses:
