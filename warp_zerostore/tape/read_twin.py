@@ -805,7 +805,7 @@ _RUNNERS: dict = {}
 POOLED_BYTES = 16 << 20
 
 
-def _runner(kernel, variant, kinds: dict, values: list, launch: dict, labels: list) -> _Runner:
+def _runner(kernel, variant, kinds: dict, values: list, launch: dict, labels: list | None) -> _Runner:
     device = launch.get("device")
     if device is None:
         device = next((v.device for v in values if isinstance(v, warp.array)), None)
@@ -828,6 +828,7 @@ def _runner(kernel, variant, kinds: dict, values: list, launch: dict, labels: li
     if cached is None or cached[0] is not variant:
         if len(_RUNNERS) > 4096:  # launch shapes that keep changing: start over rather than grow
             _RUNNERS.clear()
+        labels = labels or _compat.kernel_argument_labels(kernel)
         cached = _RUNNERS[key] = (variant, _Runner(kernel, variant, kinds, values, labels, launch, device))
     return cached[1]
 
@@ -839,10 +840,10 @@ def element_reads(kernel, launch: dict) -> dict:
     array stay one array), so the real arrays are never touched, whatever the source analysis says.
     """
     values = list(launch.get("inputs") or []) + list(launch.get("outputs") or [])
-    labels = _compat.kernel_argument_labels(kernel)
+    labels = None  # the kernel's, looked up where a runner or the marked positions are first made
     fields = _struct_fields(kernel)
     if fields:  # the arrays the structs hold, as the twin's own parameters after the kernel's (`_FieldRewriter`)
-        labels = labels + [name for name, *_ in fields]
+        labels = _compat.kernel_argument_labels(kernel) + [name for name, *_ in fields]
         values = values + [
             _compat.struct_field(values[position], path) if position < len(values) else None
             for _, _, position, path, _ in fields
@@ -937,11 +938,12 @@ def _remember(key: tuple, variant, out: dict) -> None:
         _memo_bytes += size
 
 
-def _marked_positions(kernel, kinds: dict, labels: list) -> list:
+def _marked_positions(kernel, kinds: dict, labels: list | None) -> list:
     """``[(argument position, label, kind)]`` of the arguments the twin gives shadows (``labels``: the twin's
     parameters before its shadows, the kernel's then its struct-held arrays'), once per kernel."""
     cached = _POSITIONS.get(id(kernel))
     if cached is None or cached[0] is not kernel or cached[1] is not kinds:
+        labels = labels or _compat.kernel_argument_labels(kernel)
         cached = _POSITIONS[id(kernel)] = (
             kernel,
             kinds,
