@@ -514,6 +514,30 @@ def is_struct_instance(value) -> bool:
     return isinstance(value, codegen.StructInstance)
 
 
+def is_struct_type(t) -> bool:
+    """True for a ``@wp.struct`` type (a kernel parameter's annotation)."""
+    return isinstance(t, codegen.Struct)
+
+
+def struct_array_fields(struct_type) -> list:
+    """``[(path, array type)]`` of a ``@wp.struct`` type's array fields, nested structs followed (``("inner", "q")``
+    for ``s.inner.q``)."""
+    out = []
+    for name, var in struct_type.vars.items():
+        if is_array_type(var.type):
+            out.append(((name,), var.type))
+        elif is_struct_type(var.type):
+            out.extend(((name, *path), t) for path, t in struct_array_fields(var.type))
+    return out
+
+
+def struct_field(instance, path: tuple):
+    """The value at ``path`` (`struct_array_fields`) in a struct instance."""
+    for name in path:
+        instance = getattr(instance, name)
+    return instance
+
+
 def struct_arrays(instance) -> list:
     """The ``wp.array`` fields of a struct instance, nested structs included."""
     out = []
@@ -904,6 +928,6 @@ def is_capturing(device) -> bool:
     """True while ``wp.ScopedCapture`` records on ``device``; on the CPU (Warp >= 1.19) launches are then recorded
     without running."""
     try:
-        return bool(warp.get_device(device).is_capturing)
+        return bool((device if isinstance(device, context.Device) else warp.get_device(device)).is_capturing)
     except Exception:  # noqa: BLE001 - older Warp: no CPU capture; a CUDA query failing means no capture either
         return False

@@ -118,8 +118,10 @@ class _Visitor(ast.NodeVisitor):
     """Visits a function in evaluation order (an assignment's value before its targets), so that a read seen
     after a store of the same argument is a read that may follow the store at run time."""
 
-    def __init__(self, names, namespace: dict | None = None, depth: int = 0, ndims: dict | None = None):
+    def __init__(self, names, namespace: dict | None = None, depth: int = 0, ndims: dict | None = None, structs=None):
         self.access = {name: ArgumentAccess() for name in names}
+        #: ``@wp.struct`` parameter -> {path of an array field: its label ``"s.q"``}; the labels are in ``names``
+        self.structs = dict(structs or {})
         self.ndims = dict(ndims or {})  # name -> ndim (None: unknown, as for a helper's parameter)
         self.aliases: dict = {}  # local name -> [(argument label, ndim of the view or None)]
         self.parents: dict = {}
@@ -179,7 +181,38 @@ class _Visitor(ast.NodeVisitor):
             return [(node.id, self.ndims.get(node.id))]
         return self.aliases.get(node.id, [])
 
+    def visit_Attribute(self, node):  # noqa: N802 - ast API
+        """``s.q`` of a struct parameter ``s``: a use of its array field ``q`` (labelled ``"s.q"``), as a name is."""
+        found = self._struct_path(node)
+        if found is None:
+            self.generic_visit(node)
+            return
+        struct, path = found
+        fields = self.structs[struct]
+        label = fields.get(path)
+        if label is not None:
+            self._use(node, self.parents.get(node), label, self.ndims.get(label))
+            return
+        for field, label in fields.items():  # a nested struct holding arrays, used whole: anything may happen
+            if field[: len(path)] == path:
+                _anything(self.access[label])
+        # otherwise a scalar field, or metadata (``s.q.shape``): no element value
+
+    def _struct_path(self, node) -> tuple | None:
+        """``(struct parameter, attribute path)`` of ``s.a.b``, or None where it does not start at one."""
+        path = []
+        while isinstance(node, ast.Attribute):
+            path.append(node.attr)
+            node = node.value
+        if isinstance(node, ast.Name) and node.id in self.structs:
+            return node.id, tuple(reversed(path))
+        return None
+
     def visit_Name(self, node):  # noqa: N802 - ast API
+        if node.id in self.structs:  # the struct itself (passed on, bound to a local): its arrays may do anything
+            for label in self.structs[node.id].values():
+                _anything(self.access[label])
+            return
         targets = self._targets(node)
         if not targets:
             return
@@ -319,15 +352,62 @@ def argument_access(kernel) -> dict:
         assert access["loss"].accumulates and not access["loss"].reads
         ```
     """
+    return _analysis(kernel)[0]
+
+
+def struct_field_access(kernel) -> dict:
+    """``{field label: (parameter position, path, ArgumentAccess)}`` for the array fields of the kernel's
+    ``@wp.struct`` parameters (nested structs followed): ``"s.q"`` for ``s.q``, path ``("q",)``. A struct passed on
+    whole (to a helper, bound to a local) makes each of its arrays read and stored, as an array passed on is.
+
+    Example:
+        ```python
+        import warp_zerostore as wp
+        from warp_zerostore.access import struct_field_access
+
+        @wp.struct
+        class State:
+            q: wp.array(dtype=float)
+            k: float
+
+        @wp.kernel
+        def damp(s: State):
+            i = wp.tid()
+            s.q[i] = s.q[i] * s.k
+
+        position, path, access = struct_field_access(damp)["s.q"]
+        assert (position, path) == (0, ("q",)) and access.reads and access.stores
+        ```
+    """
+    return _analysis(kernel)[1]
+
+
+def _analysis(kernel) -> tuple:
+    """`argument_access` and `struct_field_access` of a kernel, from one walk of its source."""
     cached = _CACHE.get(id(kernel))
     if cached is not None and cached[0] is kernel:
         return cached[1]
-    parameters = [(label, t) for label, t in _compat.kernel_parameters(kernel) if _compat.is_array_type(t)]
-    ndims = {label: getattr(t, "ndim", None) for label, t in parameters}
-    visitor = _Visitor([label for label, _ in parameters], _compat.kernel_function(kernel).__globals__, 0, ndims)
+    parameters = _compat.kernel_parameters(kernel)
+    arrays = [(label, t) for label, t in parameters if _compat.is_array_type(t)]
+    ndims = {label: getattr(t, "ndim", None) for label, t in arrays}
+    structs, fields = {}, {}
+    for position, (label, t) in enumerate(parameters):
+        if not _compat.is_struct_type(t):
+            continue
+        for path, field_type in _compat.struct_array_fields(t):
+            name = ".".join((label, *path))
+            structs.setdefault(label, {})[path] = name
+            fields[name] = (position, path)
+            ndims[name] = getattr(field_type, "ndim", None)
+    names = [label for label, _ in arrays] + list(fields)
+    visitor = _Visitor(names, _compat.kernel_function(kernel).__globals__, 0, ndims, structs)
     visitor.visit(_compat.kernel_tree(kernel))
-    _CACHE[id(kernel)] = (kernel, visitor.access)
-    return visitor.access
+    found = (
+        {label: visitor.access[label] for label, _ in arrays},
+        {name: (position, path, visitor.access[name]) for name, (position, path) in fields.items()},
+    )
+    _CACHE[id(kernel)] = (kernel, found)
+    return found
 
 
 def _is_tid_call(node) -> bool:

@@ -22,8 +22,10 @@ twin never touches the user's arrays, whatever the source analysis says.
 
 Arguments read any other way (a row ``x[i]`` of a 2-D array, passed to a builtin or to a helper whose source
 cannot be read, tiles, read in a ``while`` test) keep the whole-argument read of `access`, as do
-kernels with ``@wp.struct``, indexed or fabric array arguments (those arrays would be written for real) and
-kernels whose twin cannot be built; stores the twin cannot index (through a row view ``row = x[w]``, a
+kernels with indexed or fabric array arguments (those arrays would be written for real), kernels that use a
+``@wp.struct`` argument holding arrays other than through its fields (``s.q[i]``: the twin takes the array as a
+parameter of its own, on a scratch copy; passed on whole, the struct would carry the real arrays) and kernels
+whose twin cannot be built; stores the twin cannot index (through a row view ``row = x[w]``, a
 slice, a builtin) are not marked, and the Tape's content comparison finds them. The twin is forward-only and
 built once per kernel, in its own module, or, inside `built_into`, in a module the caller builds (the fuzzer
 puts its kernels' twins in the batch's module: one compile instead of one per twin).
@@ -53,6 +55,7 @@ from ..access import (
     helper_parameter,
     is_truth_test,
     resolve_helper,
+    struct_field_access,
 )
 from ..builtin_facts import augmented_is_atomic, is_element_atomic
 from ..options import effective_mode
@@ -92,19 +95,29 @@ class ElementReads:
     reads_known: bool = True
     #: the written elements a store wrote (not only an accumulation); None: not told apart (all count as stored)
     stored: np.ndarray | None = None
-    _any: dict = dataclasses.field(default_factory=dict, repr=False, compare=False)
+    _counts: dict = dataclasses.field(default_factory=dict, repr=False, compare=False)
 
     @property
     def read(self) -> np.ndarray:
         return self.before | self.after
 
-    def any(self, which: str) -> bool:
-        """Is any element marked ``before`` / ``after`` / ``written``? Counted once (marks a later launch with
-        the same key reuses are counted once for all of them)."""
-        found = self._any.get(which)
+    def count(self, which: str) -> int:
+        """How many elements are marked ``before`` / ``after`` / ``written`` / ``stored`` (0 where not told)?
+        Counted once (marks a later launch with the same key reuses are counted once for all of them)."""
+        found = self._counts.get(which)
         if found is None:
-            found = self._any[which] = np.count_nonzero(getattr(self, which)) != 0
+            marks = getattr(self, which)
+            found = self._counts[which] = 0 if marks is None else int(np.count_nonzero(marks))
         return found
+
+    def any(self, which: str) -> bool:
+        """Is any element marked ``which``?"""
+        return self.count(which) != 0
+
+    def all(self, which: str) -> bool:
+        """Is every element marked ``which``?"""
+        marks = getattr(self, which)
+        return marks is not None and self.count(which) == marks.size
 
 
 def _index_of(subscript: ast.Subscript):
@@ -435,6 +448,75 @@ def _namespace(func) -> dict:
     return out
 
 
+def _field_name(label: str) -> str:
+    """The twin's own parameter for the array a struct argument holds at ``label`` (``"s.q"``)."""
+    return f"{_PREFIX}field_" + label.replace(".", "__")
+
+
+class _FieldRewriter(ast.NodeTransformer):
+    """``s.q`` of a struct parameter ``s`` becomes the twin's parameter for that array (`_field_name`), so the twin
+    marks its elements as it marks an argument's, and runs on a scratch copy of it. A struct used any other way
+    (passed on whole, a nested struct holding arrays passed on) leaves ``ok`` False: no twin then, since the twin
+    would reach the real arrays through it."""
+
+    def __init__(self, structs: dict):
+        self.structs = structs  # struct parameter -> {field path: twin parameter name}
+        self.ok = True
+
+    def visit_Attribute(self, node):  # noqa: N802 - ast API
+        chain, base = [], node
+        while isinstance(base, ast.Attribute):
+            chain.append(base)
+            base = base.value
+        if not (isinstance(base, ast.Name) and base.id in self.structs):
+            return self.generic_visit(node)
+        fields = self.structs[base.id]
+        chain.reverse()  # innermost first: s.a, s.a.b, ...
+        for depth, attribute in enumerate(chain):
+            name = fields.get(tuple(a.attr for a in chain[: depth + 1]))
+            if name is None:
+                continue
+            replacement = ast.Name(id=name, ctx=attribute.ctx if attribute is node else ast.Load())
+            if attribute is node:
+                return replacement
+            chain[depth + 1].value = replacement
+            return node
+        path = tuple(a.attr for a in chain)
+        if any(field[: len(path)] == path for field in fields):
+            self.ok = False  # a struct holding arrays, used whole
+        return node  # a scalar field
+
+    def visit_Name(self, node):  # noqa: N802 - ast API
+        if node.id in self.structs:
+            self.ok = False  # the struct itself, used whole
+        return node
+
+
+def _struct_fields(kernel) -> list:
+    """``[(twin parameter name, field label, struct position, path, field type)]`` of the arrays the kernel's struct
+    parameters hold, in the order the twin takes them after the kernel's own parameters; once per kernel."""
+    cached = _FIELDS.get(id(kernel))
+    if cached is None or cached[0] is not kernel:
+        cached = _FIELDS[id(kernel)] = (kernel, _find_struct_fields(kernel))
+    return cached[1]
+
+
+_FIELDS: dict = {}
+
+
+def _find_struct_fields(kernel) -> list:
+    parameters = _compat.kernel_parameters(kernel)
+    types_by_label = {}
+    for label, t in parameters:
+        if _compat.is_struct_type(t):
+            for path, field_type in _compat.struct_array_fields(t):
+                types_by_label[".".join((label, *path))] = field_type
+    return [
+        (_field_name(label), label, position, path, types_by_label[label])
+        for label, (position, path, _) in struct_field_access(kernel).items()
+    ]
+
+
 def _add_shadow_parameters(function: ast.FunctionDef, ndims: dict, kinds: dict) -> None:
     for label, ndim in ndims.items():
         for flag in _flags(kinds[label]):
@@ -482,27 +564,43 @@ def _helper_twin(helper, parameters: tuple, depth: int):
 def _build(kernel, aliased: bool = False):
     """``aliased``: every array argument read or written gets all three shadows (a launch passing one array under
     several labels shares them between those labels, so a read through one sees a store through another)."""
-    access = argument_access(kernel)
+    access = dict(argument_access(kernel))
     params = _compat.kernel_parameters(kernel)
-    if any(not _compat.is_array_type(t) and hasattr(t, "vars") for _, t in params):
-        return None  # @wp.struct arguments: their arrays would be written for real
+    if any(not _compat.is_array_type(t) and hasattr(t, "vars") and not _compat.is_struct_type(t) for _, t in params):
+        return None  # a struct-like argument whose arrays the twin cannot swap for copies
     if any(_compat.is_array_type(t) and not _compat.is_plain_array(t) for _, t in params):
-        return None  # indexed or fabric arrays are not copied: the same
+        return None  # indexed or fabric arrays are not copied: they would be written for real
+    fields = _struct_fields(kernel)
+    if any(not _compat.is_plain_array(field_type) for *_, field_type in fields):
+        return None
+    for name, label, _, _, _ in fields:
+        access[name] = struct_field_access(kernel)[label][2]
     kinds = {}
-    for label, _ in params:
+    for label in [label for label, _ in params] + [name for name, *_ in fields]:
         use = access.get(label)
         if use is not None and (use.reads or use.writes):
             kinds[label] = READ_WRITE if aliased or (use.reads and use.writes) else READ if use.reads else WRITE
     ndims = {label: _compat.array_type_ndim(t) for label, t in params if label in kinds}
+    ndims.update((name, _compat.array_type_ndim(t)) for name, _, _, _, t in fields if name in kinds)
     if not ndims:
         return None
     tree = ast.parse(_compat.kernel_source(kernel))
     function = tree.body[0]
     function.decorator_list = []
-    func = _compat.kernel_function(kernel)
-    arrays = {label for label, t in params if _compat.is_array_type(t)}
-    _FIXED[id(kernel)] = (kernel, not marks_depend_on_data(function, arrays, _namespace(func)))
     names: dict = {}
+    if fields:  # s.q -> the twin's own parameter for that array, which runs on a scratch copy
+        structs: dict = {}
+        for name, _, position, path, field_type in fields:
+            structs.setdefault(params[position][0], {})[path] = name
+            names[f"{name}_type"] = field_type
+            function.args.args.append(ast.arg(arg=name, annotation=ast.Name(id=f"{name}_type", ctx=ast.Load())))
+        rewriter = _FieldRewriter(structs)
+        function.body = [rewriter.visit(statement) for statement in function.body]
+        if not rewriter.ok:
+            return None  # a struct holding arrays used whole: the twin would reach the real arrays
+    func = _compat.kernel_function(kernel)
+    arrays = {label for label, t in params if _compat.is_array_type(t)} | {name for name, *_ in fields}
+    _FIXED[id(kernel)] = (kernel, not marks_depend_on_data(function, arrays, _namespace(func)))
     # A flagged kernel's backward replays arrays it reads back through its replay log (codegen/replay.py)
     flagged = effective_mode(kernel) is True
     logged = frozenset(
@@ -708,7 +806,7 @@ _RUNNERS: dict = {}
 POOLED_BYTES = 16 << 20
 
 
-def _runner(kernel, variant, kinds: dict, values: list, launch: dict) -> _Runner:
+def _runner(kernel, variant, kinds: dict, values: list, launch: dict, labels: list | None) -> _Runner:
     device = launch.get("device")
     if device is None:
         device = next((v.device for v in values if isinstance(v, warp.array)), None)
@@ -731,7 +829,7 @@ def _runner(kernel, variant, kinds: dict, values: list, launch: dict) -> _Runner
     if cached is None or cached[0] is not variant:
         if len(_RUNNERS) > 4096:  # launch shapes that keep changing: start over rather than grow
             _RUNNERS.clear()
-        labels = _compat.kernel_argument_labels(kernel)
+        labels = labels or _compat.kernel_argument_labels(kernel)
         cached = _RUNNERS[key] = (variant, _Runner(kernel, variant, kinds, values, labels, launch, device))
     return cached[1]
 
@@ -743,6 +841,14 @@ def element_reads(kernel, launch: dict) -> dict:
     array stay one array), so the real arrays are never touched, whatever the source analysis says.
     """
     values = list(launch.get("inputs") or []) + list(launch.get("outputs") or [])
+    labels = None  # the kernel's, looked up where a runner or the marked positions are first made
+    fields = _struct_fields(kernel)
+    if fields:  # the arrays the structs hold, as the twin's own parameters after the kernel's (`_FieldRewriter`)
+        labels = _compat.kernel_argument_labels(kernel) + [name for name, *_ in fields]
+        values = values + [
+            _compat.struct_field(values[position], path) if position < len(values) else None
+            for _, _, position, path, _ in fields
+        ]
     arrays = [id(v) for v in values if isinstance(v, warp.array)]
     aliased = len(set(arrays)) < len(arrays)
     made = twin(kernel, aliased=aliased)
@@ -755,7 +861,7 @@ def element_reads(kernel, launch: dict) -> dict:
         if cached is not None and cached[0] is variant:
             return cached[1]
     try:
-        runner = _runner(kernel, variant, kinds, values, launch)
+        runner = _runner(kernel, variant, kinds, values, launch, labels)
         runner.run(values)
     except Exception as error:  # noqa: BLE001 - the twin does not build or launch here: whole-argument reads
         _log.info(
@@ -767,11 +873,13 @@ def element_reads(kernel, launch: dict) -> dict:
         _CACHE[(id(kernel), True) if aliased else id(kernel)] = (kernel, None, effective_mode(kernel))
         return {}
     out = {}
-    for position, label, kind in _marked_positions(kernel, kinds):
+    named = {name: label for name, label, *_ in fields}  # a struct-held array's marks go out as "s.q"
+    for position, name, kind in _marked_positions(kernel, kinds, labels):
         if position >= len(values) or not isinstance(values[position], warp.array):
             continue
-        marks = runner.marks(label)
-        stored = runner.stored(label) if kind != READ else None
+        label = named.get(name, name)
+        marks = runner.marks(name)
+        stored = runner.stored(name) if kind != READ else None
         if kind == READ_WRITE:
             before, after, written = marks
         elif kind == READ:
@@ -779,7 +887,7 @@ def element_reads(kernel, launch: dict) -> dict:
         else:
             written = marks[0]
             before = after = _none(written.shape)
-        out[label] = ElementReads(before, after, written, reads_known=label not in whole, stored=stored)
+        out[label] = ElementReads(before, after, written, reads_known=name not in whole, stored=stored)
     if key is not None:
         _remember(key, variant, out)
     return out
@@ -831,11 +939,12 @@ def _remember(key: tuple, variant, out: dict) -> None:
         _memo_bytes += size
 
 
-def _marked_positions(kernel, kinds: dict) -> list:
-    """``[(argument position, label, kind)]`` of the arguments the twin gives shadows, once per kernel."""
+def _marked_positions(kernel, kinds: dict, labels: list | None) -> list:
+    """``[(argument position, label, kind)]`` of the arguments the twin gives shadows (``labels``: the twin's
+    parameters before its shadows, the kernel's then its struct-held arrays'), once per kernel."""
     cached = _POSITIONS.get(id(kernel))
     if cached is None or cached[0] is not kernel or cached[1] is not kinds:
-        labels = _compat.kernel_argument_labels(kernel)
+        labels = labels or _compat.kernel_argument_labels(kernel)
         cached = _POSITIONS[id(kernel)] = (
             kernel,
             kinds,
@@ -865,4 +974,5 @@ def marked_reads(kernel) -> list:
     if made is None:
         return []
     _, kinds, whole = made
-    return [label for label, kind in kinds.items() if kind != WRITE and label not in whole]
+    named = {name: label for name, label, *_ in _struct_fields(kernel)}  # a struct-held array's: "s.q"
+    return [named.get(label, label) for label, kind in kinds.items() if kind != WRITE and label not in whole]
