@@ -120,20 +120,29 @@ def test_a_constant_loop_with_a_break_counts_as_runtime_bound(built):
 ANCESTOR = np.array([-1, 0, 1, 1], dtype=np.int32)  # a tree: 0 <- 1 <- 2, 1 <- 3
 
 
+def _ancestors():
+    """ANCESTOR as a view one element into a padded array: a backward that reads ``ancestor[j]`` with the walk's
+    final j = -1 reads the padding, not memory outside the allocation."""
+    return wp.array(np.concatenate([[-1], ANCESTOR]).astype(np.int32), dtype=int)[1:]
+
+
 def _walk_loss(kernel, x) -> float:
     y = wp.zeros(16, dtype=float)
-    wp.launch(kernel, dim=4, inputs=[wp.array(ANCESTOR, dtype=int), wp.array(x, dtype=float), y])
+    wp.launch(kernel, dim=4, inputs=[_ancestors(), wp.array(x, dtype=float), y])
     return float(np.dot(y.numpy().astype(np.float64), np.arange(1.0, 17.0)))
 
 
 def _walk_gradient(kernel, x):
-    xa = wp.array(x, dtype=float, requires_grad=True)
+    # The wrong kernel's backward indexes x with the walk's final j = -1: x is a view one element into a padded
+    # array, so that adjoint lands in the padding instead of corrupting the heap (it aborted warp-lang 1.9.1).
+    padded = wp.array(np.concatenate([[0.0], x]), dtype=float, requires_grad=True)
+    xa = padded[1:]
     y = wp.zeros(16, dtype=float, requires_grad=True)
     tape = wp.Tape()
     with tape:
-        wp.launch(kernel, dim=4, inputs=[wp.array(ANCESTOR, dtype=int), xa, y])
+        wp.launch(kernel, dim=4, inputs=[_ancestors(), xa, y])
     tape.backward(grads={y: wp.array(np.arange(1.0, 17.0), dtype=float)})
-    return xa.grad.numpy().astype(np.float64)
+    return padded.grad.numpy()[1:].astype(np.float64)
 
 
 @pytest.mark.parametrize(

@@ -889,6 +889,13 @@ def is_plain_array(t) -> bool:
     return annotation is not None and type(t) is annotation
 
 
+def has_custom_adjoint(obj) -> bool:
+    """Whether a user ``@wp.func`` has a ``@wp.func_grad``: Warp's backward runs that instead of the function's own
+    adjoint (every supported version keeps it as ``custom_grad_func``)."""
+    function_class = getattr(context, "Function", None)
+    return function_class is not None and isinstance(obj, function_class) and obj.custom_grad_func is not None
+
+
 def user_function(obj):
     """The Python function of a user ``@wp.func`` (one overload), or None for builtins and anything else."""
     function_class = getattr(context, "Function", None)

@@ -54,8 +54,8 @@ class ArgumentAccess:
         return self.stores or self.accumulates
 
 
-def resolve_helper(call: ast.Call, namespace: dict):
-    """The Python function of the user ``@wp.func`` a call names (``f(...)`` or ``module.f(...)``), or None."""
+def _called(call: ast.Call, namespace: dict):
+    """The object a call names (``f(...)`` or ``module.f(...)``) in ``namespace``, or None."""
     func = call.func
     path = []
     while isinstance(func, ast.Attribute):
@@ -66,7 +66,17 @@ def resolve_helper(call: ast.Call, namespace: dict):
     obj = namespace[func.id]
     for attr in reversed(path):
         obj = getattr(obj, attr, None)
-    return _compat.user_function(obj)
+    return obj
+
+
+def resolve_helper(call: ast.Call, namespace: dict):
+    """The Python function of the user ``@wp.func`` a call names (``f(...)`` or ``module.f(...)``), or None."""
+    return _compat.user_function(_called(call, namespace))
+
+
+def has_custom_adjoint(call: ast.Call, namespace: dict) -> bool:
+    """Whether the user ``@wp.func`` a call names has a ``@wp.func_grad`` (its own adjoint is never run)."""
+    return _compat.has_custom_adjoint(_called(call, namespace))
 
 
 def helper_parameter(helper, call: ast.Call, node) -> str | None:

@@ -56,13 +56,13 @@ def pre_backward(kernel):
     return twin
 
 
-def replays_exactly(kernel) -> bool:
-    """Whether ``kernel``'s backward replay reads what its forward read, its own stores included, given memory as
-    the launch read it: a ``zero_store=True`` kernel whose build reported no `replay.PRE` issue (its `pre_backward`
-    then gives it exactly)."""
+def replays_exactly(kernel, memory: str = replay.PRE) -> bool:
+    """Whether ``kernel``'s backward replay reads what its forward read, its own stores included, given ``memory``
+    (`replay.PRE`: as the launch read it, where its `pre_backward` then gives it exactly; `replay.POST`: as the
+    forward left it): a ``zero_store=True`` kernel whose build reported no issue for that memory."""
     if effective_mode(kernel) is not True:
         return False
-    found = replay_records.issues(kernel, replay.PRE)
+    found = replay_records.issues(kernel, memory)
     return not found
 
 

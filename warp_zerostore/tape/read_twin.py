@@ -52,6 +52,7 @@ from ..access import (
     HELPER_DEPTH,
     METADATA_ATTRIBUTES,
     argument_access,
+    has_custom_adjoint,
     helper_parameter,
     is_truth_test,
     resolve_helper,
@@ -70,6 +71,10 @@ _HELPER_TWINS: dict = {}
 
 #: what a ``written`` shadow holds for an element: an accumulation wrote it, or a store did
 ACCUMULATED, STORED = 1, 2
+#: what an ``after`` shadow holds for an element read after a write of the launch and written again after that read
+#: (a read no memory holds after the launch), and for one an accumulation ``x[i] = x[i] + v`` read (its value
+#: enters linearly: written again after it, it is no such read)
+REREAD, LINEAR = 2, 3
 
 # What the twin marks of an argument, by how the kernel uses it: reads and writes, reads only, writes only.
 READ_WRITE, READ, WRITE = "rw", "r", "w"
@@ -95,6 +100,9 @@ class ElementReads:
     reads_known: bool = True
     #: the written elements a store wrote (not only an accumulation); None: not told apart (all count as stored)
     stored: np.ndarray | None = None
+    #: the elements read between two writes of the launch (after one, before another): the value read is in no
+    #: memory after the launch, so no snapshot can serve it; None: not told
+    reread: np.ndarray | None = None
     _counts: dict = dataclasses.field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -141,16 +149,47 @@ def _set(name: str, index, value) -> ast.stmt:
     return ast.Assign(targets=[target], value=value, lineno=0)
 
 
-def _read_mark(label: str, index, kind: str) -> ast.stmt:
+def _read_mark(label: str, index, kind: str, linear: bool = False) -> ast.stmt:
+    """Mark a read of ``x[index]``: ``before`` while the launch has not written the element, else ``after`` (`LINEAR`
+    for the read of an accumulation ``x[i] = x[i] + v``, whose value no adjoint reads, unless a read already
+    marked it)."""
     if kind == READ:
         return _set(_shadow(label, "read"), index, ast.Constant(value=1))
     written = ast.Subscript(
         value=ast.Name(id=_shadow(label, "written"), ctx=ast.Load()), slice=copy.deepcopy(index), ctx=ast.Load()
     )
+    after = [_set(_shadow(label, "after"), index, ast.Constant(value=1))]
+    if linear:
+        mark = ast.Subscript(
+            value=ast.Name(id=_shadow(label, "after"), ctx=ast.Load()), slice=copy.deepcopy(index), ctx=ast.Load()
+        )
+        after = [
+            ast.If(
+                test=ast.Compare(left=mark, ops=[ast.Eq()], comparators=[ast.Constant(value=0)]),
+                body=[_set(_shadow(label, "after"), index, ast.Constant(value=LINEAR))],
+                orelse=[],
+            )
+        ]
     return ast.If(
         test=ast.Compare(left=written, ops=[ast.Eq()], comparators=[ast.Constant(value=0)]),
         body=[_set(_shadow(label, "before"), index, ast.Constant(value=1))],
-        orelse=[_set(_shadow(label, "after"), index, ast.Constant(value=1))],
+        orelse=after,
+    )
+
+
+def _accumulation_reads(statement) -> frozenset:
+    """Ids of the reads ``x[i]`` that ``x[i] = x[i] + v`` (or ``v + x[i]``, ``x[i] - v``) accumulates into the
+    element it stores: their value enters the stored value linearly, so no adjoint reads it."""
+    if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1):
+        return frozenset()
+    target, value = statement.targets[0], statement.value
+    if not (isinstance(target, ast.Subscript) and isinstance(value, ast.BinOp)):
+        return frozenset()
+    operands = [value.left, value.right] if isinstance(value.op, ast.Add) else []
+    operands += [value.left] if isinstance(value.op, ast.Sub) else []
+    same = ast.dump(target.value), ast.dump(target.slice)
+    return frozenset(
+        id(o) for o in operands if isinstance(o, ast.Subscript) and (ast.dump(o.value), ast.dump(o.slice)) == same
     )
 
 
@@ -158,13 +197,23 @@ class _ReadMarker:
     """Rewrites a function body: marks reads before, and stores after, each statement; follows helpers."""
 
     def __init__(
-        self, ndims: dict, namespace: dict, module_names: dict, depth: int, kinds: dict, logged: frozenset = frozenset()
+        self,
+        ndims: dict,
+        namespace: dict,
+        module_names: dict,
+        depth: int,
+        kinds: dict,
+        logged: frozenset = frozenset(),
+        custom_adjoint: bool = False,
     ):
         self.ndims = ndims  # label -> ndim of the arguments being instrumented
         self.kinds = kinds  # label -> READ_WRITE, READ (one shadow, every read simply a read) or WRITE
         # labels whose augmented stores (x[i] += v) the backward replays through the replay log of a flagged
         # kernel: the replay loads x[i] (then logs x[i] + v), so the store reads the element too
         self.logged = logged
+        # inside a @wp.func whose @wp.func_grad Warp's backward runs instead of its adjoint: no adjoint reads what
+        # its reads read, so none is a read between writes (they are marked as reads all the same)
+        self.custom_adjoint = custom_adjoint
         self.namespace = namespace  # the function's globals: resolves helper calls
         self.module_names = module_names  # name -> object the twin module must hold (helper twins)
         self.depth = depth
@@ -193,6 +242,7 @@ class _ReadMarker:
                 (p, self.ndims[label], self.kinds[label], label in self.logged) for p, label in zip(parameters, labels)
             ),
             self.depth,
+            self.custom_adjoint or has_custom_adjoint(call, self.namespace),
         )
         if made is None:
             return labels
@@ -205,7 +255,7 @@ class _ReadMarker:
         self.in_helpers.update(id(node) for node, _ in passed)
         return [label for parameter, label in zip(parameters, labels) if parameter in whole]
 
-    def _reads(self, nodes) -> list:
+    def _reads(self, nodes, linear: frozenset = frozenset()) -> list:
         marks = []
         skip: set = set()  # row views an atomic writes through: not reads
         for root in nodes:
@@ -233,7 +283,8 @@ class _ReadMarker:
                     if index is None:
                         self.whole.add(node.value.id)
                     else:
-                        marks.append(_read_mark(node.value.id, index, self.kinds[node.value.id]))
+                        unread = self.custom_adjoint or id(node) in linear  # no adjoint reads its value
+                        marks.append(_read_mark(node.value.id, index, self.kinds[node.value.id], unread))
         return marks
 
     def _augmented_reads(self, statement) -> list:
@@ -248,19 +299,33 @@ class _ReadMarker:
         if label not in self.logged and augmented_is_atomic(statement.op):
             return []
         index = _element_index(target, self.ndims[label])
-        return [] if index is None else [_read_mark(label, index, READ_WRITE)]
+        linear = isinstance(statement.op, (ast.Add, ast.Sub))  # the replay's load of a logged x[i] += v
+        return [] if index is None else [_read_mark(label, index, READ_WRITE, linear)]
 
     def _written(self, label: str, index, stored: bool = True) -> list:
         """Mark ``x[index]`` written: 2 for a store, 1 for an accumulation (an atomic) unless a store marked it
-        already; an overwrite is about stores only."""
+        already; an overwrite is about stores only. An element read after an earlier write of the launch has its
+        ``after`` mark raised to `REREAD`: that read saw a value no memory holds once the launch is over."""
         if self.kinds[label] == READ:
             return []
+        reread = []
+        if self.kinds[label] == READ_WRITE:
+            after = ast.Subscript(
+                value=ast.Name(id=_shadow(label, "after"), ctx=ast.Load()), slice=copy.deepcopy(index), ctx=ast.Load()
+            )
+            reread = [
+                ast.If(
+                    test=ast.Compare(left=after, ops=[ast.Eq()], comparators=[ast.Constant(value=1)]),
+                    body=[_set(_shadow(label, "after"), index, ast.Constant(value=REREAD))],
+                    orelse=[],
+                )
+            ]
         if stored:
-            return [_set(_shadow(label, "written"), index, ast.Constant(value=STORED))]
+            return reread + [_set(_shadow(label, "written"), index, ast.Constant(value=STORED))]
         mark = ast.Subscript(
             value=ast.Name(id=_shadow(label, "written"), ctx=ast.Load()), slice=copy.deepcopy(index), ctx=ast.Load()
         )
-        return [
+        return reread + [
             ast.If(
                 test=ast.Compare(left=mark, ops=[ast.Eq()], comparators=[ast.Constant(value=0)]),
                 body=[_set(_shadow(label, "written"), index, ast.Constant(value=ACCUMULATED))],
@@ -388,7 +453,7 @@ class _ReadMarker:
                 statement.body = self.body(statement.body)
             elif isinstance(statement, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
                 # `x[i].y = v` loads x[i] in the AST: count it as a read (conservative), the store as a write.
-                out.extend(self._reads([statement]))
+                out.extend(self._reads([statement], _accumulation_reads(statement)))
                 if isinstance(statement, ast.AugAssign):
                     out.extend(self._augmented_reads(statement))
                 out.extend(self._atomic_reads(statement))
@@ -524,10 +589,11 @@ def _add_shadow_parameters(function: ast.FunctionDef, ndims: dict, kinds: dict) 
             function.args.args.append(ast.arg(arg=_shadow(label, flag), annotation=annotation))
 
 
-def _helper_twin(helper, parameters: tuple, depth: int):
+def _helper_twin(helper, parameters: tuple, depth: int, custom_adjoint: bool = False):
     """``(unique name, @wp.func twin, parameters whose reads it cannot mark)`` of a helper marking its
-    ``parameters`` ((name, ndim, kind), ...), or None."""
-    key = (id(helper), parameters)
+    ``parameters`` ((name, ndim, kind), ...), or None; ``custom_adjoint``: it (or a helper calling it) has a
+    ``@wp.func_grad``."""
+    key = (id(helper), parameters, custom_adjoint)
     cached = _HELPER_TWINS.get(key)
     if cached is not None and cached[0] is helper:
         return cached[1]
@@ -540,7 +606,7 @@ def _helper_twin(helper, parameters: tuple, depth: int):
         kinds = {p: kind for p, _, kind, _ in parameters}
         logged = frozenset(p for p, _, _, is_logged in parameters if is_logged)
         names: dict = {}
-        marker = _ReadMarker(ndims, _namespace(helper), names, depth + 1, kinds, logged)
+        marker = _ReadMarker(ndims, _namespace(helper), names, depth + 1, kinds, logged, custom_adjoint)
         function.body = marker.body(function.body)
         whole = marker.whole | marker.used_otherwise(function)  # parameters the caller counts as read in whole
         _add_shadow_parameters(function, ndims, kinds)
@@ -800,6 +866,11 @@ class _Runner:
         entry = self.shadows[label][-1]
         return (entry[1] if entry[1] is not None else entry[0].numpy()) == STORED
 
+    def reread(self, label: str):
+        """The elements read between two writes: the ``after`` shadow (the second of three) holds `REREAD` there."""
+        entry = self.shadows[label][1]
+        return (entry[1] if entry[1] is not None else entry[0].numpy()) == REREAD
+
 
 _RUNNERS: dict = {}
 #: arrays up to this size get a pooled scratch copy (kept between launches); larger ones a copy per launch
@@ -880,14 +951,16 @@ def element_reads(kernel, launch: dict) -> dict:
         label = named.get(name, name)
         marks = runner.marks(name)
         stored = runner.stored(name) if kind != READ else None
+        reread = None
         if kind == READ_WRITE:
             before, after, written = marks
+            reread = runner.reread(name)
         elif kind == READ:
             before, after, written = marks[0], _none(marks[0].shape), _none(marks[0].shape)
         else:
             written = marks[0]
             before = after = _none(written.shape)
-        out[label] = ElementReads(before, after, written, reads_known=name not in whole, stored=stored)
+        out[label] = ElementReads(before, after, written, reads_known=name not in whole, stored=stored, reread=reread)
     if key is not None:
         _remember(key, variant, out)
     return out

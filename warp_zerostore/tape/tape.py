@@ -61,6 +61,7 @@ import warp
 from .. import _compat, config
 from ..access import ArgumentAccess, argument_access, struct_field_access
 from ..codegen import pre_backward, replays_exactly
+from ..codegen.replay import POST
 from ..config import CheckLevel, validate_check
 from ..options import effective_mode, store_adjoints_zero
 from . import read_twin
@@ -145,7 +146,8 @@ class Hazard:
         elements: How many elements, where counted.
         cause: For a "read before and after write": ``""`` (one thread read an element before and after writing
             it), ``"aliased"`` (one array under two parameters, with no read twin to order the reads), ``"reads
-            unknown"`` (a thread may read what it wrote, through reads the read twin does not follow) or
+            unknown"`` (a thread may read what it wrote, through reads the read twin does not follow), ``"reread"``
+            (a thread read an element between two writes of the launch: no Tape can serve it) or
             ``"helper store"`` (an unflagged kernel's ``@wp.func`` helper stores into it).
     """
 
@@ -205,6 +207,14 @@ class Hazard:
                 "so the snapshot's restore does not hold for the rest of that backward launch and the gradient "
                 "may be off. Decorate the kernel with @wp.kernel(zero_store=True) (its replay sends helper stores "
                 "to a log, never to memory), or store from the kernel itself."
+            )
+        if self.kind == REPLAY and self.cause == "reread":
+            return (
+                f"read between writes: in {self.writer.describe()}, {self.elements} element(s) are read by one thread "
+                "between two writes of the same launch (after one, before another). Warp's backward reads them as "
+                "the last write left them, so the gradient through that read is wrong on any Tape, stock Warp's "
+                "too; no snapshot holds the value read. Keep the intermediate value in a local variable, or write "
+                "it to a separate array."
             )
         if self.kind == REPLAY and self.cause == "reads unknown":
             return (
@@ -514,12 +524,14 @@ def _combined_marks(use: _ArrayUse, marks: dict, access: dict) -> read_twin.Elem
         return found[0]
     known = all(m.reads_known for m in found) and all(label in marks or not access[label].reads for label in use.labels)
     stored = None if any(m.stored is None for m in found) else np.logical_or.reduce([m.stored for m in found])
+    rereads = [m.reread for m in found if m.reread is not None]
     return read_twin.ElementReads(
         np.logical_or.reduce([m.before for m in found]),
         np.logical_or.reduce([m.after for m in found]),
         np.logical_or.reduce([m.written for m in found]),
         reads_known=known,
         stored=stored,
+        reread=np.logical_or.reduce(rereads) if rereads else None,
     )
 
 
@@ -940,9 +952,23 @@ class Tape(_compat.WarpTape):
             for use in launch.uses:
                 if use.access.reads and use.array.size and use.reads_known() and use.marks.any("after"):
                     self._record_read(launch, use, "after")
+            if checking:
+                found.extend(self._rereads(launch))
         if checking and changed_regions:
             self._refresh_views(launch, changed_regions)
         return found
+
+    def _rereads(self, launch: _Launch) -> list:
+        """Elements a thread read between two writes of the launch, where the backward that runs reads them from
+        memory, which holds the last write: wrong on any Tape. A ``zero_store=True`` kernel whose backward reports no
+        replay issue serves such a read from its log (the later write follows the read)."""
+        if replays_exactly(launch.kernel, POST):
+            return []
+        return [
+            Hazard(REPLAY, writer=launch.site(use.label), elements=use.marks.count("reread"), cause="reread")
+            for use in launch.uses
+            if use.marks is not None and use.marks.reread is not None and use.marks.any("reread")
+        ]
 
     def _save_snapshots(self, launch: _Launch) -> None:
         """Restore entries around the launch: before its adjoint, what it read; after its adjoint, its input."""
@@ -1001,6 +1027,8 @@ class Tape(_compat.WarpTape):
             self.snapshot_bytes += 2 * saved_bytes
             if _any(both) and not exact:
                 found.append(Hazard(REPLAY, writer=launch.site(use.label), elements=int(np.count_nonzero(both))))
+        if not exact and launch.replayed:
+            found.extend(self._rereads(launch))
         if read_values and pre is not None and pre is not launch.kernel:
             _compat.replace_launch_kernel(self, launch.index, pre)
         if read_values:
