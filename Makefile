@@ -8,7 +8,7 @@ VENV ?= .venv
 MATRIX ?= 1.9.1
 MINORS ?= 1.10.1 1.11.1 1.12.1 1.13.0 1.14.0 1.15.0 1.16.0 1.17.0 1.18.0
 FAST_TESTS ?= tests/test_store_forms.py tests/test_facade_identity.py tests/test_never_worse_than_stock.py \
-	tests/test_composite_slots.py tests/test_replay.py tests/test_seed.py tests/test_tape_safety.py \
+	tests/test_composite_slots.py tests/test_replay.py tests/test_seed_program.py tests/test_tape_safety.py \
 	tests/test_warp_suite_modules.py tests/test_demo.py tests/test_fuzz_launches.py tests/test_fuzz_programs.py
 HYPOTHESIS_PROFILE ?= ci
 # .venv gets the PyTorch and JAX bridges' and Newton's dependencies too; the matrix venvs stay small (those
@@ -41,8 +41,8 @@ demo: install
 	$(BIN)/python -m warp_zerostore demo
 
 lint: install
-	$(BIN)/ruff check warp_zerostore tests benchmarks examples
-	$(BIN)/ruff format --check warp_zerostore tests benchmarks examples
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
 	$(MAKE) --no-print-directory typecheck VENV=$(VENV) WARP=$(WARP) EXTRAS=$(EXTRAS)
 

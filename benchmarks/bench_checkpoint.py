@@ -1,4 +1,4 @@
-"""Binomial checkpointing (issue 12): memory and time of a checkpointed rollout versus what it must hold and
+"""Binomial checkpointing: memory and time of a checkpointed rollout versus what it must hold and
 versus a store-everything Tape, on the float64 explicit-Euler particle system of the tests (nonlinear force,
 double-buffered step, per-step gravity input). Default: 100k particles, T = 1000 steps, s = 10 snapshots.
 

@@ -15,7 +15,7 @@ counter (``/proc/self/clear_refs``), runs forward + backward once more keeping t
 and reports the peak resident set (VmHWM) minus the resident set just before. Children alternate between the
 two sides; the medians are compared.
 
-Part two (``--part overhead``), the registered operators (issue 21) at ``--overhead-n`` (1000) elements, where
+Part two (``--part overhead``), the registered operators at ``--overhead-n`` (1000) elements, where
 the per-call cost is the bridge's own: forward + backward of the seed op (a kernel_op, and an @op making the same
 launch) in eager mode (calling the op), through its registered operator called directly in eager mode
 (``torch.ops.warp_zerostore.<name>``, what ``torch.compile``'s ``eager`` backend runs; target <= 1.05 of eager),
@@ -65,7 +65,7 @@ def bridged_function(
     wp.launch(op_kernel, dim=x0.shape, inputs=[x0, x1, x2, y])
 
 
-# The reference (issue 21): the same math as a registered operator written purely in torch, registered the way the
+# The reference: the same math as a registered operator written purely in torch, registered the way the
 # bridge registers (``torch.library.Library``, a fake, an autograd formula whose backward is an operator of its
 # own), so that its compiled/eager ratio is what any opaque registered op pays under torch.compile.
 _reference_lib = torch.library.Library("warp_zerostore_bench", "DEF")

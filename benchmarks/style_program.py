@@ -1,4 +1,4 @@
-"""A program in another simulator's style for the check-cost benchmark (issue 22): small 2-D state arrays (one row
+"""A program in another simulator's style for the check-cost benchmark: small 2-D state arrays (one row
 per body), kernels that take one array as input and output, stores through row views, a kernel built without
 backward, a guarded branch; 7 launches per step, all tiny."""
 

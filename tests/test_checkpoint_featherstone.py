@@ -1,4 +1,4 @@
-"""A checkpointed Newton Featherstone rollout is right by default (issue 18, item 3): the two-hinge chain of
+"""A checkpointed Newton Featherstone rollout is right by default: the two-hinge chain of
 tests/helpers/newton_chain.py over 2 and 5 steps, with and without an external wrench, double-buffered. Each
 step's ``eval_rigid_tau`` reads ``body_f_ext`` and then overwrites it; the rollout reverses such a step on a
 snapshotting Tape without being asked. Reference: central differences of the untaped rollout (float32, eps

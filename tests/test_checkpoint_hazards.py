@@ -1,4 +1,4 @@
-"""Checkpointed steps with a hazard inside them (issue 18, items 3-5): a double-buffered step in which a launch
+"""Checkpointed steps with a hazard inside them: a double-buffered step in which a launch
 overwrites what it or an earlier launch read is reversed on a snapshotting Tape by default, or refused by name;
 a step that writes its output state with ``wp.copy``; ``check=`` with in-place steps. Each against a plain
 Tape over fresh arrays per step (float64, to 1e-12), with negative twins."""

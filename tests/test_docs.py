@@ -5,6 +5,7 @@ from files)."""
 import ast
 import inspect
 import os
+import pathlib
 import re
 import textwrap
 import warnings
@@ -56,6 +57,12 @@ def run_example(code, tmp_path, name):
 
 
 README_BLOCKS = markdown_blocks("README.md")
+
+
+def test_the_readme_fits_in_ten_kilobytes():
+    """The README invites; docs/ explains and CHANGELOG remembers."""
+    readme = pathlib.Path(__file__).resolve().parent.parent / "README.md"
+    assert len(readme.read_bytes()) <= 10_000
 
 
 @pytest.mark.parametrize("index", range(len(README_BLOCKS)))

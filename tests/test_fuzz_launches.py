@@ -3,7 +3,7 @@
 A drawn kernel is launched over 1 to 3 dimensions (``i0, i1 = wp.tid()``), its x, xv and y arrays shaped like the
 launch; the reference follows (`nodes.shifted`). The flagged kernels of a batch name the facade (``wpz.tid()``),
 as a user's ``import warp_zerostore as wp`` does: on warp-lang 1.17.0, a facade that Warp's codegen does not
-resolve to ``warp`` computed ``j = 0`` in every thread (issue 29), and the fixed-seed campaign here, in the fast
+resolve to ``warp`` computed ``j = 0`` in every thread, and the fixed-seed campaign here, in the fast
 suite on all eleven minors, reports that as worse than stock (the last test breaks the fix on purpose).
 """
 

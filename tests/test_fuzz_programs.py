@@ -1,4 +1,4 @@
-"""The program fuzzer (issue 31): launch sequences over shared arrays, their reference, printer and shrinker without
+"""The program fuzzer: launch sequences over shared arrays, their reference, printer and shrinker without
 Warp builds; then the verdicts, check mode's verdicts, and a fixed-seed campaign on every path.
 
 References by hand, one per construct, each with its negative twin: in-place updates across launches, one array

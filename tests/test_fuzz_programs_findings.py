@@ -1,4 +1,4 @@
-"""What the program fuzzer found (issue 31), each shrunk and cut down by hand, as tests: this package's defects as
+"""What the program fuzzer found, each shrunk and cut down by hand, as tests: this package's defects as
 ``xfail(strict=True)`` (with the reason; they turn into failures the day they are fixed, so the mark goes), and
 Warp's own as tests of the known table (``testing.fuzz.programs.known``), with repros under docs/repros/.
 """
@@ -9,50 +9,6 @@ import pytest
 import warp_zerostore as wp
 from warp_zerostore import _compat
 from warp_zerostore.testing.fuzz.programs.nodes import Array, Copy, Kernel, Launch, Program
-
-OLD_COMPONENTS = _compat.WARP_VERSION < (1, 14, 0)
-
-
-@wp.kernel(zero_store=True)
-def _store_a_load_in_a_component(y: wp.array(dtype=wp.float64), yv: wp.array(dtype=wp.vec3d)):
-    i = wp.tid()
-    yv[i].z = y[i]
-
-
-@wp.kernel(zero_store=True)
-def _store_a_local_in_a_component(y: wp.array(dtype=wp.float64), yv: wp.array(dtype=wp.vec3d)):
-    i = wp.tid()
-    a = y[i]
-    yv[i].z = a
-
-
-def _component_gradient(kernel, tape) -> list:
-    y = wp.array([0.5, 0.25], dtype=wp.float64, requires_grad=True)
-    yv = wp.zeros(2, dtype=wp.vec3d, requires_grad=True)
-    with tape:
-        wp.launch(kernel, dim=2, inputs=[y, yv])
-    tape.backward(grads={yv: wp.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], dtype=wp.vec3d)})
-    return y.grad.numpy().tolist()
-
-
-def test_a_flagged_component_store_of_a_local_has_its_gradient():
-    """The negative twin of the defect below: through a local, right on every version and Tape."""
-    for tape in (wp.Tape(), wp.Tape(snapshot=True)):
-        assert _component_gradient(_store_a_local_in_a_component, tape) == [3.0, 6.0]
-
-
-@pytest.mark.xfail(
-    OLD_COMPONENTS,
-    strict=True,
-    reason=(
-        "warp_zerostore defect (program fuzzer, docs/repros/zero_store_component_store_of_a_load.py): on warp-lang "
-        "<= 1.13 a zero_store=True kernel storing an array load straight into a component, yv[i].z = y[i], gives y "
-        "no gradient (codegen/hooks.py's component store adjoint; through a local it is right)"
-    ),
-)
-def test_a_flagged_component_store_of_a_load_has_its_gradient():
-    for tape in (wp.Tape(), wp.Tape(snapshot=True)):
-        assert _component_gradient(_store_a_load_in_a_component, tape) == [3.0, 6.0]
 
 
 @wp.kernel

@@ -1,4 +1,4 @@
-"""The program fuzzer catches this package broken on purpose (issue 31): the snapshot save, the store zeroing, the
+"""The program fuzzer catches this package broken on purpose: the snapshot save, the store zeroing, the
 replay's store-to-load forwarding and the classification of ``*=`` (tests/helpers/program_mutants.py), each on a
 small program that exercises it, one build. Each is caught as a failure no known entry, warning or count explains
 (worse than stock where stock is right); the negative twins, unmutated, report nothing of the kind.

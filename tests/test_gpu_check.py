@@ -27,7 +27,7 @@ def test_without_cuda_it_says_so_and_exits_0():
 
 def test_with_a_device_it_lists_the_steps_instead():
     # negative twin: where the device exists the fallback message is not printed and the steps are planned
-    proc = run_gpu_check("--device", "cpu", "--dry-run", "--tests", "tests/test_seed.py")
+    proc = run_gpu_check("--device", "cpu", "--dry-run", "--tests", "tests/test_seed_program.py")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "no CUDA device" not in proc.stdout
     steps = [line for line in proc.stdout.splitlines() if line.startswith("$ ")]

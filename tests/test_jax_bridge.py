@@ -153,7 +153,7 @@ def test_accumulate_kernel_cotangent_is_read_in_place_and_never_written():
 
 
 def test_facade_jax_kernel_never_writes_the_cotangent():
-    """wp.jax_kernel with a zero_store=True kernel goes through the bridge (Warp's own zeroes ct: issue 13)."""
+    """wp.jax_kernel with a zero_store=True kernel goes through the bridge (Warp's own `jax_kernel` zeroes the cotangent buffers JAX owns)."""
     f = wp.jax_kernel(K.two_outputs, num_outputs=2, enable_backward=True)
     x = _data(5, 3, jnp.float32)
     ct = jnp.ones(5, dtype=jnp.float32)

@@ -15,8 +15,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import warp_zerostore as wp
-from warp_zerostore import _compat
-from warp_zerostore.codegen import hooks, replay
+from warp_zerostore import _compat, codegen
+from warp_zerostore.codegen import replay, replay_records
 from warp_zerostore.tape import tape as tape_module
 
 # Values away from the branch threshold (1.0) of read_back_branch and away from zero.
@@ -72,7 +72,7 @@ def test_snapshot_and_check_tapes_agree_and_report_nothing(tape_options, device)
 
 
 def test_the_seed_numbers(device):
-    # issue 18's numbers: x = [0.5, 1, 2], exact [0.75, 3, 12]; Warp 1.19's replay gives [0.625, 3, 16], and
+    # the seed report's numbers: x = [0.5, 1, 2], exact [0.75, 3, 12]; Warp 1.19's replay gives [0.625, 3, 16], and
     # Warp <= 1.12's accumulating store adjoint adds the overwritten value's gradient (2x) to that
     stock = [0.625, 3, 16] if _compat.STOCK_STORE_ZEROES else [1.625, 5, 20]
     for kernel, expected in ((k.read_back, [0.75, 3, 12]), (k.read_back_stock, stock)):
@@ -131,7 +131,7 @@ def test_a_component_store_is_read_back_whole(device):
 
 @given(xs=values)
 def test_read_before_and_after_write_is_exact_on_a_snapshot_tape(xs, device):
-    # t = x; x = t*t; x = x*t: d x_final / d x_initial = 3 x^2 (issue 18 measured [0.156, 3, 136] before)
+    # t = x; x = t*t; x = x*t: d x_final / d x_initial = 3 x^2 (Warp's replay alone gives [0.156, 3, 136])
     x = f64(xs, device)
     tape = wp.Tape(snapshot=True)
     with warnings.catch_warnings():
@@ -177,7 +177,6 @@ def test_no_helper_store_lands_in_memory_during_backward(device):
 @pytest.fixture(scope="module")
 def cuda_build(tmp_path_factory):
     out = tmp_path_factory.mktemp("replay_ptx")
-    hooks._WARNED.clear()  # each build warns once per process; the CPU build may have warned already
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
@@ -219,15 +218,38 @@ def test_unflagged_and_false_kernels_get_no_log(cuda_build, key):
     assert "zs_log" not in _backward(cuda_build[0], key)
 
 
-def test_a_value_carried_through_a_runtime_loop_is_warned_at_build(cuda_build):
-    _, caught = cuda_build
-    messages = [str(w.message) for w in caught]
-    carried = [m for m in messages if "carried_in_runtime_loop" in m]
-    assert len(carried) == 1, messages
-    assert "argument 'y'" in carried[0] and "runtime-bound loop" in carried[0]
-    assert caught[[str(w.message) for w in caught].index(carried[0])].filename.endswith("kernels_replay.py")
+def test_a_value_carried_through_a_runtime_loop_is_warned_at_backward_not_at_build(cuda_build, device):
+    # nothing is warned while a module builds: whether an issue applies depends on the memory the backward sees
+    assert cuda_build[1] == []
+    x = f64([0.5], device)
+    y = wp.zeros(1, dtype=wp.float64, device=device, requires_grad=True)
+    messages = {}
+    for name in (
+        "carried_in_runtime_loop",
+        "carried_through_another_index",
+        "read_back_static_loop",
+        "runtime_loop_no_carry",
+    ):
+        replay_records.forget_warnings()
+        tape = wp.Tape()
+        with tape:
+            wp.launch(getattr(k, name), dim=1, inputs=[x, y, 2] if "static" not in name else [x, y], device=device)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            tape.backward(grads={y: wp.ones(1, dtype=wp.float64, device=device)})
+        messages[name] = [w for w in caught if issubclass(w.category, wp.ReplayWarning)]
+    (carried,) = messages["carried_in_runtime_loop"]
+    assert "argument 'y'" in str(carried.message) and "runtime-bound loop" in str(carried.message)
+    assert carried.filename.endswith("kernels_replay.py")
+    # a value carried around the loop is wrong whatever memory holds: reported for both backwards, also where the
+    # read names the element through another index variable the loop does not change
+    (other,) = messages["carried_through_another_index"]
+    assert "argument 'y'" in str(other.message)
+    for kernel in (k.carried_in_runtime_loop, k.carried_through_another_index):
+        for memory in replay.MEMORIES:
+            assert len(replay_records.issues(kernel, memory)) == 1
     # negative twins: unrolled loops and runtime loops without a carried value are not warned
-    assert not [m for m in messages if "read_back_static_loop" in m or "runtime_loop_no_carry" in m]
+    assert messages["read_back_static_loop"] == [] and messages["runtime_loop_no_carry"] == []
 
 
 def test_a_users_func_grad_keeps_its_own_stores(device):
@@ -245,33 +267,135 @@ def test_a_users_func_grad_keeps_its_own_stores(device):
 
 
 def test_a_build_loaded_from_the_cache_warns_again_and_is_not_exact(device):
-    # the issues are kept beside Warp's kernel cache: a later process (here: a forgotten warning) warns again
+    # the issues are kept beside Warp's kernel cache: a later process (here: a forgotten record) reads them back
     x = f64([0.5], device)
     y = wp.zeros(1, dtype=wp.float64, device=device, requires_grad=True)
     wp.launch(k.carried_in_runtime_loop, dim=1, inputs=[x, y, 2], device=device)
-    build = hooks._BUILD_OF[k.carried_in_runtime_loop]
-    hooks._WARNED.discard(build)
-    hooks._ISSUES.pop(build, None)
+    build = replay_records.build_of(k.carried_in_runtime_loop)
+    replay_records._RECORDS.pop(build)
+    assert replay_records.issues(k.carried_in_runtime_loop, replay.POST) is None
+    replay_records.remember_build(k.carried_in_runtime_loop, build)
+    replay_records.forget_warnings()
     with pytest.warns(wp.ReplayWarning, match="carried_in_runtime_loop"):
-        hooks._remember_build(k.carried_in_runtime_loop, build)
-    assert not hooks.replays_exactly(k.carried_in_runtime_loop)
+        replay_records.warn(k.carried_in_runtime_loop, replay.POST)
+    assert not codegen.replays_exactly(k.carried_in_runtime_loop)
     # negative twins: a flagged kernel without issues replays exactly; an unflagged one does not claim to
     wp.launch(k.read_back, dim=1, inputs=[x, y], device=device)
-    assert hooks.replays_exactly(k.read_back)
-    assert not hooks.replays_exactly(k.read_back_stock)
+    assert codegen.replays_exactly(k.read_back)
+    assert not codegen.replays_exactly(k.read_back_stock)
 
 
-def test_a_write_the_replay_does_not_follow_is_warned_when_read_again(tmp_path):
+def test_a_write_the_replay_does_not_follow_is_reported_where_a_read_needs_it(device):
     if not _compat.HAS_SLOT_STORES:
         pytest.skip("component += on array elements builds from Warp 1.19 (wp.array_atomic_add_slot)")
-    from helpers import kernels_replay_slots  # noqa: PLC0415
+    from helpers import kernels_replay_slots as slots  # noqa: PLC0415
 
-    hooks._WARNED.clear()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        wp.compile_aot_module(kernels_replay_slots, device="cpu", module_dir=str(tmp_path))
-    messages = [str(w.message) for w in caught if issubclass(w.category, wp.ReplayWarning)]
-    hits = [m for m in messages if "component_add_read_back" in m]
-    assert len(hits) == 1 and "argument 'v'" in hits[0] and "array_atomic_add_slot" in hits[0], messages
+    xs = np.array([0.5, 1.5, -2.0])
+    grads = {}
+    for name in ("component_add_read_back", "component_add_only"):
+        for options in ({}, {"snapshot": True}):
+            replay_records.forget_warnings()
+            x = f64(xs, device)
+            v = wp.zeros(3, dtype=wp.vec2d, device=device, requires_grad=True)
+            out = wp.zeros(3, dtype=wp.float64, device=device, requires_grad=True)
+            inputs = [x, v, out] if name == "component_add_read_back" else [x, v]
+            tape = wp.Tape(**options)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                with tape:
+                    wp.launch(getattr(slots, name), dim=3, inputs=inputs, device=device)
+                seed = out if name == "component_add_read_back" else v
+                tape.backward(grads={seed: wp.ones_like(seed)})
+            assert not [w for w in caught if issubclass(w.category, wp.ReplayWarning)], (name, options)
+            grads[name, bool(options)] = x.grad.numpy().copy()
+    # v[i] = (x, x^2); v[i][0] += v[i][1]; out = v[i][0] * x = x^2 + x^3: the read after the += reads memory on a
+    # plain Tape (what the forward left), and the snapshot Tape, whose PRE backward is not exact here, gives the same
+    for snapshot in (False, True):
+        np.testing.assert_allclose(grads["component_add_read_back", snapshot], 2 * xs + 3 * xs**2, rtol=1e-12)
+    # the PRE backward would read the log, which does not follow the += : reported for PRE only
+    (pre,) = replay_records.issues(slots.component_add_read_back, replay.PRE)
+    assert "argument 'v'" in pre["message"] and "array_atomic_add_slot" in pre["message"]
+    assert replay_records.issues(slots.component_add_read_back, replay.POST) == []
+    assert not codegen.replays_exactly(slots.component_add_read_back)
     # negative twin: the same component += never read again
-    assert not [m for m in messages if "component_add_only" in m]
+    for memory in replay.MEMORIES:
+        assert replay_records.issues(slots.component_add_only, memory) == []
+
+
+@pytest.mark.parametrize("tape_options", [{}, {"snapshot": True}], ids=["plain", "snapshot"])
+def test_a_read_after_a_runtime_bound_loop_is_exact_and_warned_only_where_memory_cannot_serve_it(tape_options, device):
+    # out = (n x)^2 after the loop (n = 3): d/dx = 18 x
+    xs = np.array([0.5, 1.5, -2.0])
+    for kernel, warned in ((k.read_after_runtime_loop, False), (k.read_after_runtime_loop_then_store, True)):
+        replay_records.forget_warnings()
+        x = f64(xs, device)
+        y = wp.zeros(3, dtype=wp.float64, device=device, requires_grad=True)
+        out = wp.zeros(3, dtype=wp.float64, device=device, requires_grad=True)
+        tape = wp.Tape(**tape_options)
+        with tape:
+            wp.launch(kernel, dim=3, inputs=[x, y, out, 3], device=device)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            tape.backward(grads={out: wp.ones(3, dtype=wp.float64, device=device)})
+        said = [str(w.message) for w in caught if issubclass(w.category, wp.ReplayWarning)]
+        if warned:  # the read is followed by a store: on a plain Tape memory holds the later value (as stock reads)
+            assert len(said) == 1 and "argument 'y'" in said[0] and "runtime-bound loop" in said[0], said
+        else:
+            assert said == []
+            np.testing.assert_allclose(x.grad.numpy(), 18 * xs, rtol=1e-12)
+    # the record says which backward needs what: the read after the loop reads memory on POST
+    assert replay_records.issues(k.read_after_runtime_loop, replay.POST) == []
+    assert len(replay_records.issues(k.read_after_runtime_loop, replay.PRE)) == 1
+    for memory in replay.MEMORIES:
+        assert len(replay_records.issues(k.read_after_runtime_loop_then_store, memory)) == 1
+
+
+def test_warps_own_tape_warns_too(device):
+    # a program that records on warp.Tape (not the facade's) runs the same POST backward: warned the same way
+    import warp  # noqa: PLC0415
+
+    replay_records.forget_warnings()
+    x = f64([0.5], device)
+    y = wp.zeros(1, dtype=wp.float64, device=device, requires_grad=True)
+    tape = warp.Tape()
+    with tape:
+        wp.launch(k.carried_in_runtime_loop, dim=1, inputs=[x, y, 2], device=device)
+    with pytest.warns(wp.ReplayWarning, match="carried_in_runtime_loop"):
+        tape.backward(grads={y: wp.ones(1, dtype=wp.float64, device=device)})
+
+
+@pytest.mark.parametrize("tape_options", [{}, {"snapshot": True}], ids=["plain", "snapshot"])
+def test_a_helper_loop_reading_what_an_earlier_iteration_stored_is_exact_and_unwarned_where_memory_serves_it(
+    tape_options, device
+):
+    # y[k] = x[0] ... x[k] (Newton's forward kinematics shape): the read of y[parent] reads memory on a plain Tape,
+    # which holds what the forward stored there; the snapshot Tape runs that backward too (its PRE one is not exact)
+    xs = np.array([0.5, 1.5, -2.0, 0.7])
+    cot = np.array([1.0, 2.0, 3.0, 4.0])
+    prefix = np.cumprod(xs)
+    want = np.array([np.sum(cot[k:] * prefix[k:]) / xs[k] for k in range(4)])
+    replay_records.forget_warnings()
+    x = f64(xs, device)
+    y = wp.zeros(4, dtype=wp.float64, device=device, requires_grad=True)
+    tape = wp.Tape(**tape_options)
+    with tape:
+        wp.launch(k.helper_forward_kinematics, dim=1, inputs=[x, y, 4], device=device)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tape.backward(grads={y: f64(cot, device)})
+    np.testing.assert_allclose(x.grad.numpy(), want, rtol=1e-12)
+    assert replay_records.issues(k.helper_forward_kinematics, replay.POST) == []
+    assert len(replay_records.issues(k.helper_forward_kinematics, replay.PRE)) == 1
+    # negative twin: the array stored before the loop too, so the helper's log holds an entry older than the
+    # loop's stores, which the read then gets: wrong, and warned on both backwards
+    replay_records.forget_warnings()
+    y = wp.zeros(4, dtype=wp.float64, device=device, requires_grad=True)
+    x = f64(xs, device)
+    tape = wp.Tape(**tape_options)
+    with tape:
+        wp.launch(k.helper_scale_from_a_seed, dim=1, inputs=[x, y, 4], device=device)
+    with pytest.warns(wp.ReplayWarning, match="scale_in_place_from_a_seed"):
+        tape.backward(grads={y: f64(cot, device)})
+    assert not np.allclose(x.grad.numpy(), cot[0] * prefix[-1] / xs)  # d(prod x)/dx, which it does not give
+    for memory in replay.MEMORIES:
+        assert len(replay_records.issues(k.helper_scale_from_a_seed, memory)) == 1

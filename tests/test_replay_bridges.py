@@ -1,5 +1,5 @@
 """The replay log through the PyTorch and JAX bridges: they run the same backward kernel, so a thread that reads
-back its own store (issue 18: gradcheck failed, JAX gave 2x²) and a store in a helper are exact there too."""
+back its own store (before the replay log: gradcheck failed, JAX gave 2x²) and a store in a helper are exact there too."""
 
 import numpy as np
 import pytest

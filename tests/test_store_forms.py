@@ -166,6 +166,40 @@ def test_two_components_both_count(flag, device):
     np.testing.assert_array_equal(x.grad.numpy(), 7.0)
 
 
+def _component_of_an_element_kernels(flag):
+    @wp.kernel(zero_store=flag)
+    def vec_of_an_element(y: wp.array(dtype=float), v: wp.array(dtype=wp.vec3)):
+        i = wp.tid()
+        v[i].z = y[i]  # the value is an array element itself, not an expression of one
+
+    @wp.kernel(zero_store=flag)
+    def mat_of_an_element(y: wp.array(dtype=float), m: wp.array(dtype=wp.mat22)):
+        i = wp.tid()
+        m[i][1, 0] = y[i]
+
+    return {"vec": (vec_of_an_element, wp.vec3, (2,)), "mat": (mat_of_an_element, wp.mat22, (1, 0))}
+
+
+COMPONENT_OF_AN_ELEMENT = both(_component_of_an_element_kernels)
+
+
+@pytest.mark.parametrize("flag", MODES)
+@pytest.mark.parametrize("case", ["vec", "mat"])
+def test_a_component_store_of_an_array_element_has_its_gradient(case, flag, device):
+    """``yv[i].z = y[i]``: the stored value is an array element, loaded for the store; its gradient must reach ``y``
+    through the element's own adjoint (flagged kernels on warp-lang <= 1.13 gave 0: the program fuzzer's find)."""
+    kernel, dtype, slot = COMPONENT_OF_AN_ELEMENT[flag][case]
+    y = wp.array([0.5, 0.25, -1.0], dtype=float, requires_grad=True, device=device)
+    a = wp.zeros(3, dtype=dtype, requires_grad=True, device=device)
+    seed = np.arange(1.0, 1.0 + a.numpy().size).reshape(a.numpy().shape)
+    for tape in (wp.Tape(), wp.Tape(snapshot=True)):
+        y.grad.zero_()
+        with tape:
+            wp.launch(kernel, dim=3, inputs=[y, a], device=device)
+        tape.backward(grads={a: wp.array(seed, dtype=dtype, device=device)})
+        np.testing.assert_array_equal(y.grad.numpy(), seed[(slice(None),) + slot])
+
+
 def test_component_store_unflagged_is_stock(device):
     """zero_store=None keeps the installed Warp's component-store gradient: dropped before 1.14."""
     kernel = COMPONENT[None]["two_components"][0]

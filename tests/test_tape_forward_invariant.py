@@ -1,4 +1,4 @@
-"""The invariant of issue 22: ``Tape(check=...)`` and ``Tape(snapshot=True)`` never change what the forward
+"""The invariant: ``Tape(check=...)`` and ``Tape(snapshot=True)`` never change what the forward
 computes. Every kernel of the Tape-safety tests (``helpers/kernels_tape_*.py``) runs as a program of three
 launches on one set of arrays (in place: the programs the checks exist for), and once with one array passed under
 every label of its type; Newton's Featherstone step and forward kinematics run too (skipped without Newton).

@@ -1,4 +1,4 @@
-"""Tape safety, issue 11: snapshots restore what a launch read, reads followed into @wp.func helpers, a thread's
+"""Tape safety: snapshots restore what a launch read, reads followed into @wp.func helpers, a thread's
 read of its own write is not stale, every array annotation spelling, check bookkeeping linear in launches,
 graph capture refused by name. Each checker test has a twin that must not be flagged."""
 

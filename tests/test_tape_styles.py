@@ -1,4 +1,4 @@
-"""Tape safety on kernels written in other simulators' styles (issue 22, issue 18 item 6): check and snapshot
+"""Tape safety on kernels written in other simulators' styles: check and snapshot
 modes never change the forward; writes through row views, helpers and atomics are seen; one array passed under
 two labels is one array; reports are element-precise on the read side and skip kernels Warp never replays;
 written elements do not depend on the values stored. Each detection has a negative twin."""
@@ -201,7 +201,7 @@ def test_a_reader_without_backward_is_never_stale(kernel, reported, device):
     assert bool(hazards_of(tape, "stale read")) is reported
 
 
-# -- issue 18 item 6: which elements a launch writes does not depend on the values
+# -- which elements a launch writes does not depend on the values
 
 
 @pytest.mark.parametrize(

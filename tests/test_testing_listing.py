@@ -1,4 +1,4 @@
-"""A failing drawn program prints as its launch listing in hypothesis's own output (issue 10, item 7)."""
+"""A failing drawn program prints as its launch listing in hypothesis's own output."""
 
 import numpy as np
 import pytest

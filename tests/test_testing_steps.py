@@ -1,4 +1,4 @@
-"""check_gradients' finite-difference steps, gradient resets and tolerance scales (issue 10, items 4-6).
+"""check_gradients' finite-difference steps, gradient resets and tolerance scales.
 
 Every case that must fail is paired with the correct kernel under the same call, which must pass.
 """

@@ -1,4 +1,4 @@
-"""check_gradients never passes without checking, and says why it refuses (issue 10, items 3 and 8).
+"""check_gradients never passes without checking, and says why it refuses.
 
 Each refusal or newly checked case has a negative twin: a correct kernel under the same call passes.
 """

@@ -1,4 +1,4 @@
-"""The bridge's gradient buffers for views and odd strides (issue 10, items 1-2).
+"""The bridge's gradient buffers for views and odd strides.
 
 Views of one Warp temporary share one gradient buffer in every backward call, whatever their overlap, order
 or stride sign; tensors PyTorch calls contiguous with an unusual stride on a size-1 dimension take gradients.

@@ -1,4 +1,4 @@
-"""``arrays.wrap``, the bridge's cheaper ``wp.from_torch`` (issue 21): the same array, built directly.
+"""``arrays.wrap``, the bridge's cheaper ``wp.from_torch``: the same array, built directly.
 
 Compared field by field with ``wp.from_torch(tensor, dtype, requires_grad=False)`` for scalar, vector and
 matrix dtypes, views with offsets and strides, and the fallback cases (an empty tensor); and the array keeps

@@ -22,7 +22,8 @@ from . import (
 from . import codegen as _codegen
 from . import copy_adjoint as _copy_adjoint
 from . import options as _options
-from .codegen import AdjointWarning, HeaderNotFoundError, ReplayWarning
+from .codegen import HeaderNotFoundError, ReplayWarning
+from .lints import AdjointWarning
 from .options import copy_zero_store, effective_zero_store, get_module_options, kernel, set_module_options
 from .tape import OverwriteError, OverwriteWarning, Tape
 

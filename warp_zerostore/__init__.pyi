@@ -9,9 +9,9 @@ from collections.abc import Callable as _Callable
 import warp as _warp
 
 from . import config as config
-from .codegen import AdjointWarning as AdjointWarning
 from .codegen import HeaderNotFoundError as HeaderNotFoundError
 from .codegen import ReplayWarning as ReplayWarning
+from .lints import AdjointWarning as AdjointWarning
 from .options import copy_zero_store as copy_zero_store
 from .options import effective_zero_store as effective_zero_store
 from .options import get_module_options as get_module_options

@@ -14,6 +14,9 @@ what                                 where it changed
 ===================================  =========================================================================
 internals                            1.9: ``warp.codegen``, ``warp.context``; 1.10+: ``warp._src.*``
 ``ModuleHasher.hash_kernel``         ``(kernel)``; 1.19: ``(kernel, grid_stride)``
+augmented ``a[i] op= v`` atomics     ``+=``, ``-=``; the bitwise ones from 1.10 (``ATOMIC_AUGMENTED_OPS``)
+a constant loop with ``continue``    dynamic up to 1.12; unrolled from 1.13 (``UNROLLS_LOOPS_WITH_CONTINUE``)
+a ternary ``a if c else b``          no adjoint on 1.12 (``TERNARY_WITHOUT_ADJOINT``)
 store adjoint in stock Warp          accumulates up to 1.12; zeroes from 1.13 (``STOCK_STORE_ZEROES``)
 ``retain_grad`` array flag           from 1.13 (``ARRAY_FLAG_RETAIN_GRAD``, ``HAS_RETAIN_GRAD``)
 component stores ``a[i].x = v``      ``address`` + ``indexref`` + ``store``: no gradient at all up to 1.13;
@@ -168,6 +171,12 @@ def is_atomic_augmented(op) -> bool:
 # Warp >= 1.13 zeroes in stock store adjoints.
 STOCK_STORE_ZEROES: bool = WARP_VERSION >= (1, 13, 0)
 
+# Warp >= 1.13 unrolls a constant-bound loop with ``continue``; before, such a loop is dynamic (``break`` always is).
+UNROLLS_LOOPS_WITH_CONTINUE: bool = WARP_VERSION >= (1, 13, 0)
+
+# Warp 1.12 gives a ternary ``a if c else b`` no adjoint (1.12.1 measured; 1.10 and 1.19 are right).
+TERNARY_WITHOUT_ADJOINT: bool = WARP_VERSION[:2] == (1, 12)
+
 
 # ============================================================================================================
 # Hook points: each place this package wraps, as (owner, attribute); reversible
@@ -188,6 +197,8 @@ HOOK_POINTS: dict[str, tuple[Any, str]] = {
     "codegen.codegen_snippet": (codegen, "codegen_snippet"),
     # whole-array stores: wp.copy / array.assign record `lambda: adj_copy(...)` on the Tape
     "Tape.record_func": (tape_module.Tape, "record_func"),
+    # where a backward runs: replay warnings for the memory each flagged kernel's backward sees
+    "Tape.backward": (tape_module.Tape, "backward"),
     "context.adj_copy": (context, "adj_copy"),
     # wp.copy copies src.grad into dest.grad in the forward pass by calling the module's own `copy` again
     "context.copy": (context, "copy"),
@@ -381,6 +392,11 @@ def hasher_scratch(hasher, name: str) -> dict:
     return _scratch(hasher, name)
 
 
+def builder_scratch(builder, name: str) -> dict:
+    """A dict this package keeps on one ``ModuleBuilder`` (lives as long as that build)."""
+    return _scratch(builder, name)
+
+
 # ============================================================================================================
 # Code generation (Adjoint, its variables)
 
@@ -498,6 +514,30 @@ def is_struct_instance(value) -> bool:
     return isinstance(value, codegen.StructInstance)
 
 
+def is_struct_type(t) -> bool:
+    """True for a ``@wp.struct`` type (a kernel parameter's annotation)."""
+    return isinstance(t, codegen.Struct)
+
+
+def struct_array_fields(struct_type) -> list:
+    """``[(path, array type)]`` of a ``@wp.struct`` type's array fields, nested structs followed (``("inner", "q")``
+    for ``s.inner.q``)."""
+    out = []
+    for name, var in struct_type.vars.items():
+        if is_array_type(var.type):
+            out.append(((name,), var.type))
+        elif is_struct_type(var.type):
+            out.extend(((name, *path), t) for path, t in struct_array_fields(var.type))
+    return out
+
+
+def struct_field(instance, path: tuple):
+    """The value at ``path`` (`struct_array_fields`) in a struct instance."""
+    for name in path:
+        instance = getattr(instance, name)
+    return instance
+
+
 def struct_arrays(instance) -> list:
     """The ``wp.array`` fields of a struct instance, nested structs included."""
     out = []
@@ -538,6 +578,12 @@ def is_kernel_launch(entry) -> bool:
 def launch_kernel(entry):
     """The kernel (the overload actually launched) of a recorded kernel launch."""
     return entry[0]
+
+
+def tape_kernels(tape) -> list:
+    """The kernels of a Tape's recorded kernel launches, in recording order (each once)."""
+    kernels = [entry[0] for entry in tape.launches if not callable(entry)]
+    return list({id(k): k for k in kernels}.values())
 
 
 def replace_launch_kernel(tape, index: int, kernel) -> None:
@@ -835,7 +881,7 @@ def copy_adjoint_call(original: Callable, args: tuple, kwargs: dict) -> CopyAdjo
     return CopyAdjointCall(**{k: v for k, v in bound.arguments.items() if k in fields})
 
 
-# ---- JAX bridge (issue 13)
+# ---- JAX bridge
 # Warp's JAX FFI: ``warp.jax_callable`` / ``warp.jax_kernel`` in 1.19 (``warp._src.jax.ffi``), registering
 # handlers for CPU and CUDA; ``warp.jax_experimental.ffi`` (same calls) in 1.9-1.12
 # (``warp._src.jax_experimental.ffi`` from 1.10), registering CUDA handlers only.
@@ -883,7 +929,7 @@ def jax_graph_mode_none():
     return modes.NONE
 
 
-# ---- Tape safety on Newton (issue 11): annotations, @wp.func helpers, Tape.launches entries, capture
+# ---- Tape safety on Newton: annotations, @wp.func helpers, Tape.launches entries, capture
 
 
 def is_plain_array(t) -> bool:
@@ -894,6 +940,13 @@ def is_plain_array(t) -> bool:
         return True
     annotation = getattr(wtypes, "_ArrayAnnotation", None)
     return annotation is not None and type(t) is annotation
+
+
+def has_custom_adjoint(obj) -> bool:
+    """Whether a user ``@wp.func`` has a ``@wp.func_grad``: Warp's backward runs that instead of the function's own
+    adjoint (every supported version keeps it as ``custom_grad_func``)."""
+    function_class = getattr(context, "Function", None)
+    return function_class is not None and isinstance(obj, function_class) and obj.custom_grad_func is not None
 
 
 def user_function(obj):
@@ -935,6 +988,6 @@ def is_capturing(device) -> bool:
     """True while ``wp.ScopedCapture`` records on ``device``; on the CPU (Warp >= 1.19) launches are then recorded
     without running."""
     try:
-        return bool(warp.get_device(device).is_capturing)
+        return bool((device if isinstance(device, context.Device) else warp.get_device(device)).is_capturing)
     except Exception:  # noqa: BLE001 - older Warp: no CPU capture; a CUDA query failing means no capture either
         return False

@@ -21,15 +21,10 @@ import dataclasses
 import logging
 
 from . import _compat
+from .builtin_facts import ACCUMULATING, READING, STORING, augmented_is_atomic
 
 _log = logging.getLogger(__name__)
 
-# Builtins that take an array and only accumulate into it (their adjoint reads no array value).
-_ACCUMULATING = {"atomic_add", "atomic_sub", "tile_atomic_add"}
-# Builtins that take an array and only read it.
-_READING = {"tile_load", "len", "tile_load_indexed"}
-# Builtins that take an array and only store into it.
-_STORING = {"tile_store", "tile_store_indexed"}
 # Array attributes that carry no element values (shared with the read twin, which must agree).
 METADATA_ATTRIBUTES = frozenset({"shape", "ndim", "strides", "size", "dtype", "ptr"})
 # How deep helpers calling helpers are followed before an argument counts as read and stored.
@@ -59,8 +54,8 @@ class ArgumentAccess:
         return self.stores or self.accumulates
 
 
-def resolve_helper(call: ast.Call, namespace: dict):
-    """The Python function of the user ``@wp.func`` a call names (``f(...)`` or ``module.f(...)``), or None."""
+def _called(call: ast.Call, namespace: dict):
+    """The object a call names (``f(...)`` or ``module.f(...)``) in ``namespace``, or None."""
     func = call.func
     path = []
     while isinstance(func, ast.Attribute):
@@ -71,7 +66,17 @@ def resolve_helper(call: ast.Call, namespace: dict):
     obj = namespace[func.id]
     for attr in reversed(path):
         obj = getattr(obj, attr, None)
-    return _compat.user_function(obj)
+    return obj
+
+
+def resolve_helper(call: ast.Call, namespace: dict):
+    """The Python function of the user ``@wp.func`` a call names (``f(...)`` or ``module.f(...)``), or None."""
+    return _compat.user_function(_called(call, namespace))
+
+
+def has_custom_adjoint(call: ast.Call, namespace: dict) -> bool:
+    """Whether the user ``@wp.func`` a call names has a ``@wp.func_grad`` (its own adjoint is never run)."""
+    return _compat.has_custom_adjoint(_called(call, namespace))
 
 
 def helper_parameter(helper, call: ast.Call, node) -> str | None:
@@ -123,8 +128,10 @@ class _Visitor(ast.NodeVisitor):
     """Visits a function in evaluation order (an assignment's value before its targets), so that a read seen
     after a store of the same argument is a read that may follow the store at run time."""
 
-    def __init__(self, names, namespace: dict | None = None, depth: int = 0, ndims: dict | None = None):
+    def __init__(self, names, namespace: dict | None = None, depth: int = 0, ndims: dict | None = None, structs=None):
         self.access = {name: ArgumentAccess() for name in names}
+        #: ``@wp.struct`` parameter -> {path of an array field: its label ``"s.q"``}; the labels are in ``names``
+        self.structs = dict(structs or {})
         self.ndims = dict(ndims or {})  # name -> ndim (None: unknown, as for a helper's parameter)
         self.aliases: dict = {}  # local name -> [(argument label, ndim of the view or None)]
         self.parents: dict = {}
@@ -184,7 +191,38 @@ class _Visitor(ast.NodeVisitor):
             return [(node.id, self.ndims.get(node.id))]
         return self.aliases.get(node.id, [])
 
+    def visit_Attribute(self, node):  # noqa: N802 - ast API
+        """``s.q`` of a struct parameter ``s``: a use of its array field ``q`` (labelled ``"s.q"``), as a name is."""
+        found = self._struct_path(node)
+        if found is None:
+            self.generic_visit(node)
+            return
+        struct, path = found
+        fields = self.structs[struct]
+        label = fields.get(path)
+        if label is not None:
+            self._use(node, self.parents.get(node), label, self.ndims.get(label))
+            return
+        for field, label in fields.items():  # a nested struct holding arrays, used whole: anything may happen
+            if field[: len(path)] == path:
+                _anything(self.access[label])
+        # otherwise a scalar field, or metadata (``s.q.shape``): no element value
+
+    def _struct_path(self, node) -> tuple | None:
+        """``(struct parameter, attribute path)`` of ``s.a.b``, or None where it does not start at one."""
+        path = []
+        while isinstance(node, ast.Attribute):
+            path.append(node.attr)
+            node = node.value
+        if isinstance(node, ast.Name) and node.id in self.structs:
+            return node.id, tuple(reversed(path))
+        return None
+
     def visit_Name(self, node):  # noqa: N802 - ast API
+        if node.id in self.structs:  # the struct itself (passed on, bound to a local): its arrays may do anything
+            for label in self.structs[node.id].values():
+                _anything(self.access[label])
+            return
         targets = self._targets(node)
         if not targets:
             return
@@ -215,13 +253,13 @@ class _Visitor(ast.NodeVisitor):
                 access.reads_after_store |= inner.reads_after_store
                 access.helper_stores |= inner.writes
                 access.surely_writes |= inner.surely_writes
-            elif name in _ACCUMULATING:
+            elif name in ACCUMULATING:
                 self._note(label, access, store=True)
                 access.accumulates = access.surely_writes = True
-            elif name in _READING:
+            elif name in READING:
                 self._note(label, access, read=True)
                 access.reads = True
-            elif name in _STORING:
+            elif name in STORING:
                 self._note(label, access, store=True)
                 access.stores = access.surely_writes = True
             else:  # another builtin, or a helper whose source cannot be read: it may do anything with the array
@@ -280,7 +318,7 @@ class _Visitor(ast.NodeVisitor):
                 return
         if isinstance(outer.ctx, ast.Store):
             augmented = self.parents.get(outer)
-            if isinstance(augmented, ast.AugAssign) and not _compat.is_atomic_augmented(augmented.op):
+            if isinstance(augmented, ast.AugAssign) and not augmented_is_atomic(augmented.op):
                 # `a[i] *= v` is a load, then a store: a read of the element (which the store then overwrites)
                 self._note(label, access, read=True)
                 access.reads = True
@@ -324,15 +362,62 @@ def argument_access(kernel) -> dict:
         assert access["loss"].accumulates and not access["loss"].reads
         ```
     """
+    return _analysis(kernel)[0]
+
+
+def struct_field_access(kernel) -> dict:
+    """``{field label: (parameter position, path, ArgumentAccess)}`` for the array fields of the kernel's
+    ``@wp.struct`` parameters (nested structs followed): ``"s.q"`` for ``s.q``, path ``("q",)``. A struct passed on
+    whole (to a helper, bound to a local) makes each of its arrays read and stored, as an array passed on is.
+
+    Example:
+        ```python
+        import warp_zerostore as wp
+        from warp_zerostore.access import struct_field_access
+
+        @wp.struct
+        class State:
+            q: wp.array(dtype=float)
+            k: float
+
+        @wp.kernel
+        def damp(s: State):
+            i = wp.tid()
+            s.q[i] = s.q[i] * s.k
+
+        position, path, access = struct_field_access(damp)["s.q"]
+        assert (position, path) == (0, ("q",)) and access.reads and access.stores
+        ```
+    """
+    return _analysis(kernel)[1]
+
+
+def _analysis(kernel) -> tuple:
+    """`argument_access` and `struct_field_access` of a kernel, from one walk of its source."""
     cached = _CACHE.get(id(kernel))
     if cached is not None and cached[0] is kernel:
         return cached[1]
-    parameters = [(label, t) for label, t in _compat.kernel_parameters(kernel) if _compat.is_array_type(t)]
-    ndims = {label: getattr(t, "ndim", None) for label, t in parameters}
-    visitor = _Visitor([label for label, _ in parameters], _compat.kernel_function(kernel).__globals__, 0, ndims)
+    parameters = _compat.kernel_parameters(kernel)
+    arrays = [(label, t) for label, t in parameters if _compat.is_array_type(t)]
+    ndims = {label: getattr(t, "ndim", None) for label, t in arrays}
+    structs, fields = {}, {}
+    for position, (label, t) in enumerate(parameters):
+        if not _compat.is_struct_type(t):
+            continue
+        for path, field_type in _compat.struct_array_fields(t):
+            name = ".".join((label, *path))
+            structs.setdefault(label, {})[path] = name
+            fields[name] = (position, path)
+            ndims[name] = getattr(field_type, "ndim", None)
+    names = [label for label, _ in arrays] + list(fields)
+    visitor = _Visitor(names, _compat.kernel_function(kernel).__globals__, 0, ndims, structs)
     visitor.visit(_compat.kernel_tree(kernel))
-    _CACHE[id(kernel)] = (kernel, visitor.access)
-    return visitor.access
+    found = (
+        {label: visitor.access[label] for label, _ in arrays},
+        {name: (position, path, visitor.access[name]) for name, (position, path) in fields.items()},
+    )
+    _CACHE[id(kernel)] = (kernel, found)
+    return found
 
 
 def _is_tid_call(node) -> bool:

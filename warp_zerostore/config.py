@@ -85,6 +85,11 @@ _SETTINGS = {
 _values: dict = {"zero_store": None, "check": "off", "progress": None}
 
 
+def default_zero_store() -> ZeroStore:
+    """``config.zero_store``, read without the module's attribute fallback (asked at every checked launch)."""
+    return _values["zero_store"]
+
+
 class _ConfigModule(types.ModuleType):
     def __getattr__(self, name):
         if name in _values:

@@ -177,14 +177,18 @@ def effective_mode(kernel) -> ZeroStore:
         ```
     """
     mode = _compat.kernel_options(kernel).get(OPTION)
+    if type(mode) is bool:  # valid: no message to build (the Tape asks at every launch)
+        return mode
     if mode is not None:
         where = f"kernel '{_compat.kernel_key(kernel)}' ({_compat.kernel_source_location(kernel)})"
         return validate_zero_store(mode, where)
     module = _compat.kernel_module(kernel)
     mode = _compat.module_options(module).get(OPTION)
+    if type(mode) is bool:
+        return mode
     if mode is not None:
         return validate_zero_store(mode, f"module option of Warp module '{getattr(module, 'name', module)}'")
-    return config.zero_store
+    return config.default_zero_store()
 
 
 def effective_zero_store(k) -> ZeroStore:

@@ -8,7 +8,6 @@ Checked on Warp 1.9.1, 1.10.1, 1.12.1 and 1.19.0.
 """
 
 import numpy as np
-
 import warp as wp
 
 
@@ -50,7 +49,12 @@ def continue_first(x: wp.array(dtype=float), y: wp.array(dtype=float), n: int):
         y[i] += x[i] * x[i]
 
 
-for kernel, factor in ((continue_after_store, 6), (while_break_after_store, 2), (for_break_first, 4), (continue_first, 4)):
+for kernel, factor in (
+    (continue_after_store, 6),
+    (while_break_after_store, 2),
+    (for_break_first, 4),
+    (continue_first, 4),
+):
     x = wp.array([0.5, -0.7, 1.1], dtype=float, requires_grad=True)
     y = wp.zeros(3, dtype=float, requires_grad=True)
     tape = wp.Tape()

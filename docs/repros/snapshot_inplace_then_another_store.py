@@ -69,7 +69,6 @@ cases = (
     (two_d, np.array([[0.25, -0.5], [0.75, 1.0]]), np.array([[1.0, 0.0], [1.0, 0.0]])),
 )
 for kernel, y0, seed in cases:
-
     extra = [] if seed is not None else [wp.zeros(2, dtype=wp.float64, requires_grad=True)]  # z: the output
 
     def loss(xs):

@@ -9,7 +9,6 @@ differences of the forward launches (2 x[i] here), c_y = 1.
 """
 
 import numpy as np
-
 import warp as wp
 
 

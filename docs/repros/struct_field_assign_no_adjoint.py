@@ -7,7 +7,6 @@ forward launches (2 x[i] here), c_y = 1.
 """
 
 import numpy as np
-
 import warp as wp
 
 

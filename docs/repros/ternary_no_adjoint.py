@@ -5,7 +5,6 @@ and 1.19.0. Expected: d(sum(c_y * y))/dx by hand, c_y = [1, 3].
 """
 
 import numpy as np
-
 import warp as wp
 
 

@@ -6,7 +6,6 @@ provided"). wp.sin and wp.cos map and build; Warp 1.19.0 builds this kernel and 
 """
 
 import numpy as np
-
 import warp as wp
 
 

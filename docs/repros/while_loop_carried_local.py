@@ -5,7 +5,6 @@ the value each iteration saw. Expected: d(sum y)/dx by hand (n = 2). Checked on 
 """
 
 import numpy as np
-
 import warp as wp
 
 

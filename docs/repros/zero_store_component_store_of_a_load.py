@@ -1,5 +1,6 @@
-"""warp_zerostore defect (found by the program fuzzer, issue 31): on warp-lang <= 1.13, a zero_store=True kernel that
-stores an array load straight into a vector component, ``yv[i].z = y[i]``, gives ``y`` no gradient, on every Tape.
+"""warp_zerostore defect, FIXED (found by the program fuzzer; tests/test_store_forms.py): on warp-lang <= 1.13, a
+zero_store=True kernel that stores an array load straight into a vector component, ``yv[i].z = y[i]``, gave ``y``
+no gradient, on every Tape.
 
 Through a local (``a = y[i]; yv[i].z = a``), an expression (``y[i] * 2.0``) or ``+=`` it is right; on 1.14 and
 later it is right. Stock Warp <= 1.13 has no gradient for any component store (its documented limit, which the

@@ -1,4 +1,4 @@
-"""Kernels for tests/test_adjoint_warnings.py: a local vector's component assigned after the vector was used."""
+"""Kernels for tests/test_lints_adjoint_bugs.py: a local vector's component assigned after the vector was used."""
 
 import warp_zerostore as wp
 

@@ -1,4 +1,4 @@
-"""Kernels for tests/test_snapshot_augmented_readback.py: an in-place update ``y[k] += v`` of an array the kernel
+"""Kernels for tests/test_tape_snapshot_augmented_readback.py: an in-place update ``y[k] += v`` of an array the kernel
 reads back (a flagged kernel's backward replays it through its replay log, which loads ``y[k]``)."""
 
 import warp_zerostore as wp

@@ -1,4 +1,4 @@
-"""Kernels of the check_gradients defect tests (issue 10, items 3-8): correct ones and their broken twins."""
+"""Kernels of the check_gradients defect tests (what `check_gradients` must refuse or fail): correct ones and their broken twins."""
 
 import warp_zerostore as wp
 

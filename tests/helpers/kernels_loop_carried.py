@@ -1,4 +1,4 @@
-"""Kernels for tests/test_loop_carried_warnings.py: locals assigned in a loop with a run-time bound ``n``, used
+"""Kernels for tests/test_lints_loop_carried.py: locals assigned in a loop with a run-time bound ``n``, used
 in ways whose adjoint reads their value (warned, and wrong in Warp) or does not (silent, and right)."""
 
 import warp_zerostore as wp
@@ -156,6 +156,50 @@ def constant_bound_with_break(x: wp.array(dtype=float), n: int, y: wp.array(dtyp
         if s > 100.0:
             break
     y[0] = s * s
+
+
+# -- walking a tree with a `while` loop (Newton's eval_rigid_jacobian): `j = ancestor[j]` ends each iteration, so
+# when the iteration's adjoints run, the variable `j` already holds the next index. An adjoint that reads `j`
+# itself (an index `x[j]`) is wrong; values the replay computed from `j` before (`d = j + 0`, an index computed
+# in an expression) are right, and so is an index into an array of integers (no gradient goes through it).
+
+
+@wp.kernel(zero_store=True)
+def while_walk_bare_index(ancestor: wp.array(dtype=int), x: wp.array(dtype=float), y: wp.array(dtype=float)):
+    i = wp.tid()
+    j = i
+    r = int(0)
+    while j != -1:
+        s = x[j]
+        y[i * 4 + r] = s * s
+        r = r + 1
+        j = ancestor[j]
+
+
+@wp.kernel(zero_store=True)
+def while_walk_fresh_index(ancestor: wp.array(dtype=int), x: wp.array(dtype=float), y: wp.array(dtype=float)):
+    i = wp.tid()
+    j = i
+    r = int(0)
+    while j != -1:
+        d = j + 0
+        s = x[d]
+        y[i * 4 + r] = s * s
+        r = r + 1
+        j = ancestor[j]
+
+
+@wp.kernel(zero_store=True)
+def for_then_while_walk(ancestor: wp.array(dtype=int), x: wp.array(dtype=float), y: wp.array(dtype=float)):
+    # eval_rigid_jacobian's shape: a walk up the tree from each joint, the start offset read from an int array
+    i = wp.tid()
+    for t in range(ancestor.shape[0] // 4):
+        j = i
+        while j != -1:
+            start = ancestor[j] + 1  # an int array read with the variable itself: no gradient through it
+            s = x[start + j - ancestor[j] - 1]
+            y[t * 16 + i * 4 + j] = s * s * float(t + 1)
+            j = ancestor[j]
 
 
 # -- wrong in Warp, but not warned: not opted in, or never differentiated

@@ -1,4 +1,4 @@
-"""A kernel of tests/test_loop_carried_warnings.py in a module built without backward, flagged through the
+"""A kernel of tests/test_lints_loop_carried.py in a module built without backward, flagged through the
 module's option: never differentiated, so its loop-carried local is no wrong gradient and is not warned."""
 
 import warp_zerostore as wp

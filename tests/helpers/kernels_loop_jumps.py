@@ -1,4 +1,4 @@
-"""Kernels for tests/test_adjoint_warnings.py: a ``break``/``continue`` after other statements of its iteration
+"""Kernels for tests/test_lints_adjoint_bugs.py: a ``break``/``continue`` after other statements of its iteration
 (Warp's backward skips their adjoints), and the twins that stay right."""
 
 import warp_zerostore as wp

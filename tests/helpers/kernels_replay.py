@@ -114,6 +114,16 @@ def carried_in_runtime_loop(x: wp.array(dtype=wp.float64), y: wp.array(dtype=wp.
 
 
 @wp.kernel(zero_store=True)
+def carried_through_another_index(x: wp.array(dtype=wp.float64), y: wp.array(dtype=wp.float64), n: int):
+    # the same, read through an index variable set before the loop: the same element in every iteration
+    i = wp.tid()
+    y[i] = x[i]
+    j = i + 0
+    for _k in range(n):
+        y[i] = y[j] * x[i]
+
+
+@wp.kernel(zero_store=True)
 def runtime_loop_no_carry(x: wp.array(dtype=wp.float64), y: wp.array(dtype=wp.float64), n: int):
     # a runtime-bound loop that reads back nothing it stored in an earlier iteration: no warning
     i = wp.tid()
@@ -187,3 +197,58 @@ def read_back_after_add(x: wp.array(dtype=wp.float64), y: wp.array(dtype=wp.floa
     y[i] = x[i]
     y[i] += x[i] * x[i]
     y[i] = y[i] * x[i]
+
+
+@wp.kernel(zero_store=True)
+def read_after_runtime_loop(
+    x: wp.array(dtype=wp.float64), y: wp.array(dtype=wp.float64), out: wp.array(dtype=wp.float64), n: int
+):
+    # y is stored in a runtime-bound loop and read after it: memory holds what the loop left (a plain Tape's
+    # backward reads it, exact); a backward against the launch's input would need the loop's stores (reported)
+    i = wp.tid()
+    for k in range(n):
+        y[i] = x[i] * wp.float64(k + 1)
+    out[i] = y[i] * y[i]
+
+
+@wp.kernel(zero_store=True)
+def read_after_runtime_loop_then_store(
+    x: wp.array(dtype=wp.float64), y: wp.array(dtype=wp.float64), out: wp.array(dtype=wp.float64), n: int
+):
+    # the same read, then y stored again: no memory holds what the read read, whatever the Tape (reported for both)
+    i = wp.tid()
+    for k in range(n):
+        y[i] = x[i] * wp.float64(k + 1)
+    out[i] = y[i] * y[i]
+    y[i] = wp.float64(1.0)
+
+
+@wp.func
+def forward_kinematics(x: wp.array(dtype=wp.float64), y: wp.array(dtype=wp.float64), n: int):
+    # Newton's FK shape: each iteration reads what an earlier one stored (its parent), in a branch
+    for k in range(n):
+        parent = k - 1
+        v = x[k]
+        if parent >= 0:
+            v = v * y[parent]
+        y[k] = v
+
+
+@wp.func
+def scale_in_place_from_a_seed(x: wp.array(dtype=wp.float64), y: wp.array(dtype=wp.float64), n: int):
+    # y[0] stored before the loop, then updated in it: the helper's log holds the seed, older than the loop's stores
+    y[0] = x[0]
+    for k in range(1, n):
+        v = y[0] * x[k]
+        if v > wp.float64(-100.0):
+            y[0] = v
+
+
+@wp.kernel(zero_store=True)
+def helper_forward_kinematics(x: wp.array(dtype=wp.float64), y: wp.array(dtype=wp.float64), n: int):
+    forward_kinematics(x, y, n)
+
+
+@wp.kernel(zero_store=True)
+def helper_scale_from_a_seed(x: wp.array(dtype=wp.float64), y: wp.array(dtype=wp.float64), n: int):
+    scale_in_place_from_a_seed(x, y, n)

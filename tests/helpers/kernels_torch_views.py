@@ -1,4 +1,4 @@
-"""Kernels of the bridge's view and stride tests (issue 10, items 1-2). No torch here: plain Warp kernels."""
+"""Kernels of the bridge's view and stride tests (views, strides, broadcasts). No torch here: plain Warp kernels."""
 
 import warp_zerostore as wp
 

@@ -1,4 +1,4 @@
-"""warp_zerostore broken on purpose, four ways, to show the program fuzzer catches each (issue 31's mutation tests):
+"""warp_zerostore broken on purpose, four ways, to show the program fuzzer catches each:
 ``tests/test_fuzz_programs_mutation.py`` runs each on a small program, ``benchmarks/fuzz_programs_mutants.py`` runs a
 one-minute campaign under each.
 

@@ -1,4 +1,4 @@
-"""Binomial checkpointing of Warp rollouts: long differentiable simulations in bounded memory (issue 12).
+"""Binomial checkpointing of Warp rollouts: long differentiable simulations in bounded memory.
 
 `rollout` runs T steps of a simulation, keeps at most ``snapshots`` copies of its state, and records
 itself on the active ``wp.Tape`` as one entry; ``tape.backward(loss)`` then recomputes the steps it did not

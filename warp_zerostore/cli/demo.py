@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import warp
 
 from .. import _compat, options
@@ -84,6 +86,84 @@ def _seed(flag, device, n=4):
     }
 
 
+# -- Beyond the seed program: what the package adds on top of the flag, each row with its exact value
+
+
+def _square_in_place(flag):
+    @options.kernel(zero_store=flag)
+    def square_in_place(x: warp.array(dtype=float)):
+        i = warp.tid()
+        x[i] = x[i] * x[i]
+
+    return square_in_place
+
+
+def _read_back(flag):
+    @options.kernel(zero_store=flag)
+    def read_back(x: warp.array(dtype=float), y: warp.array(dtype=float)):
+        i = warp.tid()
+        y[i] = x[i] * x[i]
+        y[i] = y[i] * x[i]  # reads back this thread's own store
+
+    return read_back
+
+
+def _in_place_twice(kernel, make_tape, device) -> float:
+    """d(x**4)/dx at 3: x <- x*x launched twice, in place."""
+    x = warp.array([3.0], dtype=float, requires_grad=True, device=device)
+    tape = make_tape()
+    with tape:
+        warp.launch(kernel, dim=1, inputs=[x], device=device)
+        warp.launch(kernel, dim=1, inputs=[x], device=device)
+    tape.backward(grads={x: warp.array([1.0], dtype=float, device=device)})
+    return float(x.grad.numpy()[0])
+
+
+def _read_back_grad(kernel, make_tape, device) -> float:
+    """d(x**3)/dx at 2 through one thread's read-back."""
+    x = warp.array([2.0], dtype=float, requires_grad=True, device=device)
+    y = warp.zeros(1, dtype=float, requires_grad=True, device=device)
+    tape = make_tape()
+    with tape:
+        warp.launch(kernel, dim=1, inputs=[x, y], device=device)
+    tape.backward(grads={y: warp.array([1.0], dtype=float, device=device)})
+    return float(x.grad.numpy()[0])
+
+
+BEYOND_COLUMNS = ["stock Warp", "zero_store=True", "+ snapshot Tape"]
+BEYOND_EXACT = {"in place, twice: d(x^4)/dx": 108.0, "read-back in a thread: d(x^3)/dx": 12.0}
+
+
+def _beyond(device) -> tuple:
+    """({row: {column: value}}, the hazard names a checking Tape gives on the in-place program)."""
+    from ..tape import OverwriteWarning, Tape  # noqa: PLC0415  (the CLI sits above the Tape)
+
+    rows: dict = {row: {} for row in BEYOND_EXACT}
+    for column, flag, make_tape in (
+        (BEYOND_COLUMNS[0], None, warp.Tape),
+        (BEYOND_COLUMNS[1], True, warp.Tape),
+        (BEYOND_COLUMNS[2], True, lambda: Tape(snapshot=True)),
+    ):
+        rows["in place, twice: d(x^4)/dx"][column] = _in_place_twice(_square_in_place(flag), make_tape, device)
+        rows["read-back in a thread: d(x^3)/dx"][column] = _read_back_grad(_read_back(flag), make_tape, device)
+    checking = Tape(check="warn")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", OverwriteWarning)  # the demo prints what the Tape found, once
+        _in_place_twice(_square_in_place(True), lambda: checking, device)
+    named = sorted({_named(h) for h in checking.hazards if h.real})
+    return rows, named
+
+
+def _named(hazard) -> str:
+    """``stale read: launch #1 (square_in_place) writes argument 'x', which launch #0 reads``."""
+    name = hazard.writer.kernel.rsplit("__", 1)[-1]  # the function's name (the demo's kernels are closures)
+    reader = ""
+    if hazard.reader is not None:
+        same = hazard.reader.launch == hazard.writer.launch
+        reader = ", which it reads first" if same else f", which launch #{hazard.reader.launch} reads"
+    return f"{hazard.kind}: launch #{hazard.writer.launch} ({name}) writes argument '{hazard.writer.argument}'{reader}"
+
+
 EXACT = {
     "x_a.grad": 0.0,
     "x_b.grad": 3.0,
@@ -136,4 +216,19 @@ def run(device: str = "cpu") -> dict:
     for row in EXACT:
         cells = "".join(f"{results[name][row]:>18.1f}" for name, _ in COLUMNS)
         print(f"{row:24}{cells}{EXACT[row]:>10.1f}")
+
+    beyond, named = _beyond(device)
+    print("\nBeyond the seed program: an in-place update (x <- x*x, launched twice) and a read-back in one thread")
+    print("(y = x*x; y = y*x), on a plain Tape and on Tape(snapshot=True):\n")
+    header = f"{'':34}" + "".join(f"{name:>18}" for name in BEYOND_COLUMNS) + f"{'exact':>10}"
+    print(header)
+    print("-" * len(header))
+    for row, exact in BEYOND_EXACT.items():
+        cells = "".join(f"{beyond[row][name]:>18.1f}" for name in BEYOND_COLUMNS)
+        print(f"{row:34}{cells}{exact:>10.1f}")
+    print("\nTape(check='warn') on the in-place program names:")
+    for line in named:
+        print(f"  {line}")
+    results["beyond"] = {row: dict(cells) for row, cells in beyond.items()}
+    results["named"] = named
     return results

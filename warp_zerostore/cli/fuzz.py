@@ -38,7 +38,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     )
     parser.add_argument("--json", action="store_true", help="print the summary as JSON too")
     programs = parser.add_argument_group(
-        "launch sequences (--programs: issue 31's program fuzzer, warp_zerostore.differential)"
+        "launch sequences (--programs: the program fuzzer, warp_zerostore.differential)"
     )
     programs.add_argument(
         "--programs",

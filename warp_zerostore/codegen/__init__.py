@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
-from .adjoint_bugs import AdjointWarning
-from .hooks import install, pre_backward, replays_exactly
+from .hooks import install
 from .native import HeaderNotFoundError
+from .pre_twin import pre_backward, replays_exactly, warn_replay_issues
 from .replay import ReplayWarning
 
-__all__ = ["AdjointWarning", "HeaderNotFoundError", "ReplayWarning", "install", "pre_backward", "replays_exactly"]
+__all__ = [
+    "HeaderNotFoundError",
+    "ReplayWarning",
+    "install",
+    "pre_backward",
+    "replays_exactly",
+    "warn_replay_issues",
+]

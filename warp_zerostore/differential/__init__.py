@@ -1,4 +1,4 @@
-"""Every path of the package against stock Warp and an independent reference, on drawn launch sequences (issue 31).
+"""Every path of the package against stock Warp and an independent reference, on drawn launch sequences.
 
 A room above the features: it runs the programs of `warp_zerostore.testing.fuzz.programs` (grammar, printer,
 reference: no Tape, no bridge) on the package's Tapes (`tape`), its PyTorch and JAX bridges and a checkpointed

@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 
 from ..access import resolve_helper
+from ..builtin_facts import is_element_atomic
 
 
 def _callee_name(call: ast.Call) -> str:
@@ -104,7 +105,7 @@ def marks_depend_on_data(function: ast.FunctionDef, arrays: set, namespace: dict
             if resolve_helper(node, taint.namespace) is not None:
                 return True  # a helper given an array may branch on what it loads there
             arguments = [a for a in node.args if not (isinstance(a, ast.Name) and a.id in taint.arrays)]
-            if _callee_name(node).startswith("atomic_") and arguments:
+            if is_element_atomic(_callee_name(node)) and arguments:
                 arguments = arguments[:-1]  # the value accumulated does not choose the element
             if any(taint.expression(a) for a in arguments + [k.value for k in node.keywords]):
                 return True

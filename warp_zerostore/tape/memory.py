@@ -36,6 +36,15 @@ def slots(arr, start: int, unit: int) -> np.ndarray:
     return (addresses(arr) - start) // unit
 
 
+def slot_range(arr, start: int, unit: int) -> slice | None:
+    """`slots` as a slice, where they are one run (a contiguous array of one slot per element): indexing a table
+    by it is a view, not a gather. None otherwise."""
+    offset, rest = divmod(int(arr.ptr or 0) - start, unit)
+    if arr.is_contiguous and not rest and _compat.dtype_size_bytes(arr.dtype) == unit:
+        return slice(offset, offset + arr.size)
+    return None
+
+
 def span(arr) -> tuple:
     """``[first, last)`` bytes an array's elements occupy (negative strides included; shared with the rest of
     the package through `warp_zerostore._memory.byte_span`)."""
@@ -63,6 +72,10 @@ class Region:
         self.read_any = np.zeros(slots, dtype=bool)
         self.arrays: dict = {}  # id -> tracked array object over this region (views refresh their known contents)
         self.alive = True  # False once merged into a larger region
+        #: ``(start, stop, writer)`` when the last write into this region wrote exactly slots ``start:stop``, all
+        #: by one writer (then ``writer[start:stop]`` holds it throughout: a loop rewriting an array whole needs no
+        #: look at the table); None otherwise
+        self.last_write: tuple | None = None
 
     def _absorb(self, other: Region) -> None:
         """Copy another (smaller or coarser) region's tables into this one."""

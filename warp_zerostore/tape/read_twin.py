@@ -22,8 +22,10 @@ twin never touches the user's arrays, whatever the source analysis says.
 
 Arguments read any other way (a row ``x[i]`` of a 2-D array, passed to a builtin or to a helper whose source
 cannot be read, tiles, read in a ``while`` test) keep the whole-argument read of `access`, as do
-kernels with ``@wp.struct``, indexed or fabric array arguments (those arrays would be written for real) and
-kernels whose twin cannot be built; stores the twin cannot index (through a row view ``row = x[w]``, a
+kernels with indexed or fabric array arguments (those arrays would be written for real), kernels that use a
+``@wp.struct`` argument holding arrays other than through its fields (``s.q[i]``: the twin takes the array as a
+parameter of its own, on a scratch copy; passed on whole, the struct would carry the real arrays) and kernels
+whose twin cannot be built; stores the twin cannot index (through a row view ``row = x[w]``, a
 slice, a builtin) are not marked, and the Tape's content comparison finds them. The twin is forward-only and
 built once per kernel, in its own module, or, inside `built_into`, in a module the caller builds (the fuzzer
 puts its kernels' twins in the batch's module: one compile instead of one per twin).
@@ -50,10 +52,13 @@ from ..access import (
     HELPER_DEPTH,
     METADATA_ATTRIBUTES,
     argument_access,
+    has_custom_adjoint,
     helper_parameter,
     is_truth_test,
     resolve_helper,
+    struct_field_access,
 )
+from ..builtin_facts import augmented_is_atomic, is_element_atomic
 from ..options import effective_mode
 from .data_flow import marks_depend_on_data
 
@@ -66,6 +71,10 @@ _HELPER_TWINS: dict = {}
 
 #: what a ``written`` shadow holds for an element: an accumulation wrote it, or a store did
 ACCUMULATED, STORED = 1, 2
+#: what an ``after`` shadow holds for an element read after a write of the launch and written again after that read
+#: (a read no memory holds after the launch), and for one an accumulation ``x[i] = x[i] + v`` read (its value
+#: enters linearly: written again after it, it is no such read)
+REREAD, LINEAR = 2, 3
 
 # What the twin marks of an argument, by how the kernel uses it: reads and writes, reads only, writes only.
 READ_WRITE, READ, WRITE = "rw", "r", "w"
@@ -91,19 +100,32 @@ class ElementReads:
     reads_known: bool = True
     #: the written elements a store wrote (not only an accumulation); None: not told apart (all count as stored)
     stored: np.ndarray | None = None
-    _any: dict = dataclasses.field(default_factory=dict, repr=False, compare=False)
+    #: the elements read between two writes of the launch (after one, before another): the value read is in no
+    #: memory after the launch, so no snapshot can serve it; None: not told
+    reread: np.ndarray | None = None
+    _counts: dict = dataclasses.field(default_factory=dict, repr=False, compare=False)
 
     @property
     def read(self) -> np.ndarray:
         return self.before | self.after
 
-    def any(self, which: str) -> bool:
-        """Is any element marked ``before`` / ``after`` / ``written``? Counted once (marks a later launch with
-        the same key reuses are counted once for all of them)."""
-        found = self._any.get(which)
+    def count(self, which: str) -> int:
+        """How many elements are marked ``before`` / ``after`` / ``written`` / ``stored`` (0 where not told)?
+        Counted once (marks a later launch with the same key reuses are counted once for all of them)."""
+        found = self._counts.get(which)
         if found is None:
-            found = self._any[which] = np.count_nonzero(getattr(self, which)) != 0
+            marks = getattr(self, which)
+            found = self._counts[which] = 0 if marks is None else int(np.count_nonzero(marks))
         return found
+
+    def any(self, which: str) -> bool:
+        """Is any element marked ``which``?"""
+        return self.count(which) != 0
+
+    def all(self, which: str) -> bool:
+        """Is every element marked ``which``?"""
+        marks = getattr(self, which)
+        return marks is not None and self.count(which) == marks.size
 
 
 def _index_of(subscript: ast.Subscript):
@@ -127,16 +149,47 @@ def _set(name: str, index, value) -> ast.stmt:
     return ast.Assign(targets=[target], value=value, lineno=0)
 
 
-def _read_mark(label: str, index, kind: str) -> ast.stmt:
+def _read_mark(label: str, index, kind: str, linear: bool = False) -> ast.stmt:
+    """Mark a read of ``x[index]``: ``before`` while the launch has not written the element, else ``after`` (`LINEAR`
+    for the read of an accumulation ``x[i] = x[i] + v``, whose value no adjoint reads, unless a read already
+    marked it)."""
     if kind == READ:
         return _set(_shadow(label, "read"), index, ast.Constant(value=1))
     written = ast.Subscript(
         value=ast.Name(id=_shadow(label, "written"), ctx=ast.Load()), slice=copy.deepcopy(index), ctx=ast.Load()
     )
+    after = [_set(_shadow(label, "after"), index, ast.Constant(value=1))]
+    if linear:
+        mark = ast.Subscript(
+            value=ast.Name(id=_shadow(label, "after"), ctx=ast.Load()), slice=copy.deepcopy(index), ctx=ast.Load()
+        )
+        after = [
+            ast.If(
+                test=ast.Compare(left=mark, ops=[ast.Eq()], comparators=[ast.Constant(value=0)]),
+                body=[_set(_shadow(label, "after"), index, ast.Constant(value=LINEAR))],
+                orelse=[],
+            )
+        ]
     return ast.If(
         test=ast.Compare(left=written, ops=[ast.Eq()], comparators=[ast.Constant(value=0)]),
         body=[_set(_shadow(label, "before"), index, ast.Constant(value=1))],
-        orelse=[_set(_shadow(label, "after"), index, ast.Constant(value=1))],
+        orelse=after,
+    )
+
+
+def _accumulation_reads(statement) -> frozenset:
+    """Ids of the reads ``x[i]`` that ``x[i] = x[i] + v`` (or ``v + x[i]``, ``x[i] - v``) accumulates into the
+    element it stores: their value enters the stored value linearly, so no adjoint reads it."""
+    if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1):
+        return frozenset()
+    target, value = statement.targets[0], statement.value
+    if not (isinstance(target, ast.Subscript) and isinstance(value, ast.BinOp)):
+        return frozenset()
+    operands = [value.left, value.right] if isinstance(value.op, ast.Add) else []
+    operands += [value.left] if isinstance(value.op, ast.Sub) else []
+    same = ast.dump(target.value), ast.dump(target.slice)
+    return frozenset(
+        id(o) for o in operands if isinstance(o, ast.Subscript) and (ast.dump(o.value), ast.dump(o.slice)) == same
     )
 
 
@@ -144,13 +197,23 @@ class _ReadMarker:
     """Rewrites a function body: marks reads before, and stores after, each statement; follows helpers."""
 
     def __init__(
-        self, ndims: dict, namespace: dict, module_names: dict, depth: int, kinds: dict, logged: frozenset = frozenset()
+        self,
+        ndims: dict,
+        namespace: dict,
+        module_names: dict,
+        depth: int,
+        kinds: dict,
+        logged: frozenset = frozenset(),
+        custom_adjoint: bool = False,
     ):
         self.ndims = ndims  # label -> ndim of the arguments being instrumented
         self.kinds = kinds  # label -> READ_WRITE, READ (one shadow, every read simply a read) or WRITE
         # labels whose augmented stores (x[i] += v) the backward replays through the replay log of a flagged
         # kernel: the replay loads x[i] (then logs x[i] + v), so the store reads the element too
         self.logged = logged
+        # inside a @wp.func whose @wp.func_grad Warp's backward runs instead of its adjoint: no adjoint reads what
+        # its reads read, so none is a read between writes (they are marked as reads all the same)
+        self.custom_adjoint = custom_adjoint
         self.namespace = namespace  # the function's globals: resolves helper calls
         self.module_names = module_names  # name -> object the twin module must hold (helper twins)
         self.depth = depth
@@ -179,6 +242,7 @@ class _ReadMarker:
                 (p, self.ndims[label], self.kinds[label], label in self.logged) for p, label in zip(parameters, labels)
             ),
             self.depth,
+            self.custom_adjoint or has_custom_adjoint(call, self.namespace),
         )
         if made is None:
             return labels
@@ -191,7 +255,7 @@ class _ReadMarker:
         self.in_helpers.update(id(node) for node, _ in passed)
         return [label for parameter, label in zip(parameters, labels) if parameter in whole]
 
-    def _reads(self, nodes) -> list:
+    def _reads(self, nodes, linear: frozenset = frozenset()) -> list:
         marks = []
         skip: set = set()  # row views an atomic writes through: not reads
         for root in nodes:
@@ -219,7 +283,8 @@ class _ReadMarker:
                     if index is None:
                         self.whole.add(node.value.id)
                     else:
-                        marks.append(_read_mark(node.value.id, index, self.kinds[node.value.id]))
+                        unread = self.custom_adjoint or id(node) in linear  # no adjoint reads its value
+                        marks.append(_read_mark(node.value.id, index, self.kinds[node.value.id], unread))
         return marks
 
     def _augmented_reads(self, statement) -> list:
@@ -231,22 +296,36 @@ class _ReadMarker:
         label = target.value.id
         if label not in self.ndims or self.kinds[label] != READ_WRITE:
             return []
-        if label not in self.logged and _compat.is_atomic_augmented(statement.op):
+        if label not in self.logged and augmented_is_atomic(statement.op):
             return []
         index = _element_index(target, self.ndims[label])
-        return [] if index is None else [_read_mark(label, index, READ_WRITE)]
+        linear = isinstance(statement.op, (ast.Add, ast.Sub))  # the replay's load of a logged x[i] += v
+        return [] if index is None else [_read_mark(label, index, READ_WRITE, linear)]
 
     def _written(self, label: str, index, stored: bool = True) -> list:
         """Mark ``x[index]`` written: 2 for a store, 1 for an accumulation (an atomic) unless a store marked it
-        already; an overwrite is about stores only."""
+        already; an overwrite is about stores only. An element read after an earlier write of the launch has its
+        ``after`` mark raised to `REREAD`: that read saw a value no memory holds once the launch is over."""
         if self.kinds[label] == READ:
             return []
+        reread = []
+        if self.kinds[label] == READ_WRITE:
+            after = ast.Subscript(
+                value=ast.Name(id=_shadow(label, "after"), ctx=ast.Load()), slice=copy.deepcopy(index), ctx=ast.Load()
+            )
+            reread = [
+                ast.If(
+                    test=ast.Compare(left=after, ops=[ast.Eq()], comparators=[ast.Constant(value=1)]),
+                    body=[_set(_shadow(label, "after"), index, ast.Constant(value=REREAD))],
+                    orelse=[],
+                )
+            ]
         if stored:
-            return [_set(_shadow(label, "written"), index, ast.Constant(value=STORED))]
+            return reread + [_set(_shadow(label, "written"), index, ast.Constant(value=STORED))]
         mark = ast.Subscript(
             value=ast.Name(id=_shadow(label, "written"), ctx=ast.Load()), slice=copy.deepcopy(index), ctx=ast.Load()
         )
-        return [
+        return reread + [
             ast.If(
                 test=ast.Compare(left=mark, ops=[ast.Eq()], comparators=[ast.Constant(value=0)]),
                 body=[_set(_shadow(label, "written"), index, ast.Constant(value=ACCUMULATED))],
@@ -260,7 +339,7 @@ class _ReadMarker:
         if not isinstance(node, ast.Call) or not node.args:
             return None
         name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
-        if not name.startswith("atomic_"):
+        if not is_element_atomic(name):
             return None
         target, prefix = node.args[0], []
         if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
@@ -293,8 +372,8 @@ class _ReadMarker:
 
     def _stores(self, statement) -> list:
         targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
-        # `x[i] += v` is an atomic accumulation (see `_compat.ATOMIC_AUGMENTED_OPS`), not a store over x[i]
-        stored = not (isinstance(statement, ast.AugAssign) and _compat.is_atomic_augmented(statement.op))
+        # `x[i] += v` is an atomic accumulation (`builtin_facts.augmented_is_atomic`), not a store over x[i]
+        stored = not (isinstance(statement, ast.AugAssign) and augmented_is_atomic(statement.op))
         marks = []
         for target in targets:
             for node in ast.walk(target):
@@ -374,7 +453,7 @@ class _ReadMarker:
                 statement.body = self.body(statement.body)
             elif isinstance(statement, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
                 # `x[i].y = v` loads x[i] in the AST: count it as a read (conservative), the store as a write.
-                out.extend(self._reads([statement]))
+                out.extend(self._reads([statement], _accumulation_reads(statement)))
                 if isinstance(statement, ast.AugAssign):
                     out.extend(self._augmented_reads(statement))
                 out.extend(self._atomic_reads(statement))
@@ -434,6 +513,75 @@ def _namespace(func) -> dict:
     return out
 
 
+def _field_name(label: str) -> str:
+    """The twin's own parameter for the array a struct argument holds at ``label`` (``"s.q"``)."""
+    return f"{_PREFIX}field_" + label.replace(".", "__")
+
+
+class _FieldRewriter(ast.NodeTransformer):
+    """``s.q`` of a struct parameter ``s`` becomes the twin's parameter for that array (`_field_name`), so the twin
+    marks its elements as it marks an argument's, and runs on a scratch copy of it. A struct used any other way
+    (passed on whole, a nested struct holding arrays passed on) leaves ``ok`` False: no twin then, since the twin
+    would reach the real arrays through it."""
+
+    def __init__(self, structs: dict):
+        self.structs = structs  # struct parameter -> {field path: twin parameter name}
+        self.ok = True
+
+    def visit_Attribute(self, node):  # noqa: N802 - ast API
+        chain, base = [], node
+        while isinstance(base, ast.Attribute):
+            chain.append(base)
+            base = base.value
+        if not (isinstance(base, ast.Name) and base.id in self.structs):
+            return self.generic_visit(node)
+        fields = self.structs[base.id]
+        chain.reverse()  # innermost first: s.a, s.a.b, ...
+        for depth, attribute in enumerate(chain):
+            name = fields.get(tuple(a.attr for a in chain[: depth + 1]))
+            if name is None:
+                continue
+            replacement = ast.Name(id=name, ctx=attribute.ctx if attribute is node else ast.Load())
+            if attribute is node:
+                return replacement
+            chain[depth + 1].value = replacement
+            return node
+        path = tuple(a.attr for a in chain)
+        if any(field[: len(path)] == path for field in fields):
+            self.ok = False  # a struct holding arrays, used whole
+        return node  # a scalar field
+
+    def visit_Name(self, node):  # noqa: N802 - ast API
+        if node.id in self.structs:
+            self.ok = False  # the struct itself, used whole
+        return node
+
+
+def _struct_fields(kernel) -> list:
+    """``[(twin parameter name, field label, struct position, path, field type)]`` of the arrays the kernel's struct
+    parameters hold, in the order the twin takes them after the kernel's own parameters; once per kernel."""
+    cached = _FIELDS.get(id(kernel))
+    if cached is None or cached[0] is not kernel:
+        cached = _FIELDS[id(kernel)] = (kernel, _find_struct_fields(kernel))
+    return cached[1]
+
+
+_FIELDS: dict = {}
+
+
+def _find_struct_fields(kernel) -> list:
+    parameters = _compat.kernel_parameters(kernel)
+    types_by_label = {}
+    for label, t in parameters:
+        if _compat.is_struct_type(t):
+            for path, field_type in _compat.struct_array_fields(t):
+                types_by_label[".".join((label, *path))] = field_type
+    return [
+        (_field_name(label), label, position, path, types_by_label[label])
+        for label, (position, path, _) in struct_field_access(kernel).items()
+    ]
+
+
 def _add_shadow_parameters(function: ast.FunctionDef, ndims: dict, kinds: dict) -> None:
     for label, ndim in ndims.items():
         for flag in _flags(kinds[label]):
@@ -441,10 +589,11 @@ def _add_shadow_parameters(function: ast.FunctionDef, ndims: dict, kinds: dict) 
             function.args.args.append(ast.arg(arg=_shadow(label, flag), annotation=annotation))
 
 
-def _helper_twin(helper, parameters: tuple, depth: int):
+def _helper_twin(helper, parameters: tuple, depth: int, custom_adjoint: bool = False):
     """``(unique name, @wp.func twin, parameters whose reads it cannot mark)`` of a helper marking its
-    ``parameters`` ((name, ndim, kind), ...), or None."""
-    key = (id(helper), parameters)
+    ``parameters`` ((name, ndim, kind), ...), or None; ``custom_adjoint``: it (or a helper calling it) has a
+    ``@wp.func_grad``."""
+    key = (id(helper), parameters, custom_adjoint)
     cached = _HELPER_TWINS.get(key)
     if cached is not None and cached[0] is helper:
         return cached[1]
@@ -457,7 +606,7 @@ def _helper_twin(helper, parameters: tuple, depth: int):
         kinds = {p: kind for p, _, kind, _ in parameters}
         logged = frozenset(p for p, _, _, is_logged in parameters if is_logged)
         names: dict = {}
-        marker = _ReadMarker(ndims, _namespace(helper), names, depth + 1, kinds, logged)
+        marker = _ReadMarker(ndims, _namespace(helper), names, depth + 1, kinds, logged, custom_adjoint)
         function.body = marker.body(function.body)
         whole = marker.whole | marker.used_otherwise(function)  # parameters the caller counts as read in whole
         _add_shadow_parameters(function, ndims, kinds)
@@ -481,27 +630,43 @@ def _helper_twin(helper, parameters: tuple, depth: int):
 def _build(kernel, aliased: bool = False):
     """``aliased``: every array argument read or written gets all three shadows (a launch passing one array under
     several labels shares them between those labels, so a read through one sees a store through another)."""
-    access = argument_access(kernel)
+    access = dict(argument_access(kernel))
     params = _compat.kernel_parameters(kernel)
-    if any(not _compat.is_array_type(t) and hasattr(t, "vars") for _, t in params):
-        return None  # @wp.struct arguments: their arrays would be written for real
+    if any(not _compat.is_array_type(t) and hasattr(t, "vars") and not _compat.is_struct_type(t) for _, t in params):
+        return None  # a struct-like argument whose arrays the twin cannot swap for copies
     if any(_compat.is_array_type(t) and not _compat.is_plain_array(t) for _, t in params):
-        return None  # indexed or fabric arrays are not copied: the same
+        return None  # indexed or fabric arrays are not copied: they would be written for real
+    fields = _struct_fields(kernel)
+    if any(not _compat.is_plain_array(field_type) for *_, field_type in fields):
+        return None
+    for name, label, _, _, _ in fields:
+        access[name] = struct_field_access(kernel)[label][2]
     kinds = {}
-    for label, _ in params:
+    for label in [label for label, _ in params] + [name for name, *_ in fields]:
         use = access.get(label)
         if use is not None and (use.reads or use.writes):
             kinds[label] = READ_WRITE if aliased or (use.reads and use.writes) else READ if use.reads else WRITE
     ndims = {label: _compat.array_type_ndim(t) for label, t in params if label in kinds}
+    ndims.update((name, _compat.array_type_ndim(t)) for name, _, _, _, t in fields if name in kinds)
     if not ndims:
         return None
     tree = ast.parse(_compat.kernel_source(kernel))
     function = tree.body[0]
     function.decorator_list = []
-    func = _compat.kernel_function(kernel)
-    arrays = {label for label, t in params if _compat.is_array_type(t)}
-    _FIXED[id(kernel)] = (kernel, not marks_depend_on_data(function, arrays, _namespace(func)))
     names: dict = {}
+    if fields:  # s.q -> the twin's own parameter for that array, which runs on a scratch copy
+        structs: dict = {}
+        for name, _, position, path, field_type in fields:
+            structs.setdefault(params[position][0], {})[path] = name
+            names[f"{name}_type"] = field_type
+            function.args.args.append(ast.arg(arg=name, annotation=ast.Name(id=f"{name}_type", ctx=ast.Load())))
+        rewriter = _FieldRewriter(structs)
+        function.body = [rewriter.visit(statement) for statement in function.body]
+        if not rewriter.ok:
+            return None  # a struct holding arrays used whole: the twin would reach the real arrays
+    func = _compat.kernel_function(kernel)
+    arrays = {label for label, t in params if _compat.is_array_type(t)} | {name for name, *_ in fields}
+    _FIXED[id(kernel)] = (kernel, not marks_depend_on_data(function, arrays, _namespace(func)))
     # A flagged kernel's backward replays arrays it reads back through its replay log (codegen/replay.py)
     flagged = effective_mode(kernel) is True
     logged = frozenset(
@@ -701,13 +866,18 @@ class _Runner:
         entry = self.shadows[label][-1]
         return (entry[1] if entry[1] is not None else entry[0].numpy()) == STORED
 
+    def reread(self, label: str):
+        """The elements read between two writes: the ``after`` shadow (the second of three) holds `REREAD` there."""
+        entry = self.shadows[label][1]
+        return (entry[1] if entry[1] is not None else entry[0].numpy()) == REREAD
+
 
 _RUNNERS: dict = {}
 #: arrays up to this size get a pooled scratch copy (kept between launches); larger ones a copy per launch
 POOLED_BYTES = 16 << 20
 
 
-def _runner(kernel, variant, kinds: dict, values: list, launch: dict) -> _Runner:
+def _runner(kernel, variant, kinds: dict, values: list, launch: dict, labels: list | None) -> _Runner:
     device = launch.get("device")
     if device is None:
         device = next((v.device for v in values if isinstance(v, warp.array)), None)
@@ -730,7 +900,7 @@ def _runner(kernel, variant, kinds: dict, values: list, launch: dict) -> _Runner
     if cached is None or cached[0] is not variant:
         if len(_RUNNERS) > 4096:  # launch shapes that keep changing: start over rather than grow
             _RUNNERS.clear()
-        labels = _compat.kernel_argument_labels(kernel)
+        labels = labels or _compat.kernel_argument_labels(kernel)
         cached = _RUNNERS[key] = (variant, _Runner(kernel, variant, kinds, values, labels, launch, device))
     return cached[1]
 
@@ -742,6 +912,14 @@ def element_reads(kernel, launch: dict) -> dict:
     array stay one array), so the real arrays are never touched, whatever the source analysis says.
     """
     values = list(launch.get("inputs") or []) + list(launch.get("outputs") or [])
+    labels = None  # the kernel's, looked up where a runner or the marked positions are first made
+    fields = _struct_fields(kernel)
+    if fields:  # the arrays the structs hold, as the twin's own parameters after the kernel's (`_FieldRewriter`)
+        labels = _compat.kernel_argument_labels(kernel) + [name for name, *_ in fields]
+        values = values + [
+            _compat.struct_field(values[position], path) if position < len(values) else None
+            for _, _, position, path, _ in fields
+        ]
     arrays = [id(v) for v in values if isinstance(v, warp.array)]
     aliased = len(set(arrays)) < len(arrays)
     made = twin(kernel, aliased=aliased)
@@ -754,7 +932,7 @@ def element_reads(kernel, launch: dict) -> dict:
         if cached is not None and cached[0] is variant:
             return cached[1]
     try:
-        runner = _runner(kernel, variant, kinds, values, launch)
+        runner = _runner(kernel, variant, kinds, values, launch, labels)
         runner.run(values)
     except Exception as error:  # noqa: BLE001 - the twin does not build or launch here: whole-argument reads
         _log.info(
@@ -766,19 +944,23 @@ def element_reads(kernel, launch: dict) -> dict:
         _CACHE[(id(kernel), True) if aliased else id(kernel)] = (kernel, None, effective_mode(kernel))
         return {}
     out = {}
-    for position, label, kind in _marked_positions(kernel, kinds):
+    named = {name: label for name, label, *_ in fields}  # a struct-held array's marks go out as "s.q"
+    for position, name, kind in _marked_positions(kernel, kinds, labels):
         if position >= len(values) or not isinstance(values[position], warp.array):
             continue
-        marks = runner.marks(label)
-        stored = runner.stored(label) if kind != READ else None
+        label = named.get(name, name)
+        marks = runner.marks(name)
+        stored = runner.stored(name) if kind != READ else None
+        reread = None
         if kind == READ_WRITE:
             before, after, written = marks
+            reread = runner.reread(name)
         elif kind == READ:
             before, after, written = marks[0], _none(marks[0].shape), _none(marks[0].shape)
         else:
             written = marks[0]
             before = after = _none(written.shape)
-        out[label] = ElementReads(before, after, written, reads_known=label not in whole, stored=stored)
+        out[label] = ElementReads(before, after, written, reads_known=name not in whole, stored=stored, reread=reread)
     if key is not None:
         _remember(key, variant, out)
     return out
@@ -830,11 +1012,12 @@ def _remember(key: tuple, variant, out: dict) -> None:
         _memo_bytes += size
 
 
-def _marked_positions(kernel, kinds: dict) -> list:
-    """``[(argument position, label, kind)]`` of the arguments the twin gives shadows, once per kernel."""
+def _marked_positions(kernel, kinds: dict, labels: list | None) -> list:
+    """``[(argument position, label, kind)]`` of the arguments the twin gives shadows (``labels``: the twin's
+    parameters before its shadows, the kernel's then its struct-held arrays'), once per kernel."""
     cached = _POSITIONS.get(id(kernel))
     if cached is None or cached[0] is not kernel or cached[1] is not kinds:
-        labels = _compat.kernel_argument_labels(kernel)
+        labels = labels or _compat.kernel_argument_labels(kernel)
         cached = _POSITIONS[id(kernel)] = (
             kernel,
             kinds,
@@ -864,4 +1047,5 @@ def marked_reads(kernel) -> list:
     if made is None:
         return []
     _, kinds, whole = made
-    return [label for label, kind in kinds.items() if kind != WRITE and label not in whole]
+    named = {name: label for name, label, *_ in _struct_fields(kernel)}  # a struct-held array's: "s.q"
+    return [named.get(label, label) for label, kind in kinds.items() if kind != WRITE and label not in whole]

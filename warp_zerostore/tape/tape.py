@@ -47,6 +47,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import operator
 import os
 import sys
 import threading
@@ -58,12 +59,13 @@ import numpy as np
 import warp
 
 from .. import _compat, config
-from ..access import ArgumentAccess, argument_access
+from ..access import ArgumentAccess, argument_access, struct_field_access
 from ..codegen import pre_backward, replays_exactly
+from ..codegen.replay import POST
 from ..config import CheckLevel, validate_check
 from ..options import effective_mode, store_adjoints_zero
 from . import read_twin
-from .memory import AddressBook, span
+from .memory import AddressBook, slot_range, span
 from .visualize import mark_hazards
 
 _log = logging.getLogger(__name__)
@@ -105,6 +107,11 @@ class Site:
     argument: str
     location: str
 
+    @property
+    def ident(self) -> tuple:
+        """``(kernel, argument, location)``: the site less its launch number (what makes hazards the same)."""
+        return (self.kernel, self.argument, self.location)
+
     def describe(self) -> str:
         """How messages name the site.
 
@@ -138,7 +145,9 @@ class Hazard:
         real: False for an overwrite whose later writer zeroes its store adjoints (kept, not warned about).
         elements: How many elements, where counted.
         cause: For a "read before and after write": ``""`` (one thread read an element before and after writing
-            it), ``"aliased"`` (one array under two parameters, with no read twin to order the reads) or
+            it), ``"aliased"`` (one array under two parameters, with no read twin to order the reads), ``"reads
+            unknown"`` (a thread may read what it wrote, through reads the read twin does not follow), ``"reread"``
+            (a thread read an element between two writes of the launch: no Tape can serve it) or
             ``"helper store"`` (an unflagged kernel's ``@wp.func`` helper stores into it).
     """
 
@@ -157,10 +166,14 @@ class Hazard:
             A hashable tuple.
         """
 
-        def site(s):
-            return None if s is None else (s.kernel, s.argument, s.location)
-
-        return (self.kind, site(self.writer), site(self.reader), site(self.earlier), self.real)
+        # a launch builds this tuple from its sites' idents and looks it up before building a Hazard (`_write_hazards`)
+        return (
+            self.kind,
+            None if self.writer is None else self.writer.ident,
+            None if self.reader is None else self.reader.ident,
+            None if self.earlier is None else self.earlier.ident,
+            self.real,
+        )
 
     def message(self) -> str:
         """The warning's or error's text: what happened, where, and what to do.
@@ -195,6 +208,22 @@ class Hazard:
                 "may be off. Decorate the kernel with @wp.kernel(zero_store=True) (its replay sends helper stores "
                 "to a log, never to memory), or store from the kernel itself."
             )
+        if self.kind == REPLAY and self.cause == "reread":
+            return (
+                f"read between writes: in {self.writer.describe()}, {self.elements} element(s) are read by one thread "
+                "between two writes of the same launch (after one, before another). Warp's backward reads them as "
+                "the last write left them, so the gradient through that read is wrong on any Tape, stock Warp's "
+                "too; no snapshot holds the value read. Keep the intermediate value in a local variable, or write "
+                "it to a separate array."
+            )
+        if self.kind == REPLAY and self.cause == "reads unknown":
+            return (
+                f"read before and after write: in {self.writer.describe()}, a thread may read elements it wrote "
+                "earlier in the launch, and the Tape cannot tell which (a read it does not follow, e.g. a tile "
+                "load), so no snapshot can make both a read before the write and one after it right: the snapshot "
+                "restores the values written, which is what a plain Tape gives (right for reads after the write). "
+                "To be sure, write the result to a separate array."
+            )
         if self.kind == REPLAY and self.cause == "aliased":
             return (
                 f"read before and after write: in {self.writer.describe()}, {self.elements} element(s) are read "
@@ -213,10 +242,10 @@ class Hazard:
             )
         if self.kind == IN_STRUCT:
             return (
-                f"not checked (arrays in a struct): {self.writer.describe()} passes arrays inside a @wp.struct, "
-                "whose element reads and writes the Tape does not follow: its checks and snapshots say nothing "
-                "about them (a stale read or an in-place update through them goes unseen). Pass those arrays as "
-                "kernel arguments to have them checked."
+                f"not checked (arrays in a struct): {self.writer.describe()} passes arrays inside a @wp.struct to a "
+                "generic parameter, whose fields the Tape cannot know from the kernel: its checks and snapshots say "
+                "nothing about them (a stale read or an in-place update through them goes unseen). Type the "
+                "parameter with the struct, or pass those arrays as kernel arguments, to have them checked."
             )
         if self.kind == CAPTURED:
             return (
@@ -294,13 +323,28 @@ def _is_internal(filename: str) -> bool:
 _INTERNAL: dict = {}
 
 
-def _call_site() -> str:
-    frame = sys._getframe(1)
-    while frame is not None and _is_internal(frame.f_code.co_filename):
+def _call_site(depth: int = 1) -> str:
+    """``file:line`` of the first frame, from ``depth`` frames up, outside Warp and this package."""
+    frame = sys._getframe(depth)
+    while frame is not None:
+        internal = _INTERNAL.get(frame.f_code.co_filename)  # inlined `_is_internal`: four frames a launch
+        if internal is None:
+            internal = _is_internal(frame.f_code.co_filename)
+        if not internal:
+            break
         frame = frame.f_back
     if frame is None:
         return "<unknown>"
-    return f"{frame.f_code.co_filename}:{frame.f_lineno}"
+    key = (frame.f_code, frame.f_lasti)  # one instruction of one function: one line, without computing it
+    location = _LOCATIONS.get(key)
+    if location is None:
+        if len(_LOCATIONS) > 65536:
+            _LOCATIONS.clear()
+        location = _LOCATIONS[key] = f"{frame.f_code.co_filename}:{frame.f_lineno}"
+    return location
+
+
+_LOCATIONS: dict = {}
 
 
 def _user_stacklevel() -> int:
@@ -347,10 +391,43 @@ def _changed(before: np.ndarray, after: np.ndarray, shape: tuple) -> np.ndarray:
 
 def _differing(before: np.ndarray, after: np.ndarray, shape: tuple) -> np.ndarray:
     """`_changed` for contents already known to differ somewhere."""
-    if before.shape == tuple(shape) and before.dtype.itemsize in _UNSIGNED:  # scalars: one compare per element
+    shape = tuple(shape)
+    if before.shape == shape and before.dtype.itemsize in _UNSIGNED:  # scalars: one compare per element
         unsigned = _UNSIGNED[before.dtype.itemsize]
         return np.ascontiguousarray(before).view(unsigned) != np.ascontiguousarray(after).view(unsigned)
+    if _VOID_COMPARE and before.size:  # a vector or matrix element as one opaque value: one compare per element
+        return _opaque(before, shape) != _opaque(after, shape)
     return np.any(_element_bytes(before, shape) != _element_bytes(after, shape), axis=-1)
+
+
+def _opaque(values: np.ndarray, shape: tuple) -> np.ndarray:
+    """The array's elements (a vec3 is one) as unstructured void values, of the array's shape."""
+    flat = np.ascontiguousarray(values).reshape(shape + (-1,))
+    size = flat.shape[-1] * flat.itemsize
+    void = _VOIDS.get(size)
+    if void is None:
+        void = _VOIDS[size] = np.dtype((np.void, size))
+    return flat.view(void).reshape(shape)
+
+
+_VOIDS: dict = {}  # element size in bytes -> its void dtype (made once: np.dtype() costs a launch's compare)
+
+
+def _void_compare() -> bool:
+    """Does this NumPy compare unstructured void elements byte for byte (several times faster than a per-byte
+    compare and a reduction, on the small arrays of a launch)?"""
+    try:
+        a = np.zeros((2, 3), dtype=np.float32)
+        b = a.copy()
+        b[1, 2] = 1.0
+        void = np.dtype((np.void, 12))
+        found = a.view(void).reshape(2) != b.view(void).reshape(2)
+        return isinstance(found, np.ndarray) and found.dtype == bool and found.tolist() == [False, True]
+    except Exception:  # noqa: BLE001 - an older NumPy: the per-byte compare
+        return False
+
+
+_VOID_COMPARE = _void_compare()
 
 
 def _device_copy(arr):
@@ -395,19 +472,32 @@ class _ArrayUse:
     """One array argument of a recorded launch and what the Tape saved about it (a plain class with slots: a
     launch makes several, and check mode's cost is per launch)."""
 
-    __slots__ = ("label", "array", "access", "labels", "before", "after", "marks", "saved", "located", "crossed")
+    __slots__ = (
+        "label",
+        "array",
+        "access",
+        "labels",
+        "crossed",
+        "before",
+        "after",
+        "known",
+        "marks",
+        "saved",
+        "located",
+    )
 
-    def __init__(self, label: str, array, access: ArgumentAccess, labels: list):
+    def __init__(self, label: str, array, access: ArgumentAccess, labels, crossed: bool):
         self.label = label  # its labels, ", "-joined when one array is passed under several
         self.array = array
         self.access = access  # the union of its labels' accesses
         self.labels = labels
+        self.crossed = crossed  # passed under several labels, read through one and written through another
         self.before: np.ndarray | None = None  # host copy from before the launch
         self.after: np.ndarray | None = None  # host copy from after the launch
+        self.known = False  # ``before`` is the content the Tape knew (unchanged since the last launch passing it)
         self.marks: read_twin.ElementReads | None = None  # element reads and writes, when the twin ran
         self.saved = None  # device copy from before the launch (snapshot)
-        self.located: tuple | None = None  # (Region, slot per element), once looked up for this launch
-        self.crossed = False  # passed under several labels, read through one and written through another
+        self.located: tuple | None = None  # `Tape._region` of the array, once looked up for this launch
 
     def reads_known(self) -> bool:
         return self.marks is not None and self.marks.reads_known
@@ -434,25 +524,72 @@ def _combined_marks(use: _ArrayUse, marks: dict, access: dict) -> read_twin.Elem
         return found[0]
     known = all(m.reads_known for m in found) and all(label in marks or not access[label].reads for label in use.labels)
     stored = None if any(m.stored is None for m in found) else np.logical_or.reduce([m.stored for m in found])
+    rereads = [m.reread for m in found if m.reread is not None]
     return read_twin.ElementReads(
         np.logical_or.reduce([m.before for m in found]),
         np.logical_or.reduce([m.after for m in found]),
         np.logical_or.reduce([m.written for m in found]),
         reads_known=known,
         stored=stored,
+        reread=np.logical_or.reduce(rereads) if rereads else None,
     )
 
 
-@dataclasses.dataclass
+class _Plan:
+    """What a launch's array uses are, for one kernel and one set of array arguments: worked out once per launch
+    site while it passes the same arrays (a loop launches the same kernel on the same arrays at every step)."""
+
+    __slots__ = ("facts", "arrays", "uses", "shared")
+
+    def __init__(self, facts: _KernelFacts, arrays: tuple):
+        self.facts = facts
+        self.arrays = arrays
+        #: ``(label, array, access, labels, crossed)`` per distinct array
+        self.uses = [
+            (label, value, access, (label,), False)
+            for (_, label, access), value in zip(facts.arrays, arrays)
+            if isinstance(value, warp.array)
+        ]
+        if len({id(use[1]) for use in self.uses}) < len(self.uses):
+            self.uses = _one_use_per_array(self.uses)
+        #: ids of the arrays the launch does not write that lie in a region with one it writes (views), once asked
+        self.shared: set | None = None
+
+
+def _one_use_per_array(uses: list) -> list:
+    """One array passed under several labels: one use, with all its labels and the union of their accesses."""
+    merged, by_id = [], {}
+    for label, value, access, _, _ in uses:
+        use = by_id.get(id(value))
+        if use is None:
+            by_id[id(value)] = use = [label, value, access, [label], False]
+            merged.append(use)
+            continue
+        if len(use[3]) == 1:
+            use[2] = dataclasses.replace(use[2])  # the kernel's own entry stays as it is
+        use[4] |= (use[2].reads and access.writes) or (use[2].writes and access.reads)
+        use[3].append(label)
+        use[0] = ", ".join(use[3])
+        _union(use[2], access)
+    return [tuple(use) for use in merged]
+
+
 class _Launch:
     """A launch the Tape records: its kernel, its array arguments (each once) and where the user launched it."""
 
-    kernel: object
-    index: int
-    location: str
-    device: object
-    uses: list
-    sites: dict = dataclasses.field(default_factory=dict)
+    __slots__ = ("kernel", "index", "location", "device", "uses", "plan", "sites", "replayed")
+
+    def __init__(self, kernel, index: int, location: str, device, plan: _Plan):
+        self.kernel = kernel
+        self.plan = plan
+        uses = [_ArrayUse(*use) for use in plan.uses]
+        self.index = index
+        self.location = location
+        self.device = device
+        self.uses = uses
+        self.sites: dict = {}
+        # Warp's backward replays its reads (False: built with enable_backward=False, so never a reader)
+        self.replayed = _compat.kernel_has_backward(kernel)
 
     def site(self, label: str) -> Site:
         site = self.sites.get(label)
@@ -460,21 +597,46 @@ class _Launch:
             site = self.sites[label] = Site(self.index, self.kernel.key, label, self.location)
         return site
 
+    def ident(self, label: str) -> tuple:
+        """`Site.ident` of ``site(label)``, without building the Site."""
+        return (self.kernel.key, label, self.location)
 
-def _array_parameters(kernel) -> list:
-    """``[(position, label, ArgumentAccess)]`` of the kernel's array parameters, looked up once per kernel."""
-    cached = _PARAMETERS.get(id(kernel))
-    if cached is None or cached[0] is not kernel:
+
+class _KernelFacts:
+    """What the Tape asks of a kernel at every launch, looked up once per kernel."""
+
+    __slots__ = ("kernel", "arrays", "positions", "fields", "structs", "access")
+
+    def __init__(self, kernel):
+        self.kernel = kernel
         access = argument_access(kernel)
-        labels = _compat.kernel_argument_labels(kernel)
-        cached = _PARAMETERS[id(kernel)] = (
-            kernel,
-            [(position, label, access[label]) for position, label in enumerate(labels) if label in access],
-        )
-    return cached[1]
+        parameters = _compat.kernel_parameters(kernel)
+        #: ``[(position, label, ArgumentAccess)]`` of its array parameters, then of the array fields of its
+        #: ``@wp.struct`` parameters (labelled ``"s.q"``), which `fields` says where to find
+        self.arrays = [
+            (position, label, access[label]) for position, (label, _) in enumerate(parameters) if label in access
+        ]
+        self.positions = [position for position, _, _ in self.arrays]
+        #: ``[(position of the struct parameter, path of the field)]``, in the order of their entries in `arrays`
+        self.fields = []
+        for label, (position, path, field_access) in struct_field_access(kernel).items():
+            self.arrays.append((position, label, field_access))
+            self.fields.append((position, path))
+        #: ``{label: ArgumentAccess}`` of every entry of `arrays`
+        self.access = {label: use for _, label, use in self.arrays}
+        #: ``[(position, label)]`` of the parameters that may take a ``@wp.struct`` whose arrays are not followed
+        #: (a generic parameter: its fields are not known from the kernel)
+        self.structs = [(position, label) for position, (label, t) in enumerate(parameters) if _compat.is_generic(t)]
 
 
-_PARAMETERS: dict = {}
+def _facts(kernel) -> _KernelFacts:
+    cached = _FACTS.get(id(kernel))
+    if cached is None or cached.kernel is not kernel:
+        cached = _FACTS[id(kernel)] = _KernelFacts(kernel)
+    return cached
+
+
+_FACTS: dict = {}
 
 
 class _Recording(threading.local):
@@ -546,7 +708,8 @@ class Tape(_compat.WarpTape):
         self._tracked: dict = {}
         self._books: dict = {}  # device -> AddressBook
         self._located: dict = {}  # id -> (array, Region, slots)
-        self._sites: list = []  # writer Sites, indexed from Region.writer
+        self._sites: list = []  # writers as (launch, Site.ident), indexed from Region.writer
+        self._plans: dict = {}  # (id(kernel), launch site) -> _Plan of its last launch
         self._snapshotted: dict = {}  # id -> array with at least one snapshot
         self.snapshot_bytes: int = 0
         # snapshot Tape without checks: id -> [array, checksum after the last recorded launch that passed it,
@@ -591,8 +754,9 @@ class Tape(_compat.WarpTape):
         if _compat.tape_launch_count(self) <= launch.index:  # not recorded (e.g. the Tape was left inside)
             return result
         entry = self.launches[launch.index]
-        if _compat.is_kernel_launch(entry):
+        if _compat.is_kernel_launch(entry) and _compat.launch_kernel(entry) is not launch.kernel:
             launch.kernel = _compat.launch_kernel(entry)  # the overload actually launched
+            launch.replayed = _compat.kernel_has_backward(launch.kernel)
             launch.sites.clear()
         found += self._after(launch)
         if self.snapshot:
@@ -607,36 +771,43 @@ class Tape(_compat.WarpTape):
         """The launch's array arguments that the kernel uses: each array once, with all its labels and the union
         of their accesses (``inputs=[x], outputs=[x]`` is one array, read and written)."""
         kernel = a["kernel"]
-        values = list(a.get("inputs") or []) + list(a.get("outputs") or [])
-        uses, by_id = [], {}
-        for position, label, access in _array_parameters(kernel):
-            value = values[position] if position < len(values) else None
-            if not isinstance(value, warp.array):
-                continue
-            use = by_id.get(id(value))
-            if use is None:
-                use = by_id[id(value)] = _ArrayUse(label, value, access, [label])
-                uses.append(use)
-            else:
-                if len(use.labels) == 1:
-                    use.access = dataclasses.replace(use.access)  # the kernel's own entry stays as it is
-                use.crossed |= (use.access.reads and access.writes) or (use.access.writes and access.reads)
-                use.labels.append(label)
-                use.label = ", ".join(use.labels)
-                _union(use.access, access)
+        facts = _facts(kernel)
+        inputs, outputs = a.get("inputs") or (), a.get("outputs")
+        values = list(inputs) + list(outputs) if outputs else inputs
+        count = len(values)
+        arrays = tuple(values[position] if position < count else None for position in facts.positions)
+        if facts.fields:  # the arrays a struct holds now (a field can be set anew between launches)
+            arrays += tuple(
+                _compat.struct_field(values[position], path)
+                if position < count and _compat.is_struct_instance(values[position])
+                else None
+                for position, path in facts.fields
+            )
+        location = _call_site(3)  # above _plan, _recorded_launch: _launch_hook, then the frames that called it
+        # One plan per launch site, kept while the site passes the same arrays (a loop's step); a rollout over new
+        # states replaces it at every launch, so nothing piles up.
+        key = (id(kernel), location)
+        plan = self._plans.get(key)
+        if plan is None or plan.facts is not facts or not all(map(operator.is_, plan.arrays, arrays)):
+            plan = self._plans[key] = _Plan(facts, arrays)
         device = a.get("device")
         if device is None:
-            device = uses[0].array.device if uses else warp.get_device()
-        return _Launch(kernel, _compat.tape_launch_count(self), _call_site(), device, uses)
+            device = plan.uses[0][1].device if plan.uses else warp.get_device()
+        return _Launch(kernel, _compat.tape_launch_count(self), location, device, plan)
 
     def _struct_arguments(self, launch: _Launch, a: dict) -> list:
-        """A `IN_STRUCT` report per argument that is a ``@wp.struct`` holding arrays: what the Tape cannot follow."""
+        """A `IN_STRUCT` report per ``@wp.struct`` holding arrays passed where the kernel's parameter is generic: its
+        fields are not known from the kernel, so the Tape cannot follow them (a typed struct's are followed)."""
+        structs = _facts(launch.kernel).structs
+        if not structs:
+            return []
         values = list(a.get("inputs") or []) + list(a.get("outputs") or [])
-        labels = _compat.kernel_argument_labels(launch.kernel)
         return [
             Hazard(IN_STRUCT, writer=launch.site(label))
-            for label, value in zip(labels, values)
-            if _compat.is_struct_instance(value) and _compat.struct_arrays(value)
+            for position, label in structs
+            if position < len(values)
+            and _compat.is_struct_instance(values[position])
+            and _compat.struct_arrays(values[position])
         ]
 
     def _captured(self, launch: _Launch, original, args, kwargs):
@@ -655,12 +826,12 @@ class Tape(_compat.WarpTape):
         # Checks also need the elements written, whatever the values stored: the twin marks them.
         # A kernel without a backward is never replayed, so its reads cannot be stale: no twin for it (what it writes
         # still comes from the content comparison; a store of the value already there changes nothing it replays).
-        twin_needed = _compat.kernel_has_backward(launch.kernel) and (
+        twin_needed = launch.replayed and (
             checking or (self.snapshot and any(use.access.reads_after_store for use in launch.uses))
         )
         if twin_needed and launch.uses:
             marks = read_twin.element_reads(launch.kernel, a)
-            access = argument_access(launch.kernel)
+            access = _facts(launch.kernel).access
             for use in launch.uses:
                 use.marks = _combined_marks(use, marks, access)
         for use in launch.uses:
@@ -670,15 +841,55 @@ class Tape(_compat.WarpTape):
                 and use.array.size
                 and (use.access.reads or self._read_before(use.array))
             )
-            if checking or (wanted and (use.reads_known() or use.crossed)):
+            if checking:
+                self._content_before(launch, use, found)
+            elif wanted and (use.reads_known() or use.crossed):
                 use.before = _host_copy(use.array)
             if wanted:
                 use.saved = _device_copy(use.array)
-            tracked = self._tracked.get(id(use.array))
-            if checking and tracked is not None and tracked.read and tracked.values is not None:
-                if not _same_bytes(tracked.values, use.before):  # the usual case: unchanged, nothing to name
-                    found.extend(self._mutations(use.array, tracked.values, use.before, launch.site(use.label)))
         return found
+
+    def _content_before(self, launch: _Launch, use: _ArrayUse, found: list) -> None:
+        """Check mode: ``use.before``, the array's content before the launch, where anything needs it, and the
+        mutations of an array a recorded launch read since the Tape last saw it.
+
+        Needed for an array the launch writes (what changed), one that shares memory with such an array (a view
+        of it), one a recorded launch reads (a later change is a mutation) or this launch may read (it is replayed).
+        An array only read by a kernel without backward, and by no replayed launch before, needs nothing: nothing
+        that changes it can be stale or mutated for anyone yet.
+        """
+        arr = use.array
+        tracked = self._tracked.get(id(arr))
+        if tracked is not None and tracked.read and tracked.values is not None:
+            now = _compat.host_view(arr)
+            if _same_bytes(tracked.values, now):
+                use.before = tracked.values  # unchanged (the usual case): the known content, never written to
+                use.known = True
+                return
+            use.before = now.copy() if arr.device.is_cpu else now  # on the CPU, the view is the live memory
+            found.extend(self._mutations(arr, tracked.values, use.before, launch.site(use.label)))
+        elif use.access.writes or (launch.replayed and use.access.reads) or self._shares_written(launch, use):
+            use.before = _host_copy(arr)
+
+    def _shares_written(self, launch: _Launch, use: _ArrayUse) -> bool:
+        """Does an array the launch does not write lie in a memory region with one it writes (a view of it)? Its
+        content may then change too. Worked out once per plan: arrays that overlap share a region from the moment
+        both are located (ones that share a region later without overlapping never change each other)."""
+        plan = launch.plan
+        if plan.shared is None:
+            written = [u for u in launch.uses if u.access.writes and u.array.size]
+            plan.shared = set()
+            if written and len(written) < len(launch.uses):
+                for u in launch.uses:  # every array located first: a region one of them merges is gone
+                    if u.array.size:
+                        self._locate(u)
+                regions = {id(self._locate(u)[0]) for u in written}
+                plan.shared = {
+                    id(u.array)
+                    for u in launch.uses
+                    if not u.access.writes and u.array.size and id(self._locate(u)[0]) in regions
+                }
+        return id(use.array) in plan.shared
 
     def _mutations(self, arr, recorded: np.ndarray, now: np.ndarray, writer: Site | None) -> list:
         """Mutation hazards for the readers of the elements that changed since the Tape last saw ``arr``."""
@@ -687,7 +898,7 @@ class Tape(_compat.WarpTape):
         changed = _differing(recorded, now, arr.shape)
         if not _any(changed):
             return []
-        region, slots = self._region(arr)
+        region, slots, _ = self._region(arr)
         slots = slots[changed]
         return [
             Hazard(MUTATED, writer=writer, reader=reader)
@@ -701,33 +912,27 @@ class Tape(_compat.WarpTape):
         found = []
         # Warp's backward never runs the adjoint of a kernel built with enable_backward=False: its reads are
         # never replayed, so they cannot be stale.
-        replayed = _compat.kernel_has_backward(launch.kernel)
-        if replayed:
+        if launch.replayed:
             for use in launch.uses:
                 if use.access.reads and use.array.size:
                     if use.reads_known():
                         if use.marks.any("before"):
-                            self._record_read(launch, use, use.marks.before)
+                            self._record_read(launch, use, "before")
                     else:
                         self._record_read(launch, use, None)
         changed_regions = []
-        written_regions = None
         for use in launch.uses:
             if use.before is None:
                 continue
-            if use.access.writes:
-                unchanged = False
-            elif not use.array.size:
-                unchanged = True
-            else:
-                # An array the kernel does not write keeps its values, unless it shares memory with one it writes.
-                if written_regions is None:
-                    written_regions = {id(self._locate(u)[0]) for u in launch.uses if u.access.writes and u.array.size}
-                unchanged = id(self._locate(use)[0]) not in written_regions
+            unchanged = not use.access.writes and not self._shares_written(launch, use)
             use.after = use.before if unchanged else _host_copy(use.array)
-            if not checking:
+            if not checking or (unchanged and use.known):  # known and unchanged: nothing to refresh
                 continue
-            tracked = self._track(use.array)
+            # Known content matters for arrays a recorded launch reads (this one's included: its reads after its own
+            # writes are recorded below); the first launch that reads another copies it then.
+            tracked = self._tracked.get(id(use.array))
+            if tracked is None and launch.replayed and use.access.reads:
+                tracked = self._track(use.array)
             if not unchanged:
                 # Written: what the twin saw stored (whatever the value), and what changed (stores it cannot see).
                 if _same_bytes(use.before, use.after):
@@ -736,18 +941,34 @@ class Tape(_compat.WarpTape):
                     changed = _differing(use.before, use.after, use.array.shape)
                     if use.marks is not None:
                         changed |= use.marks.written
-                if changed is not None and _any(changed):
-                    found.extend(self._write_hazards(launch, use, changed))
+                count = 0 if changed is None else np.count_nonzero(changed)
+                if count:
+                    found.extend(self._write_hazards(launch, use, changed, count))
                     changed_regions.append((use.array, self._locate(use)[0]))
-            tracked.values = use.after
+            if tracked is not None:
+                tracked.values = use.after
         # A thread's read of its own write: not stale for this launch's writes, but it is for later writers.
-        if replayed:
+        if launch.replayed:
             for use in launch.uses:
                 if use.access.reads and use.array.size and use.reads_known() and use.marks.any("after"):
-                    self._record_read(launch, use, use.marks.after)
+                    self._record_read(launch, use, "after")
+            if checking:
+                found.extend(self._rereads(launch))
         if checking and changed_regions:
             self._refresh_views(launch, changed_regions)
         return found
+
+    def _rereads(self, launch: _Launch) -> list:
+        """Elements a thread read between two writes of the launch, where the backward that runs reads them from
+        memory, which holds the last write: wrong on any Tape. A ``zero_store=True`` kernel whose backward reports no
+        replay issue serves such a read from its log (the later write follows the read)."""
+        if replays_exactly(launch.kernel, POST):
+            return []
+        return [
+            Hazard(REPLAY, writer=launch.site(use.label), elements=use.marks.count("reread"), cause="reread")
+            for use in launch.uses
+            if use.marks is not None and use.marks.reread is not None and use.marks.any("reread")
+        ]
 
     def _save_snapshots(self, launch: _Launch) -> None:
         """Restore entries around the launch: before its adjoint, what it read; after its adjoint, its input."""
@@ -784,6 +1005,15 @@ class Tape(_compat.WarpTape):
                 found.append(Hazard(REPLAY, writer=launch.site(use.label), elements=elements, cause="aliased"))
                 continue
             after = use.marks.after if use.reads_known() else None
+            if after is None and use.access.reads_after_store and not exact:
+                # A thread may read what it stored, and the twin cannot say which elements (a read through a tile,
+                # say): the pre-launch values would be wrong for those reads. Restore what the launch wrote (what
+                # a plain Tape gives), and say so.
+                read_values.append((use.array, _device_copy(use.array)))
+                inputs.append((use.array, use.saved))
+                self.snapshot_bytes += 2 * saved_bytes
+                found.append(Hazard(REPLAY, writer=launch.site(use.label), cause="reads unknown"))
+                continue
             if after is None or not _any(after):
                 read_values.append((use.array, use.saved))
                 self.snapshot_bytes += saved_bytes
@@ -797,6 +1027,8 @@ class Tape(_compat.WarpTape):
             self.snapshot_bytes += 2 * saved_bytes
             if _any(both) and not exact:
                 found.append(Hazard(REPLAY, writer=launch.site(use.label), elements=int(np.count_nonzero(both))))
+        if not exact and launch.replayed:
+            found.extend(self._rereads(launch))
         if read_values and pre is not None and pre is not launch.kernel:
             _compat.replace_launch_kernel(self, launch.index, pre)
         if read_values:
@@ -814,22 +1046,23 @@ class Tape(_compat.WarpTape):
             tracked = self._tracked[id(arr)] = _Tracked(arr)
         return tracked
 
-    def _region(self, arr):
-        """``(Region, slot per element)`` of an array; kept per array object while its region is not merged."""
+    def _region(self, arr) -> tuple:
+        """``(Region, slot per element, the slots as a slice or None)`` of an array (`memory.slot_range`); kept per
+        array object while its region is not merged."""
         cached = self._located.get(id(arr))
         if cached is not None and cached[0] is arr and cached[1].alive:
-            return cached[1], cached[2]
+            return cached[1:]
         key = str(arr.device)
         book = self._books.get(key)
         if book is None:
             book = self._books[key] = AddressBook()
         region, slots = book.region(arr)
         region.arrays[id(arr)] = arr
-        self._located[id(arr)] = (arr, region, slots)
-        return region, slots
+        cached = self._located[id(arr)] = (arr, region, slots, slot_range(arr, region.start, region.unit))
+        return cached[1:]
 
-    def _locate(self, use: _ArrayUse):
-        """The use's region and slots, looked up once per launch (regions only grow within a launch)."""
+    def _locate(self, use: _ArrayUse) -> tuple:
+        """The use's `_region`, looked up once per launch (regions only grow within a launch)."""
         if use.located is None or not use.located[0].alive:
             use.located = self._region(use.array)
         return use.located
@@ -838,75 +1071,105 @@ class Tape(_compat.WarpTape):
         """Did a recorded launch read any element of ``arr``?"""
         if not arr.size:
             return False
-        region, slots = self._region(arr)
+        region, slots, _ = self._region(arr)
         return _any(region.read_any[slots])
 
-    def _record_read(self, launch: _Launch, use: _ArrayUse, mask) -> None:
-        """``mask``: the elements read (callers pass only masks with one set: a launch that read nothing, a
-        zero-size one or a guarded branch, leaves nothing to be stale or mutated); None: the whole array."""
+    def _record_read(self, launch: _Launch, use: _ArrayUse, which: str | None) -> None:
+        """``which``: the twin's marks of the elements read, ``"before"`` or ``"after"`` (callers pass only marks
+        with one set: a launch that read nothing, a zero-size one or a guarded branch, leaves nothing to be stale or
+        mutated); None: the whole array."""
         self._track(use.array).read = True
-        key = (launch.kernel.key, use.label, launch.location)
-        region, slots = self._locate(use)
-        read = slots if mask is None else slots[mask]
+        key = launch.ident(use.label)
+        region, slots, whole = self._locate(use)
+        if which is None or use.marks.all(which):
+            read = slots if whole is None else whole
+        else:
+            read = slots[getattr(use.marks, which)]
         entry = region.reads.get(key)
         if entry is None:
             entry = region.reads[key] = [launch.site(use.label), np.zeros(region.writer.size, dtype=bool)]
         entry[1][read] = True
         region.read_any[read] = True
 
-    def _write_hazards(self, launch: _Launch, use: _ArrayUse, changed) -> list:
+    def _write_hazards(self, launch: _Launch, use: _ArrayUse, changed, count: int) -> list:
+        """Overwrites and stale reads of the ``count`` elements ``changed`` marks. A hazard the Tape already
+        reported (same kind and sites, launch numbers aside: a loop repeats them at every step) is not built again."""
         found = []
-        writer = launch.site(use.label)
-        region, slots = self._locate(use)
-        written = slots[changed]
-        if 0 in use.array.strides:  # broadcast: one element at several indices
+        known = self._hazard_keys
+        writer = launch.ident(use.label)
+        region, slots, whole = self._locate(use)
+        if count == changed.size:  # every element (the usual case): a slice of the tables where the array is one run
+            written = slots if whole is None else whole
+        else:
+            written, whole = slots[changed], None
+        broadcast = 0 in use.array.strides  # one element at several indices
+        if broadcast:
             written = np.unique(written)
         if use.access.stores:  # accumulation over earlier values (atomic_add) is exact, not an overwrite
-            if use.marks is not None and use.marks.stored is not None:
+            stored, stored_whole = written, whole
+            if use.marks is not None and use.marks.stored is not None and not use.marks.all("stored"):
                 # only the elements a store wrote on this launch (a branch that only accumulated is no overwrite);
                 # a change the twin did not mark (a store it cannot index) counts as a store
-                stored_slots = slots[changed & (use.marks.stored | ~use.marks.written)]
-                if 0 in use.array.strides:
-                    stored_slots = np.unique(stored_slots)
+                stored, stored_whole = slots[changed & (use.marks.stored | ~use.marks.written)], None
+                if broadcast:
+                    stored = np.unique(stored)
+            last = region.last_write
+            if stored_whole is not None and last is not None and last[0] == whole.start and last[1] == whole.stop:
+                sites, counts = (last[2],), (count,)  # rewritten whole: one earlier writer, known without a look
             else:
-                stored_slots = written
-            earlier = region.writer[stored_slots]
-            earlier = earlier[earlier >= 0]
-            if earlier.size and not np.count_nonzero(
-                earlier != earlier[0]
-            ):  # one earlier writer (the usual case): no sort
-                sites, counts = earlier[:1], np.array([earlier.size])
-            else:  # earlier writers are indices into self._sites: a count per site, no sort
-                counts = np.bincount(earlier, minlength=0)
-                sites = np.flatnonzero(counts)
-                counts = counts[sites]
-            for site, count in zip(sites.tolist(), counts.tolist()):
+                earlier = region.writer[stored]
+                earlier = earlier[earlier >= 0]
+                if not earlier.size:
+                    sites = counts = ()
+                elif not np.count_nonzero(earlier != earlier[0]):  # one earlier writer (the usual case): no count
+                    sites, counts = (int(earlier[0]),), (earlier.size,)
+                else:  # earlier writers are indices into self._sites: a count per site, no sort
+                    counts = np.bincount(earlier, minlength=0)
+                    sites = np.flatnonzero(counts)
+                    sites, counts = sites.tolist(), counts[sites].tolist()
+            real = None
+            for site, elements in zip(sites, counts):
+                if real is None:
+                    # safe only where the store adjoint zeroes this array's gradient: never one made with
+                    # retain_grad=True (Warp >= 1.13 skips zeroing it, stock and flagged alike)
+                    real = not store_adjoints_zero(launch.kernel) or _compat.retains_grad(use.array)
+                if (OVERWRITE, writer, None, self._sites[site][1], real) in known:
+                    continue
                 found.append(
                     Hazard(
                         OVERWRITE,
-                        writer=writer,
-                        earlier=self._sites[site],
-                        # safe only where the store adjoint zeroes this array's gradient: never one made with
-                        # retain_grad=True (Warp >= 1.13 skips zeroing it, stock and flagged alike)
-                        real=not store_adjoints_zero(launch.kernel) or _compat.retains_grad(use.array),
-                        elements=int(count),
+                        writer=launch.site(use.label),
+                        earlier=self._site(site),
+                        real=real,
+                        elements=int(elements),
                     )
                 )
-        if _any(region.read_any[written]):  # else no read site can have read them: skip the per-site counts
-            for reader, bitmap in region.reads.values():
-                count = int(np.count_nonzero(bitmap[written]))
-                if count:
-                    found.append(Hazard(STALE_READ, writer=writer, reader=reader, elements=count))
-        self._sites.append(writer)
+        if region.reads and _any(region.read_any[written]):  # else no read site can have read them
+            for reader, (site, bitmap) in region.reads.items():
+                if (STALE_READ, writer, reader, None, True) in known:
+                    continue
+                elements = int(np.count_nonzero(bitmap[written]))
+                if elements:
+                    found.append(Hazard(STALE_READ, writer=launch.site(use.label), reader=site, elements=elements))
+        self._sites.append((launch.index, writer))
         region.writer[written] = len(self._sites) - 1
+        region.last_write = None if whole is None or broadcast else (whole.start, whole.stop, len(self._sites) - 1)
         return found
+
+    def _site(self, index: int) -> Site:
+        """The writer `Site` ``Region.writer`` holds ``index`` of (kept as ``(launch, ident)``: built only when a
+        new hazard names it, which most writes never do)."""
+        launch, (kernel, argument, location) = self._sites[index]
+        return Site(launch, kernel, argument, location)
 
     def _refresh_views(self, launch: _Launch, changed_regions: list) -> None:
         """Other arrays over memory a recorded launch changed (views) changed legitimately: not a mutation."""
-        passed = {id(use.array) for use in launch.uses}
+        passed = None
         for arr, region in changed_regions:
             if len(region.arrays) == 1:
                 continue  # only the array itself, whose contents are known
+            if passed is None:
+                passed = {id(use.array) for use in launch.uses}
             first, last = span(arr)
             for other in region.arrays.values():
                 tracked = self._tracked.get(id(other))

@@ -98,9 +98,14 @@ def _site_arrays(tape, site) -> list:
     if not _compat.is_kernel_launch(entry):
         return []
     labels = site.argument.split(", ")
+    arguments = dict(_compat.recorded_arguments(entry))
     found, seen = [], set()
-    for label, value in _compat.recorded_arguments(entry):
-        if label in labels and hasattr(value, "ptr") and value.ptr is not None and value.ptr not in seen:
+    for label in labels:
+        name, *path = label.split(".")  # "s.q": the array field q of the struct argument s
+        value = arguments.get(name)
+        if path and _compat.is_struct_instance(value):
+            value = _compat.struct_field(value, tuple(path))
+        if hasattr(value, "ptr") and value.ptr is not None and value.ptr not in seen:
             seen.add(value.ptr)
             found.append((label, value))
     return found

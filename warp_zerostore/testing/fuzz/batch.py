@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import warp
 
-from ... import _compat
+from ... import _compat, codegen
+from ...codegen import replay, replay_records
 from . import oracle
 from .nodes import THREADS
 from .printer import VEC_TYPE, Printer
@@ -240,11 +241,22 @@ def _check_module(cases, first, module, caught, device) -> list:
             if (variant, tape) == STOCK_PATH:
                 stock_right = failure is None
             if failure is not None:
-                failure.warned = next((str(w.message) for w in caught if f"'c{j}_{variant}'" in str(w.message)), "")
+                failure.warned = _replay_warning(kernel, tape) or next(
+                    (str(w.message) for w in caught if f"'c{j}_{variant}'" in str(w.message)), ""
+                )
                 if stock_right and (variant, tape) != STOCK_PATH:
                     failure.worse, failure.stock = True, stock_values.get(failure.kind, {})
                 failures.append(failure)
     return failures
+
+
+def _replay_warning(kernel, tape: str) -> str:
+    """The first `ReplayWarning` the package gives where ``kernel``'s backward runs on ``tape``: the snapshot Tape
+    runs its PRE backward where that replays exactly (then there is none), else its POST one, as a plain Tape does
+    (`codegen.replay_records`)."""
+    memory = replay.PRE if tape == "snapshot" and codegen.replays_exactly(kernel) else replay.POST
+    found = replay_records.issues(kernel, memory) or []
+    return found[0]["message"] if found else ""
 
 
 #: The block size of a tiled launch (feature "tiles"): one thread a tile, so that the kernel's scalar statements

@@ -1,4 +1,4 @@
-"""Drawn launch sequences (issue 31): a program grammar over the kernel grammar, its printer and its reference.
+"""Drawn launch sequences: a program grammar over the kernel grammar, its printer and its reference.
 
 * `nodes` — arrays, kernels, launches, copies and constant writes; `grammar` — hypothesis strategies (`programs`);
 * `oracle` — NumPy float64, launch by launch, central differences of the whole program, with its rules written

@@ -16,7 +16,7 @@ iteration of its ``range`` in reverse, those after a ``break`` too, and stops at
 replay breaks: any ``break`` in a run-time ``for`` loop is wrong in general. A ``continue`` or a ``while``'s
 ``break`` that comes first in its iteration is right (``if k == 0: continue``), and so are statements that only
 count (``w = w + 1``); Warp 1.13 and later unroll a constant-bound loop with ``continue`` but no ``break``,
-which is then right too. (Each checked against central differences, tests/test_adjoint_warnings.py.)
+which is then right too. (Each checked against central differences, tests/test_lints_adjoint_bugs.py.)
 
 On Warp 1.12 a ternary ``a if c else b`` has no adjoint at all (the gradient through it is zero; 1.9, 1.10 and
 1.19 are right, ``wp.where`` is right everywhere): each is warned there.
@@ -30,8 +30,8 @@ from __future__ import annotations
 import ast
 import dataclasses
 
-import warp
-
+from .. import _compat
+from ..builtin_facts import LINEAR
 from . import loop_carried
 
 __all__ = ["AdjointWarning", "Finding", "JumpFinding", "TernaryFinding", "find"]
@@ -98,22 +98,10 @@ class TernaryFinding:
 
     def message(self, kernel: str, location: str) -> str:
         return (
-            f"kernel '{kernel}' ({location}): Warp {warp.config.version} gives the ternary (a if c else b) at line "
+            f"kernel '{kernel}' ({location}): Warp {_compat.WARP_VERSION_TEXT} gives the ternary (a if c else b) at line "
             f"{self.line} no adjoint: the gradient through it is zero (stock Warp and zero_store alike; "
             f"docs/known-issues.md). Write wp.where(c, a, b) instead."
         )
-
-
-# Warp 1.12 drops a ternary's adjoint (1.12.1 checked; 1.10 and 1.19 are right).
-_TERNARY_WITHOUT_ADJOINT = warp.config.version.startswith("1.12.")
-
-
-# Calls whose adjoint does not read the value of an argument passed whole.
-_LINEAR_CALLS = frozenset(
-    {"vec2", "vec3", "vec4", "vector", "mat22", "mat33", "mat44", "matrix", "quat", "transform", "copy"}
-    | {"vec2f", "vec3f", "vec4f", "vec2d", "vec3d", "vec4d", "float16", "float32", "float64", "neg", "add", "sub"}
-    | {"atomic_add", "atomic_sub", "select", "where"}
-)
 
 
 def _value_uses(node: ast.AST) -> list:
@@ -122,7 +110,7 @@ def _value_uses(node: ast.AST) -> list:
     out = []
     for parent in ast.walk(node):
         operands = []
-        if isinstance(parent, ast.Call) and loop_carried.call_name(parent) not in _LINEAR_CALLS:
+        if isinstance(parent, ast.Call) and loop_carried.call_name(parent) not in LINEAR:
             operands = list(parent.args) + [k.value for k in parent.keywords]
         elif isinstance(parent, ast.BinOp) and isinstance(parent.op, loop_carried.PRODUCTS):
             operands = [parent.left, parent.right]
@@ -146,7 +134,7 @@ def find(tree: ast.AST) -> list:
     """The `Finding`s and `JumpFinding`s in a kernel's ``ast.Module`` (as Warp parsed it), then `loop_carried`'s."""
     function = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef))
     found = _component_findings(function) + _jump_findings(function) + loop_carried.find(function)
-    if _TERNARY_WITHOUT_ADJOINT:
+    if _compat.TERNARY_WITHOUT_ADJOINT:
         found += [TernaryFinding("ternary", n.lineno) for n in ast.walk(function) if isinstance(n, ast.IfExp)]
     return sorted(found, key=lambda f: (f.line, f.name))
 

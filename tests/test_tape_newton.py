@@ -1,4 +1,4 @@
-"""Tape safety on Newton (issue 11): a two-hinge Featherstone chain with an external wrench (the true hazard
+"""Tape safety on Newton: a two-hinge Featherstone chain with an external wrench (the true hazard
 named, no false report, snapshots matching central differences), Newton's forward kinematics (no hazard), and
 the diffsim_ball example through ``python -m warp_zerostore check`` without capture (and with it: refused).
 

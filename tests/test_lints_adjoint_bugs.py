@@ -154,11 +154,12 @@ def test_a_ternary_is_warned_only_where_warp_drops_its_adjoint(monkeypatch):
     is the ternary on the other supported versions: neither is warned."""
     import ast
 
-    from warp_zerostore.codegen import adjoint_bugs
+    from warp_zerostore import _compat
+    from warp_zerostore.lints import adjoint_bugs
 
     source = "def k(x, y):\n    a = x[0] if x[1] > 0.0 else x[2]\n    y[0] = wp.where(x[1] > 0.0, a, x[2])\n"
-    monkeypatch.setattr(adjoint_bugs, "_TERNARY_WITHOUT_ADJOINT", True)
+    monkeypatch.setattr(_compat, "TERNARY_WITHOUT_ADJOINT", True)
     [finding] = adjoint_bugs.find(ast.parse(source))
     assert finding.line == 2 and "wp.where(c, a, b)" in finding.message("k", "f.py:1")
-    monkeypatch.setattr(adjoint_bugs, "_TERNARY_WITHOUT_ADJOINT", False)
+    monkeypatch.setattr(_compat, "TERNARY_WITHOUT_ADJOINT", False)
     assert adjoint_bugs.find(ast.parse(source)) == []

@@ -115,3 +115,56 @@ def test_a_constant_loop_with_a_break_counts_as_runtime_bound(built):
     assert [w.lineno for w in found] == [want] and "reads 's'" in str(found[0].message)
     assert not np.allclose(_gradient(kernel, X), _central_differences(kernel, X), atol=1e-2)
     assert not _warnings_for(caught, "constant_bound")
+
+
+ANCESTOR = np.array([-1, 0, 1, 1], dtype=np.int32)  # a tree: 0 <- 1 <- 2, 1 <- 3
+
+
+def _ancestors():
+    """ANCESTOR as a view one element into a padded array: a backward that reads ``ancestor[j]`` with the walk's
+    final j = -1 reads the padding, not memory outside the allocation."""
+    return wp.array(np.concatenate([[-1], ANCESTOR]).astype(np.int32), dtype=int)[1:]
+
+
+def _walk_loss(kernel, x) -> float:
+    y = wp.zeros(16, dtype=float)
+    wp.launch(kernel, dim=4, inputs=[_ancestors(), wp.array(x, dtype=float), y])
+    return float(np.dot(y.numpy().astype(np.float64), np.arange(1.0, 17.0)))
+
+
+def _walk_gradient(kernel, x):
+    # The wrong kernel's backward indexes x with the walk's final j = -1: x is a view one element into a padded
+    # array, so that adjoint lands in the padding instead of corrupting the heap (it aborted warp-lang 1.9.1).
+    padded = wp.array(np.concatenate([[0.0], x]), dtype=float, requires_grad=True)
+    xa = padded[1:]
+    y = wp.zeros(16, dtype=float, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(kernel, dim=4, inputs=[_ancestors(), xa, y])
+    tape.backward(grads={y: wp.array(np.arange(1.0, 17.0), dtype=float)})
+    return padded.grad.numpy()[1:].astype(np.float64)
+
+
+@pytest.mark.parametrize(
+    "name, warned",
+    [("while_walk_bare_index", True), ("while_walk_fresh_index", False), ("for_then_while_walk", False)],
+)
+def test_a_tree_walk_is_warned_only_where_an_adjoint_reads_the_walked_variable_itself(built, name, warned):
+    """Newton's eval_rigid_jacobian walks up the tree with ``while j != -1: ...; j = ancestor[j]``: it was warned
+    (a false alarm: its gradient is right) for ``joint_qd_start[j]`` (an integer array) and for values computed
+    from ``j`` before the walk step. Only a bare ``x[j]`` is wrong, and only it is warned."""
+    module, caught = built
+    kernel = getattr(module, name)
+    eye = np.eye(4)
+    fd = np.array(
+        [(_walk_loss(kernel, X + 1e-3 * eye[i]) - _walk_loss(kernel, X - 1e-3 * eye[i])) / 2e-3 for i in range(4)]
+    )
+    found = _warnings_for(caught, name)
+    right = np.allclose(_walk_gradient(kernel, X), fd, rtol=1e-3, atol=1e-2)
+    assert right is not warned, (name, _walk_gradient(kernel, X), fd)
+    if warned:
+        lines, first = inspect.getsourcelines(kernel.func)
+        [want] = [first + i for i, text in enumerate(lines) if text.strip() == "s = x[j]"]
+        assert [(w.lineno, "reads 'j'" in str(w.message)) for w in found] == [(want, True)]
+    else:
+        assert found == []

@@ -8,7 +8,7 @@ holds its value from before the loop, and inside it a local carried from one ite
 x[k]``, ``s += ...``) holds the wrong iteration's value. A gradient is wrong where an adjoint reads such a value:
 an operand of a product, an argument of a call that is not linear, an index, or a test (the backward takes the
 other branch). Uses whose adjoint reads no value stay right: ``s += x[k]`` then ``y[0] = s`` or ``s + t``
-(checked against central differences in tests/test_loop_carried_warnings.py, as is each warned pattern). A
+(checked against central differences in tests/test_lints_loop_carried.py, as is each warned pattern). A
 component or field assigned in the loop (``v[0] += e``, ``s.a = e``: the fuzzer's struct campaigns) makes the
 whole local wrong after it, as a reassignment does; a read of another component is then warned too (conservative).
 
@@ -20,22 +20,16 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import re
 
-import warp
+from .. import _compat
+from ..builtin_facts import LINEAR
 
 #: Warp unrolls a constant ``range`` of up to this many iterations (its ``max_unroll`` default); a longer one is a
 #: dynamic loop. A module option can change it: the check assumes the default.
 MAX_UNROLL = 16
 
-#: Warp 1.13+ unrolls a constant loop with ``continue``; before, such a loop is dynamic. A ``break`` always is.
-_UNROLLS_CONTINUE = tuple(int(p) for p in warp.config.version.split(".")[:2]) > (1, 12)
 
-# Calls whose adjoint reads no argument's value (constructors, casts, copies, sums, accumulations, selections).
-_LINEAR_CALLS = frozenset(
-    {"vec2", "vec3", "vec4", "vector", "mat22", "mat33", "mat44", "matrix", "quat", "transform", "copy"}
-    | {"vec2f", "vec3f", "vec4f", "vec2d", "vec3d", "vec4d", "float16", "float32", "float64", "float", "int"}
-    | {"neg", "add", "sub", "atomic_add", "atomic_sub", "select", "where", "range", "static"}
-)
 PRODUCTS = (ast.Mult, ast.Div, ast.Pow, ast.MatMult, ast.Mod, ast.FloorDiv)
 
 
@@ -78,7 +72,7 @@ def is_dynamic(loop) -> bool:
     integer constants or is longer than `MAX_UNROLL`, or a loop with a ``break`` (before 1.13, a ``continue``)."""
     if isinstance(loop, ast.While):
         return True
-    early = (ast.Break,) if _UNROLLS_CONTINUE else (ast.Break, ast.Continue)
+    early = (ast.Break,) if _compat.UNROLLS_LOOPS_WITH_CONTINUE else (ast.Break, ast.Continue)
     if any(isinstance(jump, early) for jump, _ in own_jumps(loop.body)):
         return True  # Warp does not unroll a loop it could leave early
     it = loop.iter
@@ -111,14 +105,30 @@ def _assigned(body: list) -> set:
     return out
 
 
-def _value_uses(expr, names: set, constants: set, tests_right: frozenset = frozenset()) -> list:
+def _value_uses(
+    expr,
+    names: set,
+    constants: set,
+    tests_right: frozenset = frozenset(),
+    stale: frozenset = frozenset(),
+    integer_arrays: frozenset = frozenset(),
+) -> list:
     """``(name, line)`` of each of ``names`` in ``expr`` where an adjoint reads its value (``constants``: names
     whose gradient is never used, the kernel's scalar arguments: a product with one is linear; ``tests_right``:
-    names whose comparisons and ternary tests the backward replays right)."""
+    names whose comparisons and ternary tests the backward replays right; ``stale``: names whose variable, not
+    value, is wrong (a ``while`` iteration reassigns them later: only an adjoint reading the variable itself, a bare
+    operand or index, sees it; ``integer_arrays``: arrays of integers, whose elements carry no gradient, so an
+    index into them is no value use)."""
     out = []
     for parent in ast.walk(expr):
+        if (
+            isinstance(parent, ast.Subscript)
+            and isinstance(parent.value, ast.Name)
+            and parent.value.id in integer_arrays
+        ):
+            continue
         operands = []
-        if isinstance(parent, ast.Call) and call_name(parent) not in _LINEAR_CALLS:
+        if isinstance(parent, ast.Call) and call_name(parent) not in LINEAR:
             operands = list(parent.args) + [k.value for k in parent.keywords]
         elif isinstance(parent, ast.BinOp) and isinstance(parent.op, (ast.Mult, ast.MatMult)):
             # a * c reads a only for c's adjoint: none is needed when c is a constant
@@ -132,7 +142,8 @@ def _value_uses(expr, names: set, constants: set, tests_right: frozenset = froze
         elif isinstance(parent, ast.BinOp) and isinstance(parent.op, PRODUCTS):
             operands = [parent.left, parent.right]
         elif isinstance(parent, ast.Subscript):
-            operands = [parent.slice]  # an index: the adjoint goes to another element
+            # an index: the adjoint goes to another element
+            operands = list(parent.slice.elts) if isinstance(parent.slice, ast.Tuple) else [parent.slice]
         elif isinstance(parent, (ast.IfExp, ast.Compare)):
             operands = [parent.test] if isinstance(parent, ast.IfExp) else [parent.left, *parent.comparators]
             names_here = names - tests_right
@@ -143,7 +154,7 @@ def _value_uses(expr, names: set, constants: set, tests_right: frozenset = froze
             continue
         for operand in operands:
             for node in ast.walk(operand):
-                if isinstance(node, ast.Name) and node.id in names:
+                if isinstance(node, ast.Name) and node.id in names and (node is operand or node.id not in stale):
                     out.append((node.id, node.lineno))
     return out
 
@@ -170,9 +181,13 @@ def _mentions(expr, names: set) -> bool:
 
 
 class _Checker:
-    def __init__(self, arrays: set, scalars: set):
+    def __init__(self, arrays: set, scalars: set, integer_arrays: frozenset = frozenset()):
         self.found: set = set()
         self.arrays = arrays  # array arguments: stores into them bind no local
+        self.integer_arrays = integer_arrays  # array arguments of integers: no gradient through their elements
+        # carried locals a `while` iteration reassigns later: their variable holds the iteration's last value when
+        # the adjoints run, but every value the replay computed from them before that is right
+        self.stale: frozenset = frozenset()
         self.constants = scalars  # scalar arguments: their gradient is never used
         self.defined: set = arrays | scalars  # names bound so far, in source order
         # lines of the `while` loops the statement being checked is in: Warp's backward replays a while loop's
@@ -183,7 +198,10 @@ class _Checker:
         return frozenset(name for name, loop_line in wrong.items() if loop_line in self.whiles)
 
     def _use(self, expr, wrong: dict) -> None:
-        for name, line in _value_uses(expr, set(wrong), self.constants, self._tests_right(wrong)):
+        uses = _value_uses(
+            expr, set(wrong), self.constants, self._tests_right(wrong), self.stale & set(wrong), self.integer_arrays
+        )
+        for name, line in uses:
             self.found.add(Finding(name, line, wrong[name]))
 
     def block(self, body: list, wrong: dict) -> dict:
@@ -213,7 +231,7 @@ class _Checker:
             for target in targets:
                 if not isinstance(target, ast.Name):
                     self._use(target, wrong)  # indices of a store
-            tainted = value is not None and _mentions(value, set(wrong))
+            tainted = value is not None and _mentions(value, set(wrong) - self.stale)
             if (
                 isinstance(stmt, ast.AugAssign)
                 and isinstance(stmt.op, PRODUCTS)
@@ -230,7 +248,7 @@ class _Checker:
                     self.defined.add(name)
                     partial = base is not target or isinstance(stmt, ast.AugAssign)
                     if tainted:
-                        wrong[name] = next(iter(wrong[n] for n in _names(value) if n in wrong))
+                        wrong[name] = next(iter(wrong[n] for n in _names(value) if n in wrong and n not in self.stale))
                     elif not partial:
                         wrong.pop(name, None)  # a fresh value from right ones
             return wrong
@@ -270,15 +288,20 @@ class _Checker:
         right (the branch taken is replayed).
         """
         self.whiles.add(loop.lineno)
+        outer = self.stale
         for i, stmt in enumerate(loop.body):
             later = _assigned(loop.body[i:]) - self.arrays
             wrong = dict(wrong)
+            stale = set(outer)
             for name in carried:
                 if name in later:
                     wrong[name] = loop.lineno
+                    stale.add(name)
                 elif wrong.get(name) == loop.lineno:
                     del wrong[name]
+            self.stale = frozenset(stale)
             wrong = self.statement(stmt, wrong)
+        self.stale = outer
         self.whiles.discard(loop.lineno)
 
 
@@ -295,11 +318,20 @@ def _is_array(annotation) -> bool:
     return annotation is not None and "array" in ast.unparse(annotation)
 
 
+_INTEGER_DTYPE = re.compile(r"(?:\[|dtype\s*=\s*)(?:wp\.|warp\.)?(?:bool|u?int(?:8|16|32|64)?)\b")
+
+
+def _is_integer_array(annotation) -> bool:
+    """``wp.array(dtype=int)``, ``wp.array[wp.int32]``, ``wp.array2d(dtype=wp.uint8)``, ``wp.array[bool]``, ..."""
+    return _is_array(annotation) and bool(_INTEGER_DTYPE.search(ast.unparse(annotation)))
+
+
 def find(function: ast.FunctionDef) -> list:
     """The `Finding`s of a kernel's parsed function."""
     arrays = {a.arg for a in function.args.args if _is_array(a.annotation)}
     scalars = {a.arg for a in function.args.args} - arrays
-    checker = _Checker(arrays, scalars)
+    integers = frozenset(a.arg for a in function.args.args if _is_integer_array(a.annotation))
+    checker = _Checker(arrays, scalars, integers)
     checker.block(function.body, {})
     first: dict = {}
     for finding in sorted(checker.found, key=lambda f: (f.line, f.name)):

@@ -1,0 +1,82 @@
+"""Hashing of flagged kernels: a kernel whose effective mode is True or False gets Warp's hash salted with the
+mode, the native header's digest and the code generator's source, so flipping a flag (kernel, module or process)
+or changing what generates flagged code rebuilds; an unflagged kernel keeps Warp's hash. A flagged kernel's build
+is remembered by its salted hash (`replay_records`), and Warp's own wrong adjoints in its source are warned
+(`warp_zerostore.lints`) when its module is hashed to be built or loaded: they are wrong whatever memory the
+backward sees, so they need no Tape to say so.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import pathlib
+import warnings
+
+from .. import _compat, lints
+from ..options import effective_mode
+from . import building, generation, native, replay, replay_records, store_rewrite
+from .pre_twin import replay_memory
+
+_log = logging.getLogger(__name__)
+
+# What generates flagged code besides the header: a change to it must never reuse a cached binary.
+_GENERATOR_DIGEST = hashlib.sha256(
+    b"".join(pathlib.Path(m.__file__).read_bytes() for m in (store_rewrite, replay, building, generation))
+).hexdigest()
+
+
+def _salt(kernel_hash: bytes, mode: bool, memory: str = replay.POST) -> bytes:
+    text = f"warp_zerostore:zero_store={mode}:header={native.header_digest()}:generator={_GENERATOR_DIGEST}"
+    if memory == replay.PRE:
+        text += ":replay=pre"
+    return hashlib.sha256(kernel_hash + text.encode("utf-8")).digest()
+
+
+def wrap_hash_kernel(original):
+    def hash_kernel(self, kernel, *args, **kwargs):
+        kernel_hash = original(self, kernel, *args, **kwargs)
+        # Stock kernels by unsalted hash: a flagged twin with the same source must not displace them.
+        stock = _compat.hasher_scratch(self, "stock_kernels")
+        mode = effective_mode(kernel)
+        if mode is None:
+            stock[kernel_hash] = kernel
+            return kernel_hash
+        memory = replay_memory(kernel)
+        salted = _salt(kernel_hash, mode, memory)
+        if mode is True:
+            replay_records.remember_build(kernel, salted.hex())
+            if memory == replay.POST:  # a PRE twin's build warns nothing its kernel's build has not
+                _warn_adjoint_bugs(kernel, salted.hex())
+        unique = _compat.hasher_unique_kernels(self)
+        if unique.get(kernel_hash) is kernel:
+            if kernel_hash in stock:
+                unique[kernel_hash] = stock[kernel_hash]
+            else:
+                del unique[kernel_hash]
+        unique[salted] = kernel
+        return salted
+
+    return hash_kernel
+
+
+_ADJOINT_WARNED: set = set()
+
+
+def _warn_adjoint_bugs(kernel, build: str) -> None:
+    """Warn, once per build and process, about constructs whose adjoint Warp itself gets wrong
+    (`warp_zerostore.lints`): at each one's line, when the module is hashed to build or load it."""
+    if build in _ADJOINT_WARNED or not _compat.kernel_has_backward(kernel):
+        return  # once per build; and a kernel never differentiated has no wrong gradient to warn about
+    _ADJOINT_WARNED.add(build)
+    try:
+        found = lints.find(_compat.kernel_tree(kernel))
+    except (AttributeError, StopIteration, SyntaxError) as error:  # no source tree: nothing to look at
+        _log.debug("kernel %s: no source tree to check for Warp's wrong adjoints (%s)", kernel, error)
+        return
+    location = _compat.kernel_source_location(kernel)
+    filename, first = location.rsplit(":", 1)
+    for f in found:
+        line = int(first) + f.line - 1
+        message = f.message(_compat.kernel_key(kernel), location)
+        warnings.warn_explicit(lints.AdjointWarning(message), lints.AdjointWarning, filename, line)

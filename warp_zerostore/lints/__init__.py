@@ -1,0 +1,12 @@
+"""Lints over a flagged kernel's Python source: constructs whose adjoint Warp itself gets wrong, stock or flagged.
+
+They generate no code: `warp_zerostore.codegen.hashing` runs `adjoint_bugs.find` when a flagged kernel is hashed
+to be built or loaded, and warns (`AdjointWarning`) at each finding's line. `loop_carried` finds locals whose
+value Warp's backward gets wrong around a loop with a run-time bound; `adjoint_bugs` the rest, and returns both.
+"""
+
+from __future__ import annotations
+
+from .adjoint_bugs import AdjointWarning, find
+
+__all__ = ["AdjointWarning", "find"]
