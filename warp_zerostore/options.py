@@ -219,7 +219,10 @@ def effective_zero_store(k) -> ZeroStore:
 
 def store_adjoints_zero(kernel) -> bool:
     """Whether the kernel's store adjoints zero the gradient element they consume on a Tape: its mode is True,
-    or unflagged on a Warp (>= 1.13) whose own store adjoint zeroes an array's ``.grad``."""
+    or unflagged on a Warp (>= 1.13) whose own store adjoint zeroes an array's ``.grad``. A kernel built with
+    ``enable_backward=False`` has no adjoint on the Tape, so none of its stores zero anything."""
+    if not _compat.kernel_has_backward(kernel):
+        return False
     mode = effective_mode(kernel)
     return mode is True or (mode is None and _compat.STOCK_STORE_ZEROES)
 

@@ -148,7 +148,8 @@ class Hazard:
             it), ``"aliased"`` (one array under two parameters, with no read twin to order the reads), ``"reads
             unknown"`` (a thread may read what it wrote, through reads the read twin does not follow), ``"reread"``
             (a thread read an element between two writes of the launch: no Tape can serve it) or
-            ``"helper store"`` (an unflagged kernel's ``@wp.func`` helper stores into it).
+            ``"helper store"`` (an unflagged kernel's ``@wp.func`` helper stores into it). For an "overwrite":
+            ``"no backward"`` (the later kernel is built with ``enable_backward=False``: always real).
     """
 
     kind: str
@@ -188,6 +189,13 @@ class Hazard:
                 if self.real
                 else "safe: the later kernel zeroes its store adjoints"
             )
+            if self.cause == "no backward":
+                verdict = (
+                    "a real error: the later kernel is built with enable_backward=False, so no adjoint of its "
+                    "stores runs and the gradient of the overwritten values leaks into the earlier launch; build it "
+                    "with a backward and @wp.kernel(zero_store=True), or zero the array's .grad after it in a "
+                    "tape.record_func"
+                )
             return (
                 f"overwrite: {self.elements} element(s) written by {self.earlier.describe()} are written again by "
                 f"{self.writer.describe()}; {verdict}."
@@ -511,6 +519,16 @@ def _union(access: ArgumentAccess, other: ArgumentAccess) -> None:
     access.reads |= other.reads
     access.stores |= other.stores
     access.accumulates |= other.accumulates
+
+
+def _reads_across_labels(launch) -> bool:
+    """Whether the launch passes one array under several labels and a thread reads an element after the launch
+    wrote it. A PRE backward follows a store to later loads of the same parameter only: a load through another
+    label would read the restored pre-launch value. Such a launch gets memory as it left it and the kernel's own
+    (POST) backward, which is what a plain Tape runs."""
+    return any(
+        use.crossed and use.saved is not None and use.reads_known() and use.marks.any("after") for use in launch.uses
+    )
 
 
 def _combined_marks(use: _ArrayUse, marks: dict, access: dict) -> read_twin.ElementReads | None:
@@ -979,7 +997,7 @@ class Tape(_compat.WarpTape):
         # run in its place when the restored memory is that. Where no PRE backward can be built, the Tape
         # restores what a stock kernel needs and warns where that cannot be right.
         exact = replays_exactly(launch.kernel)
-        pre = pre_backward(launch.kernel) if exact else None
+        pre = pre_backward(launch.kernel) if exact and not _reads_across_labels(launch) else None
         exact = pre is not None
         # Stock Warp's backward re-runs an unflagged kernel's helper stores into memory.
         replays_helper_stores = effective_mode(launch.kernel) is not True and _compat.kernel_has_backward(launch.kernel)
@@ -1142,6 +1160,7 @@ class Tape(_compat.WarpTape):
                         earlier=self._site(site),
                         real=real,
                         elements=int(elements),
+                        cause="" if _compat.kernel_has_backward(launch.kernel) else "no backward",
                     )
                 )
         if region.reads and _any(region.read_any[written]):  # else no read site can have read them
