@@ -1,13 +1,11 @@
 """What the program fuzzer found, each shrunk and cut down by hand, as tests: this package's defects as
-``xfail(strict=True)`` (with the reason; they turn into failures the day they are fixed, so the mark goes), and
+tests of the fix (each was an ``xfail(strict=True)`` until fixed; their repros say so), and
 Warp's own as tests of the known table (``testing.fuzz.programs.known``), with repros under docs/repros/.
 """
 
 import numpy as np
-import pytest
 
 import warp_zerostore as wp
-from warp_zerostore import _compat
 from warp_zerostore.testing.fuzz.programs.nodes import Array, Copy, Kernel, Launch, Program
 
 
@@ -48,16 +46,10 @@ def test_one_array_updated_through_one_parameter_and_read_through_another_is_rig
     np.testing.assert_allclose(_alias_gradient(_alias_update_then_read_stock, wp.Tape(snapshot=True)), 8 * V0 + 2)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "warp_zerostore defect, worse than stock (program fuzzer, docs/repros/zero_store_snapshot_alias_update_then_"
-        "read.py): on Tape(snapshot=True) a flagged kernel given one array as xv and yv, updating yv[i] then reading "
-        "xv[i], reads the restored pre-launch value in its PRE backward (the replay log follows the variable it "
-        "stored, not the other parameter): codegen/replay.py and the snapshot Tape's aliased launches"
-    ),
-)
 def test_one_array_updated_through_one_parameter_and_read_through_another_is_right_flagged_on_a_snapshot_tape():
+    """Was worse than stock (docs/repros/zero_store_snapshot_alias_update_then_read.py): the PRE backward's log
+    follows a store to later loads of the same parameter only; the Tape now runs the kernel's own backward on
+    memory as the launch left it for such a launch."""
     import warnings
 
     with warnings.catch_warnings():
@@ -78,16 +70,8 @@ def _clear_forward_only(y: wp.array(dtype=float)):
     y[i] = 0.0
 
 
-@pytest.mark.xfail(
-    _compat.STOCK_STORE_ZEROES,
-    strict=True,
-    reason=(
-        "warp_zerostore check-mode defect (docs/repros/check_forward_only_overwrite_labelled_safe.py): from warp-lang "
-        "1.13 Tape(check=...) labels an overwrite by an enable_backward=False kernel real=False ('the later kernel "
-        "zeroes its store adjoints'), though that kernel's adjoint never runs and the gradient is wrong (tape/)"
-    ),
-)
 def test_an_overwrite_by_a_forward_only_kernel_is_reported_as_real():
+    """Was labelled safe from warp-lang 1.13 (docs/repros/check_forward_only_overwrite_labelled_safe.py)."""
     import warnings
 
     x = wp.array([0.5, -1.0], dtype=float, requires_grad=True)
@@ -100,7 +84,8 @@ def test_an_overwrite_by_a_forward_only_kernel_is_reported_as_real():
             wp.launch(_clear_forward_only, dim=2, inputs=[y])
         tape.backward(grads={y: wp.ones(2, dtype=float)})
     assert x.grad.numpy().tolist() == [1.0, -2.0]  # every Tape: y's seed flows through the first launch
-    assert [(h.kind, h.real) for h in tape.hazards] == [("overwrite", True)]
+    assert [(h.kind, h.real, h.cause) for h in tape.hazards] == [("overwrite", True, "no backward")]
+    assert "enable_backward=False" in tape.hazards[0].message()
 
 
 def test_the_struct_array_scale_build_error_is_known_from_1_15():

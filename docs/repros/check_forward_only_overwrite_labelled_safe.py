@@ -1,4 +1,4 @@
-"""warp_zerostore check-mode defect (found while writing the repro of the program fuzzer's upstream class
+"""warp_zerostore check-mode defect, FIXED (tests/test_fuzz_programs_findings.py; found while writing the repro of the program fuzzer's upstream class
 untaped-write-over-a-recorded-write, issue 31): from warp-lang 1.13 on, ``Tape(check="warn")`` labels an
 overwrite by an ``enable_backward=False`` kernel as safe
 (``real=False``: "the later kernel zeroes its store adjoints"), though that kernel's adjoint never runs, so the

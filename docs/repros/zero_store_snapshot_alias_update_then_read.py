@@ -1,4 +1,4 @@
-"""warp_zerostore defect, WORSE THAN STOCK (program fuzzer, issue 31): one array passed under two parameters (``xv``
+"""warp_zerostore defect, WORSE THAN STOCK, FIXED (program fuzzer; tests/test_fuzz_programs_findings.py): one array passed under two parameters (``xv``
 and ``yv``) to a zero_store=True kernel that updates it through one (``yv[i] += yv[i]``) and reads it after through
 the other (``xv[i]``), on ``Tape(snapshot=True)``.
 
