@@ -234,6 +234,26 @@ def test_multi_launch_op_with_an_in_out_argument(jit):
     np.testing.assert_array_equal(y, np.asarray(_data(5, 11)))  # the caller's array is unchanged
 
 
+@wpj.op(outputs={}, in_out=("dest",))
+def copy_window(dest: warp.array(dtype=warp.float64), src: warp.array(dtype=warp.float64)):
+    """dest[1:4] <- src[0:3]."""
+    warp.copy(dest, src, dest_offset=1, src_offset=0, count=3)
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_a_copy_in_an_op_passes_the_gradient_to_its_source(jit):
+    """The backward re-runs the function with the cotangents already in the arrays' gradients; Warp's forward
+    ``wp.copy`` copies the source's gradient over the destination's, so the source got none (found by the
+    program fuzzer). Against jax.grad of the same jnp math; the torch bridge is right there too."""
+    dest, src = _data(4, 20), _data(4, 21)
+    f = jax.jit(copy_window) if jit else copy_window
+    np.testing.assert_allclose(f(dest, src), jnp.concatenate([dest[:1], src[:3]]), rtol=1e-12)
+    w = jnp.asarray([1.0, 2.0, 3.0, 4.0])
+    gd, gs = jax.grad(lambda d, s: jnp.sum(f(d, s) * w), argnums=(0, 1))(dest, src)
+    np.testing.assert_allclose(gd, [1.0, 0.0, 0.0, 0.0])
+    np.testing.assert_allclose(gs, [2.0, 3.0, 4.0, 0.0])
+
+
 def test_vmap_of_an_in_place_kernel():
     a, x = (jnp.asarray(np.random.default_rng(s).uniform(0.5, 1.5, (3, 4))) for s in (12, 13))
     np.testing.assert_allclose(jax.vmap(square_add)(a, x), a * a + x, rtol=1e-12)

@@ -20,6 +20,7 @@ import warp
 from .. import _compat
 from ..access import argument_access, fully_stored, written
 from ..codegen import pre_backward, warn_replay_issues
+from ..copy_adjoint import gradients_kept
 from ..options import effective_zero_store
 from .calls import GRAD, OUT, Calls
 from .signature import (
@@ -337,7 +338,10 @@ class FunctionOp(JaxOp):
             if adjoint is not None:
                 values[name].grad = adjoint
         tape = self.tape()
-        with tape:
+        # The cotangents are in place before the function runs again: Warp's forward wp.copy would copy the
+        # source's (zero) gradient over the destination's cotangent in the copied window, and the source would
+        # get no gradient. Copies copy values only here; their adjoints are recorded as usual.
+        with gradients_kept([v for v in values.values() if isinstance(v, warp.array)]), tape:
             self.fn(**values)
         tape.backward()
 
