@@ -244,6 +244,59 @@ def test_an_in_place_step_copying_over_what_it_read_is_refused_by_name():
         assert part in str(caught.value)
 
 
+@wp.kernel(enable_backward=False)
+def _speed_probe(v: wp.array(dtype=wp.vec3d), speed: wp.array(dtype=F64)):
+    i = wp.tid()
+    speed[i] = wp.length(v[i])
+
+
+@wp.kernel
+def _velocity_from_position(x: wp.array(dtype=wp.vec3d), v_new: wp.array(dtype=wp.vec3d)):
+    i = wp.tid()
+    v_new[i] = wp.vec3d(wp.sin(x[i][0]), x[i][1] * x[i][2], x[i][0])
+
+
+def _probe_then_copy_step(state, n):
+    """A forward-only kernel reads v; v is then overwritten by wp.copy. Nothing differentiated read v."""
+    speed = wp.zeros(N, dtype=F64)
+    wp.launch(_speed_probe, dim=N, inputs=[state[1], speed])
+    v_new = _empty(state[1])
+    wp.launch(_velocity_from_position, dim=N, inputs=[state[0], v_new])
+    wp.copy(state[1], v_new)
+
+
+def test_a_copy_over_what_only_a_forward_only_kernel_read_is_not_refused():
+    """The negative twin of the refusal above: a kernel built with enable_backward=False is never re-read by a
+    backward, so a copy over what it read changes no gradient (it was refused by name: found by the program
+    fuzzer). Against the same steps on one plain Tape."""
+    x, v, _, _ = _arrays(3)
+    seed = np.arange(1.0, 1.0 + 3 * N).reshape(N, 3)
+
+    def run(steps):
+        xa, va = wp.clone(x, requires_grad=True), wp.clone(v, requires_grad=True)
+        tape = wp.Tape()
+        with tape:
+            state = steps(xa, va)
+        tape.backward(grads={state[1]: wp.array(seed, dtype=wp.vec3d)})
+        return xa.grad.numpy(), state[1].numpy()
+
+    def checkpointed(xa, va):
+        return rollout(_probe_then_copy_step, [xa, va], 3, snapshots=2).state
+
+    def plain(xa, va):
+        state = [xa, va]
+        for _ in range(3):
+            v_new = _empty(va)
+            wp.launch(_velocity_from_position, dim=N, inputs=[state[0], v_new])
+            state = [state[0], v_new]
+        return state
+
+    (got, got_v), (want, want_v) = run(checkpointed), run(plain)
+    np.testing.assert_allclose(got_v, want_v, rtol=1e-12)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    assert np.abs(want).max() > 0
+
+
 def test_copy_outside_a_rollout_still_copies_the_gradient():
     """Negative twin: Warp's forward copy of the gradient is only skipped inside a rollout's steps."""
     src = wp.array([1.0, 2.0], dtype=F64, requires_grad=True)

@@ -35,6 +35,7 @@ class Use(NamedTuple):
     array: object
     span: tuple
     access: ArgumentAccess
+    replayed: bool  # the kernel has a backward: Warp's backward re-reads what it read (enable_backward=False: never)
 
 
 def uses(tape) -> list:
@@ -46,9 +47,10 @@ def uses(tape) -> list:
         kernel = _compat.launch_kernel(entry)
         access = argument_access(kernel)
         key = _compat.kernel_key(kernel)
+        replayed = _compat.kernel_has_backward(kernel)
         found.append(
             [
-                Use(index, key, parameter, value, byte_span(value), access[parameter])
+                Use(index, key, parameter, value, byte_span(value), access[parameter], replayed)
                 for parameter, value in _compat.recorded_arguments(entry)
                 if isinstance(value, warp.array) and parameter in access and value.size
             ]
@@ -82,7 +84,8 @@ class ReadThenWritten:
 def read_then_written(tape) -> list:
     """Every (reader, writer) pair of ``tape``'s kernel launches where the writer changes memory the reader,
     launched no later, reads: what a plain Tape reverses wrong, and ``Tape(snapshot=True)`` right. Each writer
-    argument once, with its first reader.
+    argument once, with its first reader. A kernel built with ``enable_backward=False`` is never a reader: its
+    backward never runs.
 
     Example:
         ```python
@@ -103,7 +106,7 @@ def read_then_written(tape) -> list:
     """
     found, reads = [], []
     for launch in uses(tape):
-        reads.extend(u for u in launch if u.access.reads)
+        reads.extend(u for u in launch if u.access.reads and u.replayed)
         for use in launch:
             if use.access.writes:
                 reader = next((r for r in reads if _same_memory(r, use)), None)
@@ -128,12 +131,17 @@ def writers(tape, arrays) -> list:
 
 
 def read_before(tape, array, entries: int) -> Use | None:
-    """The first kernel launch among ``tape``'s first ``entries`` entries that reads memory of ``array``: a
+    """The first kernel launch among ``tape``'s first ``entries`` entries whose backward re-reads memory of ``array``: a
     ``wp.copy`` into ``array`` recorded after it changes what that launch's backward re-reads, and a Tape
     snapshots launches, not copies."""
     span = byte_span(array)
     for launch in uses(tape):
         for use in launch:
-            if use.launch < entries and use.access.reads and (use.array is array or overlap(use.span, span)):
+            if (
+                use.launch < entries
+                and use.access.reads
+                and use.replayed
+                and (use.array is array or overlap(use.span, span))
+            ):
                 return use
     return None
