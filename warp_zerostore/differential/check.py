@@ -138,6 +138,9 @@ def _bridge(module, j, case, bridge, results, reference, checked) -> list:
         except oracle.Kinked:  # a kink met only by the second step: not a program the grammar vouches for
             checked.counts["rollout kinked"] += 1
             return []
+        if reference.retain_conflict:  # the second step stores over a retain_grad array the first one used
+            checked.counts["rollout: retain_grad stored over"] += 1
+            return []
         stock = paths.run_tape(module, j, case, "stock", "plain", repeat=paths.ROLLOUT_STEPS)
     result = paths.run_bridge(module, j, case, bridge)
     checked.runs[f"zero_store/{bridge}"] += 1

@@ -731,9 +731,13 @@ class Tape(_compat.WarpTape):
         self._snapshotted: dict = {}  # id -> array with at least one snapshot
         self.snapshot_bytes: int = 0
         # snapshot Tape without checks: id -> [array, checksum after the last recorded launch that passed it,
-        # {(kernel, argument, location): Site} of the recorded launches that read it]
+        # {(kernel, argument, location): Site} of the recorded launches that read it, whether that last launch
+        # saved a restore of it (then the restores put back what every earlier reader read)]
         self._fingerprints: dict = {}
-        self._mutated: list = []  # (array, reader Sites, the launch that found it) found between launches
+        self._restored_by: dict = {}  # id -> index of the last launch that saved a restore of the array
+        # (array, reader Sites, the launch that found it, whether the restores serve its readers) found between
+        # launches
+        self._mutated: list = []
 
     def _intercepts(self) -> bool:
         return self.check != "off" or self.snapshot
@@ -749,6 +753,8 @@ class Tape(_compat.WarpTape):
 
     def __exit__(self, exc_type, exc_value, traceback):
         try:
+            if self.snapshot and self.check == "off" and exc_type is None:
+                self._serve_last_readers()
             return super().__exit__(exc_type, exc_value, traceback)
         finally:
             if self._hooked:
@@ -1007,6 +1013,7 @@ class Tape(_compat.WarpTape):
             if use.before is not None and _same_bytes(use.before, use.after):
                 continue  # a snapshot of an array the launch did not change is not needed (known when compared)
             self._snapshotted[id(use.array)] = use.array
+            self._restored_by[id(use.array)] = launch.index
             if replays_helper_stores and use.access.helper_stores:
                 found.append(Hazard(REPLAY, writer=launch.site(use.label), cause="helper store"))
             saved_bytes = use.saved.size * _compat.dtype_size_bytes(use.saved.dtype)
@@ -1265,11 +1272,12 @@ class Tape(_compat.WarpTape):
             if entry is None and not reads:
                 continue
             if entry is None or entry[0] is not use.array:
-                entry = self._fingerprints[id(use.array)] = [use.array, None, {}]
+                entry = self._fingerprints[id(use.array)] = [use.array, None, {}, False]
             if reads:  # one reader per kernel, argument and line (a rollout reads an array at every step)
                 site = launch.site(use.label)
                 entry[2].setdefault((site.kernel, site.argument, site.location), site)
             entry[1] = _checksum(use.after if use.after is not None else _compat.host_view(use.array))
+            entry[3] = self._restored_by.get(id(use.array)) == launch.index
         # other arrays over memory this launch wrote (views) changed legitimately too
         written = [span(use.array) for use in launch.uses if use.access.writes and use.array.size]
         if written and len(self._fingerprints) > len(launch.uses):
@@ -1280,6 +1288,7 @@ class Tape(_compat.WarpTape):
                 first, last = span(entry[0])
                 if any(first < w_last and w_first < last for w_first, w_last in written):
                     entry[1] = _checksum(_compat.host_view(entry[0]))
+                    entry[3] = False  # no restore of its own
 
     def _mutated_before(self, launch: _Launch) -> None:
         """Arrays of this launch that changed since the last recorded launch that passed them (found now, raised at
@@ -1290,20 +1299,43 @@ class Tape(_compat.WarpTape):
                 continue
             now = use.before if use.before is not None else _compat.host_view(use.array)
             if entry[1] != _checksum(now):
-                self._mutated.append((use.array, list(entry[2].values()), launch.site(use.label)))
+                self._mutated.append((use.array, list(entry[2].values()), launch.site(use.label), entry[3]))
+
+    def _serve_last_readers(self) -> None:
+        """When recording stops: an array a recorded launch restores, read by launches after the last launch that
+        restored it, gets one restore more, of its content now, run first in the backward. The writers' restores
+        put back what the readers before them read, not what those later readers read, and a change before
+        ``backward()`` (a later rollout step over a scratch array) would reach their adjoints. An array changed
+        since its last launch is a mutation, refused at ``backward()``."""
+        restores = []
+        for entry in self._fingerprints.values():
+            arr, checksum, readers, served = entry
+            if served or not readers or id(arr) not in self._snapshotted:
+                continue
+            if checksum != _checksum(_compat.host_view(arr)):
+                continue
+            restores.append((arr, _device_copy(arr)))
+            entry[3] = True
+            self.snapshot_bytes += arr.size * _compat.dtype_size_bytes(arr.dtype)
+        if restores:
+            _compat.append_tape_callback(self, _Restore(restores))
 
     def _refuse_mutations(self) -> None:
         """Raise, naming the reader, when an array a recorded launch read changed outside recorded launches: a
         snapshot Tape never hands back a gradient of inputs that changed after it recorded them."""
-        # An array some recorded launch wrote and snapshotted is put back around each writer's adjoint by the
-        # restores; one no recorded launch snapshotted (an input only read) has nothing to put it back.
-        found = [m for m in self._mutated if id(m[0]) not in self._snapshotted]
-        for arr, checksum, readers in self._fingerprints.values():
-            if readers and id(arr) not in self._snapshotted and checksum != _checksum(_compat.host_view(arr)):
-                found.append((arr, list(readers.values()), None))
+        # Where the last recorded launch that passed the array before it changed saved a restore of it, the
+        # restores put back what it and every earlier reader read, each before that reader's adjoint. Otherwise
+        # (an input only read; a launch that read it after the last restoring writer) nothing puts back what
+        # those readers read.
+        found = [m for m in self._mutated if not m[3]]
+        for arr, checksum, readers, served in self._fingerprints.values():
+            if readers and not served and checksum != _checksum(_compat.host_view(arr)):
+                found.append((arr, list(readers.values()), None, False))
         if not found:
             return
-        hazards = [Hazard(MUTATED, writer=writer, reader=reader) for _, readers, writer in found for reader in readers]
+        hazards = [
+            Hazard(MUTATED, writer=writer, reader=reader) for _, readers, writer, _ in found for reader in readers
+        ]
         self._report(hazards, force_error=True)
 
     def reset(self):

@@ -211,6 +211,7 @@ class Reference:
     entry: dict  # array name -> its value at the Tape's entry
     mutated: bool  # rule 5: a path may refuse, naming the mutation
     dead: set = field(default_factory=set)
+    retain_conflict: bool = False  # rule 4's condition met (the grammar draws none; a repeated body may)
 
 
 def reference(program: Program, thresholds: dict, data: dict, cotangents: dict) -> Reference:
@@ -251,7 +252,7 @@ def reference(program: Program, thresholds: dict, data: dict, cotangents: dict) 
             mask[:] = False
         compared[name] = mask
         start += size
-    return Reference(outputs, grads, rounds, compared, entry, trace.mutated, set(trace.dead))
+    return Reference(outputs, grads, rounds, compared, entry, trace.mutated, set(trace.dead), trace.retain_conflict)
 
 
 __all__ = ["Kinked", "Reference", "Run", "Trace", "entry_values", "place_thresholds", "reference", "run"]
