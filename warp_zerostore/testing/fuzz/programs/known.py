@@ -65,6 +65,21 @@ KNOWN = {
         "gradient",
         ("module enable_backward=False", "write after write (launches)"),
     ),
+    # The same launches over an element a recorded launch read (an update in place, y[i] += v, by a kernel without
+    # backward): Warp's Tape passes the updated element's gradient to the old value unchanged, the reference
+    # (rule 3) takes the forward-only result as a constant; every Tape, stock and flagged alike.
+    "forward-only-write-over-a-recorded-read": (
+        ALL,
+        ("*:*",),
+        "gradient",
+        ("enable_backward=False", "overwrite after read (launches)"),
+    ),
+    "module-forward-only-write-over-a-recorded-read": (
+        ALL,
+        ("*:*",),
+        "gradient",
+        ("module enable_backward=False", "overwrite after read (launches)"),
+    ),
     # wp.copy's adjoint up to warp-lang 1.16 copies dest.grad over src.grad (losing what src.grad held) and keeps
     # dest.grad; flagged programs record copies under wpz.copy_zero_store(True), whose adjoint is right.
     "copy-adjoint-overwrites-src-grad": (UP_TO_1_16, ("stock:*",), "gradient", ("copy",)),
