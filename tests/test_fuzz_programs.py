@@ -126,9 +126,15 @@ def test_a_constant_write_over_a_recorded_write_has_no_gradient_through_it():
     _close(ref.grads["s0"], COT["s0"])
     assert ref.compared["s1"].all()  # used by a recorded launch first: compared (and 0)
     _close(ref.grads["s1"], np.zeros(4))
-    assert {"zero_", "write after write (launches)"} - set(shrink.constructs(program)) == {
-        "write after write (launches)"
-    }
+    labels = set(shrink.constructs(program))
+    assert {"zero_", "constant write over a recorded write"} <= labels
+    assert "write after write (launches)" not in labels  # between launches only
+    assert known.match(verdicts.Failure(None, ("zero_store", "snapshot"), "gradient"), tuple(labels), "1.19.0") == (
+        "untaped-write-over-a-recorded-write-zero"
+    )
+    # the negative twin: a zero_ of an array no recorded step wrote is no such write
+    fresh = _program([SQUARE], [Fill("s1", "zero_", 0.0), _launch(0, "s0", "s1")])
+    assert "constant write over a recorded write" not in shrink.constructs(fresh)
 
 
 def test_mutation_after_record_keeps_the_recorded_reference_and_allows_a_refusal():
@@ -387,6 +393,13 @@ def test_a_refusal_is_right_only_where_the_program_has_a_mutation():
     plain = _program([SQUARE], [_launch(0, "s0", "s1")])
     failures, _ = _judge(plain, {("stock", "plain"): right, ("zero_store", "snapshot"): refusal})
     assert [(f.kind, f.worse) for f in failures] == [(verdicts.CRASH, True)]
+    # a rollout's refusal of a copy inside a step over what a launch of the step read is one by name too; another
+    # CheckpointError on a program without a mutation is a crash
+    copy = "CheckpointError: rollout(): step 1 overwrites state[0] with wp.copy after kernel 'k' (argument 'y') read it"
+    for error, failing in ((copy, []), ("CheckpointError: rollout(): something else", [verdicts.CRASH])):
+        result = paths.Result(error=error, error_type="CheckpointError")
+        failures, _ = _judge(plain, {("stock", "plain"): right, ("zero_store", "rollout"): result})
+        assert [f.kind for f in failures] == failing
 
 
 def test_known_program_failures_match_by_path_and_constructs():

@@ -64,9 +64,13 @@ def package_warning(result) -> str:
 
 def refused(result, reference) -> bool:
     """An error naming the mutation after record the program has (the snapshot Tape's ``OverwriteError``, a
-    rollout's ``CheckpointError``): a refusal by name, right where the program has one (`programs.oracle` rule 5)."""
+    rollout's ``CheckpointError``): a refusal by name, right where the program has one (`programs.oracle` rule 5);
+    and a rollout's refusal of a copy inside a step over what the step read."""
     named = REFUSAL in result.error or result.error_type == "CheckpointError"
-    return bool(result.error) and reference.mutated and named
+    # a rollout refuses, by name, a step whose wp.copy overwrites what a launch of the step read (its Tape
+    # snapshots launches, not copies): right wherever it says so, the read being the kernel's own
+    copy_in_step = result.error_type == "CheckpointError" and "with wp.copy after kernel" in result.error
+    return bool(result.error) and ((reference.mutated and named) or copy_in_step)
 
 
 def compare(case, result, reference) -> tuple | None:

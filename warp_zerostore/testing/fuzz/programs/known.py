@@ -45,13 +45,23 @@ KNOWN = {
     # A write the Tape cannot differentiate (fill_, zero_, assign in the Tape; a launch of an enable_backward=False
     # kernel) over an element a recorded launch wrote: the gradient of that earlier value flows on (Warp's backward
     # skips the write), on every Tape.
-    "untaped-write-over-a-recorded-write-fill": (ALL, ("*:*",), "gradient", ("fill_", "write after write (launches)")),
-    "untaped-write-over-a-recorded-write-zero": (ALL, ("*:*",), "gradient", ("write after write (launches)", "zero_")),
+    "untaped-write-over-a-recorded-write-fill": (
+        ALL,
+        ("*:*",),
+        "gradient",
+        ("constant write over a recorded write", "fill_"),
+    ),
+    "untaped-write-over-a-recorded-write-zero": (
+        ALL,
+        ("*:*",),
+        "gradient",
+        ("constant write over a recorded write", "zero_"),
+    ),
     "untaped-write-over-a-recorded-write-assign": (
         ALL,
         ("*:*",),
         "gradient",
-        ("assign", "write after write (launches)"),
+        ("assign", "constant write over a recorded write"),
     ),
     "forward-only-write-over-a-recorded-write": (
         ALL,

@@ -118,7 +118,8 @@ def constructs(program: Program) -> tuple:
 
 
 def _relations(program: Program) -> set:
-    """Between launches: a later launch writing what an earlier one read (``overwrite after read``) or wrote."""
+    """Between launches: a later launch writing what an earlier one read (``overwrite after read``) or wrote; a
+    constant write (``fill_``, ``zero_``, ``assign`` in the Tape) over what a recorded step wrote."""
     labels = set()
     seen_reads, seen_writes = set(), set()
     for step in program.body:
@@ -129,6 +130,8 @@ def _relations(program: Program) -> set:
         elif isinstance(step, Copy):
             read, wrote = {step.src}, {step.dest}
         else:
+            if step.dest in seen_writes:
+                labels.add("constant write over a recorded write")
             continue
         if wrote & seen_reads:
             labels.add("overwrite after read (launches)")
