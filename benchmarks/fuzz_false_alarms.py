@@ -31,7 +31,7 @@ WORSE, WORSE_WARNED = "worse than stock", "worse than stock, warned"
 
 
 def status(failure) -> str:
-    """The failure's verdict (campaign.Finding.status's rule): a warning excuses worse than stock on the snapshot
+    """The failure's verdict (campaign.KernelFinding.status's rule): a warning excuses worse than stock on the snapshot
     Tape only."""
     if failure.worse:
         return WORSE_WARNED if failure.warned and failure.tape == "snapshot" else WORSE

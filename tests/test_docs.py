@@ -116,7 +116,6 @@ PUBLIC = {
     "set_module_options": options.set_module_options,
     "get_module_options": options.get_module_options,
     "effective_zero_store": options.effective_zero_store,
-    "effective_mode": options.effective_mode,
     "copy_zero_store": options.copy_zero_store,
     "Tape": wp.Tape,
     "access.argument_access": access.argument_access,

@@ -114,7 +114,7 @@ def test_worse_than_stock_is_never_known_and_shrinks_only_to_worse():
 
 def _finding(tape, warned, worse=True):
     failure = batch.Failure(_case(UPDATE_THEN_USE), "zero_store", "gradient", tape=tape, worse=worse)
-    return campaign.Finding("zero_store", "gradient", (), failure, warned=warned, tape=tape, worse=worse)
+    return campaign.KernelFinding("zero_store", "gradient", (), failure, warned=warned, tape=tape, worse=worse)
 
 
 def test_a_build_time_warning_excuses_worse_than_stock_on_the_snapshot_tape_only():

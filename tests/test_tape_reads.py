@@ -11,10 +11,11 @@ import warp
 from helpers import kernels_tape_reads as k
 
 import warp_zerostore as wp
-from warp_zerostore import access as kernel_access
+from warp_zerostore import access
+from warp_zerostore._memory import byte_span
 from warp_zerostore.tape import memory as tape_memory
-from warp_zerostore.tape import read_twin as read_instrumentation
-from warp_zerostore.tape import tape as tape_safety
+from warp_zerostore.tape import read_twin
+from warp_zerostore.tape import tape as tape_module
 
 try:  # the subscript spellings exist from Warp 1.17
     from helpers import kernels_tape_annotations as ka
@@ -103,10 +104,10 @@ def test_a_read_before_own_write_is_still_a_stale_read(device):
 
 
 def test_reads_through_helpers_are_followed_element_by_element(device):
-    access = kernel_access.argument_access(k.read_first_through_helpers)
-    assert access["a"].reads and not access["a"].writes
-    assert access["b"].stores and not access["b"].reads  # stored inside store_at, never read
-    assert read_instrumentation.marked_reads(k.read_first_through_helpers) == ["a"]
+    found = access.argument_access(k.read_first_through_helpers)
+    assert found["a"].reads and not found["a"].writes
+    assert found["b"].stores and not found["b"].reads  # stored inside store_at, never read
+    assert read_twin.marked_reads(k.read_first_through_helpers) == ["a"]
     a, b = farr([1.0, 2.0, 3.0, 4.0], device), farr([0.0] * 4, device)
     tape = wp.Tape(check="error")
     with tape:
@@ -121,7 +122,7 @@ def test_reads_through_helpers_are_followed_element_by_element(device):
 
 
 def test_an_unmarkable_read_still_counts_the_whole_array(device):
-    assert read_instrumentation.marked_reads(k.read_a_row) == []
+    assert read_twin.marked_reads(k.read_a_row) == []
     a, b = wp.zeros((2, 2), dtype=float, device=device), farr([0.0, 0.0], device)
     with pytest.warns(wp.OverwriteWarning, match="stale read: kernel 'fill_2d'.*read_a_row"):
         with wp.Tape(check="warn"):
@@ -138,7 +139,7 @@ SPELLINGS = ["first_call", "first_1d"] + (["first_subscript"] if ka is not None 
 @pytest.mark.parametrize("name", SPELLINGS)
 def test_every_annotation_spelling_reads_element_by_element(name, device):
     kernel = getattr(k, name, None) or getattr(ka, name)
-    assert read_instrumentation.marked_reads(kernel) == ["x"]
+    assert read_twin.marked_reads(kernel) == ["x"]
     x, out = farr([1.0, 2.0], device), farr([0.0], device)
     tape = wp.Tape(check="error")
     with tape:
@@ -153,7 +154,7 @@ def test_every_annotation_spelling_reads_element_by_element(name, device):
 @pytest.mark.skipif(ka is None, reason="wp.array2d[float] annotations need warp-lang >= 1.17")
 def test_two_dimensional_subscript_annotation_reads_element_by_element(device):
     for kernel in (k.first_2d, ka.first_2d_subscript):
-        assert read_instrumentation.marked_reads(kernel) == ["x"]
+        assert read_twin.marked_reads(kernel) == ["x"]
         x, out = wp.zeros((2, 2), dtype=float, device=device), farr([0.0], device)
         tape = wp.Tape(check="error")
         with tape:
@@ -166,8 +167,8 @@ def test_two_dimensional_subscript_annotation_reads_element_by_element(device):
 
 
 def test_check_bookkeeping_per_launch_does_not_grow_with_history(device, monkeypatch):
-    calls = {"addresses": 0, "span": 0}
-    original_addresses, original_span = tape_memory.addresses, tape_safety.span
+    calls = {"addresses": 0, "byte_span": 0}
+    original_addresses, original_span = tape_memory.addresses, tape_module.byte_span
 
     def counted(name, fn):
         def wrapper(arr):
@@ -177,7 +178,7 @@ def test_check_bookkeeping_per_launch_does_not_grow_with_history(device, monkeyp
         return wrapper
 
     monkeypatch.setattr(tape_memory, "addresses", counted("addresses", original_addresses))
-    monkeypatch.setattr(tape_safety, "span", counted("span", original_span))
+    monkeypatch.setattr(tape_module, "byte_span", counted("byte_span", original_span))
     per_launch = []
     x = farr([1.0] * 8, device)
     tape = wp.Tape(check="warn")
@@ -207,7 +208,7 @@ def test_span_and_addresses_of_a_negative_stride_view():
     class View:  # what a reversed view looks like: pointer at the last element, negative stride
         ptr, shape, strides, size, dtype = 1000 + 3 * 4, (4,), (-4,), 4, wp.float32
 
-    assert tape_memory.span(View) == (1000, 1016)  # through warp_zerostore._memory.byte_span
+    assert byte_span(View) == (1000, 1016)
     assert tape_memory.addresses(View).tolist() == [1012, 1008, 1004, 1000]
 
 
@@ -250,7 +251,7 @@ def test_a_launch_without_capture_is_checked():
 def test_hazard_listener_hears_each_hazard_once_per_tape(device):
     heard = []
     x = farr([2.0], device)
-    with tape_safety.hazard_listener(heard.append), warnings.catch_warnings():
+    with tape_module.hazard_listener(heard.append), warnings.catch_warnings():
         warnings.simplefilter("ignore", wp.OverwriteWarning)
         for _ in range(2):
             with wp.Tape(check="warn"):

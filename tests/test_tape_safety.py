@@ -144,12 +144,12 @@ def test_reads_are_per_element_within_one_launch_and_across_launches(device):
 
 
 def test_read_twins_mark_indexed_reads_and_fall_back_to_the_whole_argument():
-    from warp_zerostore.tape import read_twin as read_instrumentation
+    from warp_zerostore.tape import read_twin
 
-    assert read_instrumentation.marked_reads(k.copy_first_half_to_second) == ["a"]
-    assert read_instrumentation.marked_reads(k.fill_keep) == []  # reads nothing
-    assert read_instrumentation.twin(k.fill_keep)[1] == {"a": "w"}  # its stores are marked
-    assert read_instrumentation.marked_reads(k.read_through_a_function) == ["a"]  # followed into the @wp.func
+    assert read_twin.marked_reads(k.copy_first_half_to_second) == ["a"]
+    assert read_twin.marked_reads(k.fill_keep) == []  # reads nothing
+    assert read_twin.twin(k.fill_keep)[1] == {"a": "w"}  # its stores are marked
+    assert read_twin.marked_reads(k.read_through_a_function) == ["a"]  # followed into the @wp.func
 
 
 def test_a_read_through_a_function_is_element_precise(device):

@@ -823,11 +823,6 @@ def launch_arguments(args, kwargs) -> dict:
     return dict(bound.arguments)
 
 
-def launch_original(*args, **kwargs):
-    """Warp's ``launch``, not the Tape's hook (for the Tape's own helper launches)."""
-    return _LAUNCH_ORIGINAL(*args, **kwargs)
-
-
 def prepared_launch(kernel, dim, params: list, device, max_blocks: int, block_dim: int):
     """A ``warp.Launch`` of ``kernel`` (packed once; ``.set_param_at_index(i, v)``, then ``.launch()``): the
     Tape's twin launches cost a fraction of ``warp.launch`` this way."""

@@ -1,8 +1,11 @@
 """Which array arguments a kernel reads, stores into, or accumulates into: read from its Python source.
 
-Three users: the Tape's safety checks (`argument_access`), and, through `fully_stored`, the JAX
-bridge (no zero fill for an output every thread stores) and the checkpoint executor (a gradient the step's
-backward provably left zero is not zeroed again). The Tape's safety checks need, per launch, the arrays whose values the backward pass re-reads (reads) and
+Its users: the Tape (`tape/tape.py`, `tape/read_twin.py`, `tape/data_flow.py`: which arguments a launch reads and
+writes), the checkpoint executor (`checkpoint/launches.py`: which launches of a step read what another writes;
+`checkpoint/zeroed.py`: a gradient the step's backward provably left zero is not zeroed again, through
+`fully_stored`), and the PyTorch and JAX bridges (`written`: an input a kernel writes; `fully_stored`: no zero fill
+for an output every thread stores). The Tape needs, per launch, the arrays whose values the backward pass re-reads
+(reads) and
 the kind of each write (a plain store, whose adjoint may need zeroing, or an atomic accumulation, whose
 adjoint is exact). Warp's own ``is_read``/``is_write`` marks exist only when the module was built with
 ``verify_autograd_array_access``; this reads the kernel's AST instead. An array passed to a user ``@wp.func``

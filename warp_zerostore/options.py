@@ -1,7 +1,7 @@
 """The ``zero_store`` flag: the decorator, the module option, and the one resolution of a kernel's mode.
 
 Precedence, as Warp resolves its own options: the kernel's flag, then its module's option, then the process
-default `warp_zerostore.config.zero_store`; `effective_mode` is the only place that applies it.
+default `warp_zerostore.config.zero_store`; `effective_zero_store` is the only place that applies it.
 Whole-array copies (``wp.copy``, ``array.assign``) take `copy_zero_store`'s scoped value, else the process
 default (`effective_copy_mode`).
 """
@@ -160,10 +160,20 @@ def get_module_options(module=None) -> dict:
 # Resolving it
 
 
-def effective_mode(kernel) -> ZeroStore:
-    """Resolve a kernel's mode: its own flag wins, then its module's option, then ``config.zero_store``.
+def effective_zero_store(kernel) -> ZeroStore:
+    """The mode a kernel is built with: its own flag wins, then its module's option, then ``config.zero_store``.
 
     Kernel and module values are checked here too: Warp's own ``set_module_options`` does not validate them.
+    The one place the mode is resolved: builds resolve it once per module build (`codegen.building`).
+
+    Args:
+        kernel: A ``wp.Kernel``.
+
+    Returns:
+        True (store adjoints zero), False (they accumulate) or None (the installed Warp's own behaviour).
+
+    Raises:
+        TypeError: The kernel's or module's ``zero_store`` option is not True, False or None.
 
     Example:
         ```python
@@ -191,39 +201,13 @@ def effective_mode(kernel) -> ZeroStore:
     return config.default_zero_store()
 
 
-def effective_zero_store(k) -> ZeroStore:
-    """The mode a kernel is built with: its own flag, else its module's option, else the process default.
-
-    Args:
-        k: A ``wp.Kernel``.
-
-    Returns:
-        True (store adjoints zero), False (they accumulate) or None (the installed Warp's own behaviour).
-
-    Raises:
-        TypeError: The kernel's or module's ``zero_store`` option is not True, False or None.
-
-    Example:
-        ```python
-        import warp_zerostore as wp
-
-        @wp.kernel
-        def k(a: wp.array(dtype=float)):
-            a[wp.tid()] = 1.0
-
-        assert wp.effective_zero_store(k) is None
-        ```
-    """
-    return effective_mode(k)
-
-
 def store_adjoints_zero(kernel) -> bool:
     """Whether the kernel's store adjoints zero the gradient element they consume on a Tape: its mode is True,
     or unflagged on a Warp (>= 1.13) whose own store adjoint zeroes an array's ``.grad``. A kernel built with
     ``enable_backward=False`` has no adjoint on the Tape, so none of its stores zero anything."""
     if not _compat.kernel_has_backward(kernel):
         return False
-    mode = effective_mode(kernel)
+    mode = effective_zero_store(kernel)
     return mode is True or (mode is None and _compat.STOCK_STORE_ZEROES)
 
 

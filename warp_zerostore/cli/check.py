@@ -22,7 +22,7 @@ import traceback
 import warnings
 
 from .. import _compat, config
-from ..tape import tape as tape_safety
+from ..tape.tape import KINDS, MUTATED, UNCHECKED, OverwriteWarning, Tape, hazard_listener
 from .status import EPILOG, ExitStatus
 
 
@@ -42,8 +42,8 @@ class HazardCollector:
 
 
 def _summary(hazards: list) -> str:
-    real = [h for h in hazards if h.real and h.kind not in tape_safety.UNCHECKED]
-    unchecked = [h for h in hazards if h.kind in tape_safety.UNCHECKED]
+    real = [h for h in hazards if h.real and h.kind not in UNCHECKED]
+    unchecked = [h for h in hazards if h.kind in UNCHECKED]
     notes = [h for h in hazards if not h.real]
     line = f"warp_zerostore check: {len(real)} hazard(s)"
     if notes:
@@ -59,7 +59,7 @@ def _summary(hazards: list) -> str:
 def format_report(hazards: list, tapes: dict | None = None) -> str:
     """The hazards, grouped by kind, then by writing kernel and argument; safe overwrites listed as notes."""
     lines = [_summary(hazards)]
-    for kind in tape_safety.KINDS:
+    for kind in KINDS:
         for is_real in (True, False):
             group = [h for h in hazards if h.kind == kind and h.real is is_real]
             if not group:
@@ -70,7 +70,7 @@ def format_report(hazards: list, tapes: dict | None = None) -> str:
             )
             by_site: dict = {}
             for h in group:
-                site = h.reader if kind == tape_safety.MUTATED else h.writer
+                site = h.reader if kind == MUTATED else h.writer
                 by_site.setdefault((site.kernel, site.argument), []).append(h)
             for (kernel, argument), items in by_site.items():
                 lines.append(f"  kernel '{kernel}'" + (f", array '{argument}':" if argument else ":"))
@@ -164,9 +164,9 @@ def run(target: str, args: list, as_module: bool = False) -> int:
     if config.check == "off":
         config.check = "warn"
     try:
-        with _compat.tape_class_replaced(tape_safety.Tape), tape_safety.hazard_listener(collector):
+        with _compat.tape_class_replaced(Tape), hazard_listener(collector):
             with warnings.catch_warnings():
-                warnings.simplefilter("ignore", tape_safety.OverwriteWarning)  # the report lists them once
+                warnings.simplefilter("ignore", OverwriteWarning)  # the report lists them once
                 outcome, own_status = _run_program(target, args, as_module)
     finally:
         sys.argv = saved_argv
@@ -176,10 +176,10 @@ def run(target: str, args: list, as_module: bool = False) -> int:
         print("warp_zerostore check: the program raised an exception (traceback above); hazards found up to there")
     elif outcome is ExitStatus.PROGRAM_FAILED:
         print(f"warp_zerostore check: the program exited with status {own_status}")
-    if any(h.real and h.kind not in tape_safety.UNCHECKED for h in collector.hazards):
+    if any(h.real and h.kind not in UNCHECKED for h in collector.hazards):
         return ExitStatus.HAZARDS
     if outcome is not ExitStatus.OK:
         return outcome
-    if any(h.kind in tape_safety.UNCHECKED for h in collector.hazards):
+    if any(h.kind in UNCHECKED for h in collector.hazards):
         return ExitStatus.UNCHECKED
     return ExitStatus.OK

@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 
 from .. import _compat
-from ..options import effective_mode
+from ..options import effective_zero_store
 
 _HELPER = object()  # build-state marker: building a @wp.func helper
 _UNSET = object()
@@ -29,7 +29,7 @@ def modes(builder) -> dict:
 def wrap_builder_init(original):
     def __init__(self, module, *args, **kwargs):
         resolved = modes(self)  # Warp builds the module's kernels and helpers inside __init__
-        resolved.update({id(k): effective_mode(k) for k in _compat.live_kernels(module)})
+        resolved.update({id(k): effective_zero_store(k) for k in _compat.live_kernels(module)})
         previous = (_state.build_mode, _state.build_flagged)
         _state.build_mode = _UNSET
         _state.build_flagged = any(mode is not None for mode in resolved.values())
@@ -51,7 +51,7 @@ def building_as(helper: bool):
                 _state.build_mode = _HELPER
             else:
                 resolved = modes(self)
-                _state.build_mode = resolved[id(item)] if id(item) in resolved else effective_mode(item)
+                _state.build_mode = resolved[id(item)] if id(item) in resolved else effective_zero_store(item)
             try:
                 return original(self, item, *args, **kwargs)
             finally:

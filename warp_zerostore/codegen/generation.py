@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 
 from .. import _compat
-from ..options import effective_mode
+from ..options import effective_zero_store
 from . import building, native, replay, replay_records, store_rewrite
 from .pre_twin import replay_memory
 
@@ -67,7 +67,7 @@ def wrap_codegen_kernel(original):
         plan = _state.codegen
         if plan is None:
             return text
-        mode = plan.kernel_modes[id(kernel)] if id(kernel) in plan.kernel_modes else effective_mode(kernel)
+        mode = plan.kernel_modes[id(kernel)] if id(kernel) in plan.kernel_modes else effective_zero_store(kernel)
         if mode is True and plan.replay is not None:
             key = _compat.kernel_key(kernel)
             plan.kernel_locations[key] = _compat.kernel_source_location(kernel)
@@ -85,7 +85,8 @@ def wrap_builder_codegen(original):
     def codegen(self, device, *args, **kwargs):
         resolved = building.modes(self)
         kernel_modes = {
-            id(k): resolved[id(k)] if id(k) in resolved else effective_mode(k) for k in _compat.builder_kernels(self)
+            id(k): resolved[id(k)] if id(k) in resolved else effective_zero_store(k)
+            for k in _compat.builder_kernels(self)
         }
         if all(mode is None for mode in kernel_modes.values()):
             return original(self, device, *args, **kwargs)

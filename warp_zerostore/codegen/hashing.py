@@ -14,7 +14,7 @@ import pathlib
 import warnings
 
 from .. import _compat, lints
-from ..options import effective_mode
+from ..options import effective_zero_store
 from . import building, generation, native, replay, replay_records, store_rewrite
 from .pre_twin import replay_memory
 
@@ -38,7 +38,7 @@ def wrap_hash_kernel(original):
         kernel_hash = original(self, kernel, *args, **kwargs)
         # Stock kernels by unsalted hash: a flagged twin with the same source must not displace them.
         stock = _compat.hasher_scratch(self, "stock_kernels")
-        mode = effective_mode(kernel)
+        mode = effective_zero_store(kernel)
         if mode is None:
             stock[kernel_hash] = kernel
             return kernel_hash

@@ -12,7 +12,7 @@ import itertools
 import weakref
 
 from .. import _compat
-from ..options import effective_mode
+from ..options import effective_zero_store
 from . import replay, replay_records
 
 _UNSET = object()
@@ -39,7 +39,7 @@ def pre_backward(kernel):
 
         twin = pre_backward(k)  # k: a zero_store=True kernel that updates an element, then reads it
     """
-    if effective_mode(kernel) is not True:
+    if effective_zero_store(kernel) is not True:
         return kernel
     if replay_records.build_of(kernel) is not None and not replay_records.pre_differs(kernel):
         return kernel
@@ -60,7 +60,7 @@ def replays_exactly(kernel, memory: str = replay.PRE) -> bool:
     """Whether ``kernel``'s backward replay reads what its forward read, its own stores included, given ``memory``
     (`replay.PRE`: as the launch read it, where its `pre_backward` then gives it exactly; `replay.POST`: as the
     forward left it): a ``zero_store=True`` kernel whose build reported no issue for that memory."""
-    if effective_mode(kernel) is not True:
+    if effective_zero_store(kernel) is not True:
         return False
     found = replay_records.issues(kernel, memory)
     return not found
@@ -69,5 +69,5 @@ def replays_exactly(kernel, memory: str = replay.PRE) -> bool:
 def warn_replay_issues(kernel) -> None:
     """Warn about what ``kernel``'s backward, about to run, cannot replay exactly: the issues of the memory it
     expects (`replay_memory`). Called where a backward runs (Warp's ``Tape.backward``, the bridges)."""
-    if effective_mode(kernel) is True:
+    if effective_zero_store(kernel) is True:
         replay_records.warn(kernel, replay_memory(kernel))

@@ -32,7 +32,7 @@ CHECK_KINDS = (verdicts.MISS, verdicts.FALSE_ALARM, verdicts.CHECK_DIFFERS)
 
 
 @dataclass
-class Finding:
+class ProgramFinding:
     """A class of failures: one path, kind and verdict, filed by the constructs of its (shrunk) program; a known,
     warned or counted-apart one by its reason instead (``key``), unshrunk."""
 
@@ -129,7 +129,7 @@ def draw(count: int, seed: int, features=None) -> list:
     return found
 
 
-def matches(finding: Finding, failure, labels, reason: str = "") -> bool:
+def matches(finding: ProgramFinding, failure, labels, reason: str = "") -> bool:
     """``failure`` counts toward ``finding``: same path, kind and verdict, and the same reason (an explained one) or
     a program holding the finding's constructs."""
     if (finding.path, finding.kind, finding.worse) != (failure.path, failure.kind, failure.worse):
@@ -220,13 +220,13 @@ def _file_group(summary: Summary, group: list, out, rounds: int, log) -> None:
     finding.also |= {f"{f.path[0]} on {f.path[1]} ({f.kind})" for f in pending if f is not primary}
 
 
-def _file(summary: Summary, failure, out, labels, reason: str) -> Finding:
+def _file(summary: Summary, failure, out, labels, reason: str) -> ProgramFinding:
     """The finding ``failure`` opens (or counts toward, when one of its constructs and verdict exists)."""
     for finding in summary.findings:
         if matches(finding, failure, labels, reason) and (reason or finding.constructs == labels):
             finding.count += 1
             return finding
-    finding = Finding(
+    finding = ProgramFinding(
         failure.path,
         failure.kind,
         labels,
@@ -311,4 +311,4 @@ def as_json(summary: Summary) -> dict:
     }
 
 
-__all__ = ["Finding", "Summary", "as_json", "draw", "run", "table"]
+__all__ = ["ProgramFinding", "Summary", "as_json", "draw", "run", "table"]

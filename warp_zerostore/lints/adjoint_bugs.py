@@ -34,7 +34,7 @@ from .. import _compat
 from ..builtin_facts import LINEAR
 from . import loop_carried
 
-__all__ = ["AdjointWarning", "Finding", "JumpFinding", "TernaryFinding", "find"]
+__all__ = ["AdjointWarning", "UpdateAfterUse", "JumpFinding", "TernaryFinding", "find"]
 
 
 class AdjointWarning(UserWarning):
@@ -42,7 +42,7 @@ class AdjointWarning(UserWarning):
 
 
 @dataclasses.dataclass(frozen=True)
-class Finding:
+class UpdateAfterUse:
     name: str  # the local vector or matrix
     line: int  # its component assignment, in the kernel's source (1 = the source's first line)
     use_line: int  # the earlier whole use whose adjoint reads the final value
@@ -131,7 +131,7 @@ def _statements(body: list) -> list:
 
 
 def find(tree: ast.AST) -> list:
-    """The `Finding`s and `JumpFinding`s in a kernel's ``ast.Module`` (as Warp parsed it), then `loop_carried`'s."""
+    """The `UpdateAfterUse`s and `JumpFinding`s in a kernel's ``ast.Module`` (as Warp parsed it), then `loop_carried`'s."""
     function = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef))
     found = _component_findings(function) + _jump_findings(function) + loop_carried.find(function)
     if _compat.TERNARY_WITHOUT_ADJOINT:
@@ -153,7 +153,7 @@ def _component_findings(function: ast.FunctionDef) -> list:
             for target in stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]:
                 base = target.value if isinstance(target, (ast.Subscript, ast.Attribute)) else None
                 if isinstance(base, ast.Name) and base.id not in arguments and base.id in used:
-                    found.append(Finding(base.id, stmt.lineno, used[base.id], _is_field(target)))
+                    found.append(UpdateAfterUse(base.id, stmt.lineno, used[base.id], _is_field(target)))
         # a compound statement's own expressions only: its body's statements come next in the list
         parts = (
             [stmt.iter]

@@ -34,7 +34,7 @@ PRODUCTS = (ast.Mult, ast.Div, ast.Pow, ast.MatMult, ast.Mod, ast.FloorDiv)
 
 
 @dataclasses.dataclass(frozen=True)
-class Finding:
+class CarriedRead:
     name: str  # the local
     line: int  # the use whose adjoint reads the wrong value (1 = the source's first line)
     loop_line: int  # the dynamic loop
@@ -202,7 +202,7 @@ class _Checker:
             expr, set(wrong), self.constants, self._tests_right(wrong), self.stale & set(wrong), self.integer_arrays
         )
         for name, line in uses:
-            self.found.add(Finding(name, line, wrong[name]))
+            self.found.add(CarriedRead(name, line, wrong[name]))
 
     def block(self, body: list, wrong: dict) -> dict:
         """``wrong``: local -> line of the loop that makes its value wrong here; returns it after ``body``."""
@@ -219,7 +219,7 @@ class _Checker:
             for name in _value_names(stmt.test, wrong):
                 if name in right:
                     continue
-                self.found.add(Finding(name, stmt.lineno, wrong[name]))  # the backward takes another branch
+                self.found.add(CarriedRead(name, stmt.lineno, wrong[name]))  # the backward takes another branch
             then = self.block(stmt.body, dict(wrong))
             other = self.block(stmt.orelse, dict(wrong))
             return {**then, **other}
@@ -327,7 +327,7 @@ def _is_integer_array(annotation) -> bool:
 
 
 def find(function: ast.FunctionDef) -> list:
-    """The `Finding`s of a kernel's parsed function."""
+    """The `CarriedRead`s of a kernel's parsed function."""
     arrays = {a.arg for a in function.args.args if _is_array(a.annotation)}
     scalars = {a.arg for a in function.args.args} - arrays
     integers = frozenset(a.arg for a in function.args.args if _is_integer_array(a.annotation))

@@ -45,12 +45,6 @@ def slot_range(arr, start: int, unit: int) -> slice | None:
     return None
 
 
-def span(arr) -> tuple:
-    """``[first, last)`` bytes an array's elements occupy (negative strides included; shared with the rest of
-    the package through `warp_zerostore._memory.byte_span`)."""
-    return byte_span(arr)
-
-
 def _unit(arr, first: int) -> int:
     """The largest slot size that puts every element of ``arr`` at a slot boundary counted from ``first``."""
     unit = _compat.dtype_size_bytes(arr.dtype)
@@ -99,7 +93,7 @@ class AddressBook:
 
     def region(self, arr) -> tuple:
         """``(region, slot index of each element (the array's shape))``; creates or merges regions as needed."""
-        first, last = span(arr)
+        first, last = byte_span(arr)
         lo = bisect.bisect_right(self.starts, first) - 1
         if lo >= 0 and self.regions[lo].stop <= first:
             lo += 1

@@ -59,7 +59,7 @@ from ..access import (
     struct_field_access,
 )
 from ..builtin_facts import augmented_is_atomic, is_element_atomic
-from ..options import effective_mode
+from ..options import effective_zero_store
 from .data_flow import marks_depend_on_data
 
 _log = logging.getLogger(__name__)
@@ -668,7 +668,7 @@ def _build(kernel, aliased: bool = False):
     arrays = {label for label, t in params if _compat.is_array_type(t)} | {name for name, *_ in fields}
     _FIXED[id(kernel)] = (kernel, not marks_depend_on_data(function, arrays, _namespace(func)))
     # A flagged kernel's backward replays arrays it reads back through its replay log (codegen/replay.py)
-    flagged = effective_mode(kernel) is True
+    flagged = effective_zero_store(kernel) is True
     logged = frozenset(
         label for label, kind in kinds.items() if flagged and kind == READ_WRITE and access[label].reads_after_store
     )
@@ -712,7 +712,7 @@ def twin(kernel, aliased: bool = False):
     (see the module docstring); ``aliased``: the variant for a launch that passes one array under several labels."""
     key = (id(kernel), aliased) if aliased else id(kernel)
     cached = _CACHE.get(key)
-    mode = effective_mode(kernel)  # the twin follows the kernel's mode (its replay log): rebuilt if it changes
+    mode = effective_zero_store(kernel)  # the twin follows the kernel's mode (its replay log): rebuilt if it changes
     if cached is not None and cached[0] is kernel and cached[2] == mode:
         return cached[1]
     try:
@@ -941,7 +941,7 @@ def element_reads(kernel, launch: dict) -> dict:
             type(error).__name__,
             error,
         )
-        _CACHE[(id(kernel), True) if aliased else id(kernel)] = (kernel, None, effective_mode(kernel))
+        _CACHE[(id(kernel), True) if aliased else id(kernel)] = (kernel, None, effective_zero_store(kernel))
         return {}
     out = {}
     named = {name: label for name, label, *_ in fields}  # a struct-held array's marks go out as "s.q"

@@ -59,13 +59,14 @@ import numpy as np
 import warp
 
 from .. import _compat, config
+from .._memory import byte_span, overlap
 from ..access import ArgumentAccess, argument_access, struct_field_access
 from ..codegen import pre_backward, replays_exactly
 from ..codegen.replay import POST
 from ..config import CheckLevel, validate_check
-from ..options import effective_mode, store_adjoints_zero
+from ..options import effective_zero_store, store_adjoints_zero
 from . import read_twin
-from .memory import AddressBook, slot_range, span
+from .memory import AddressBook, slot_range
 from .visualize import mark_hazards
 
 _log = logging.getLogger(__name__)
@@ -1006,7 +1007,9 @@ class Tape(_compat.WarpTape):
         pre = pre_backward(launch.kernel) if exact and not _reads_across_labels(launch) else None
         exact = pre is not None
         # Stock Warp's backward re-runs an unflagged kernel's helper stores into memory.
-        replays_helper_stores = effective_mode(launch.kernel) is not True and _compat.kernel_has_backward(launch.kernel)
+        replays_helper_stores = effective_zero_store(launch.kernel) is not True and _compat.kernel_has_backward(
+            launch.kernel
+        )
         for use in launch.uses:
             if use.saved is None:
                 continue
@@ -1196,13 +1199,12 @@ class Tape(_compat.WarpTape):
                 continue  # only the array itself, whose contents are known
             if passed is None:
                 passed = {id(use.array) for use in launch.uses}
-            first, last = span(arr)
+            changed = byte_span(arr)
             for other in region.arrays.values():
                 tracked = self._tracked.get(id(other))
                 if id(other) in passed or tracked is None or tracked.values is None:
                     continue
-                other_first, other_last = span(other)
-                if first < other_last and other_first < last:
+                if overlap(changed, byte_span(other)):
                     tracked.values = _host_copy(other)
 
     # -- reporting
@@ -1279,14 +1281,14 @@ class Tape(_compat.WarpTape):
             entry[1] = _checksum(use.after if use.after is not None else _compat.host_view(use.array))
             entry[3] = self._restored_by.get(id(use.array)) == launch.index
         # other arrays over memory this launch wrote (views) changed legitimately too
-        written = [span(use.array) for use in launch.uses if use.access.writes and use.array.size]
+        written = [byte_span(use.array) for use in launch.uses if use.access.writes and use.array.size]
         if written and len(self._fingerprints) > len(launch.uses):
             passed = {id(use.array) for use in launch.uses}
             for key, entry in self._fingerprints.items():
                 if key in passed:
                     continue
-                first, last = span(entry[0])
-                if any(first < w_last and w_first < last for w_first, w_last in written):
+                spanned = byte_span(entry[0])
+                if any(overlap(spanned, w) for w in written):
                     entry[1] = _checksum(_compat.host_view(entry[0]))
                     entry[3] = False  # no restore of its own
 

@@ -25,7 +25,7 @@ from .grammar import kernels
 
 
 @dataclass
-class Finding:
+class KernelFinding:
     variant: str
     kind: str
     constructs: tuple
@@ -87,7 +87,7 @@ def draw(count: int, seed: int, features=None, **options) -> list:
     return cases
 
 
-def matches(finding: Finding, failure) -> bool:
+def matches(finding: KernelFinding, failure) -> bool:
     return (
         (finding.variant, finding.tape) == failure.path
         and finding.kind == failure.kind
@@ -155,7 +155,7 @@ def _file(summary: Summary, failure, out) -> None:
         if (finding.variant, finding.tape, finding.kind, finding.worse, finding.constructs) == key:
             finding.count += 1
             return
-    finding = Finding(
+    finding = KernelFinding(
         failure.variant,
         failure.kind,
         labels,
