@@ -381,3 +381,15 @@ def test_checkpoint_rollout_is_the_function_and_its_module_is_not_shadowed():
     assert "warp_zerostore.checkpoint.rollout" not in sys.modules  # no submodule of that name to shadow
     with pytest.raises(ModuleNotFoundError):
         importlib.import_module("warp_zerostore.checkpoint.rollout")
+
+
+def test_the_changelog_has_each_kind_of_change_once_per_release():
+    """Keep a Changelog: a release (or Unreleased) lists Added, Changed, ... once each, in that order."""
+    text = (pathlib.Path(__file__).resolve().parent.parent / "CHANGELOG.md").read_text()
+    order = ["Added", "Changed", "Deprecated", "Removed", "Fixed", "Security"]
+    releases = re.split(r"^## ", text, flags=re.M)[1:]
+    assert releases[0].startswith("[Unreleased]")
+    for release in releases:
+        kinds = [k for k in re.findall(r"^### (\w+)", release, flags=re.M) if k in order]
+        assert len(kinds) == len(set(kinds)), release.splitlines()[0]
+        assert kinds == sorted(kinds, key=order.index), release.splitlines()[0]
