@@ -4,7 +4,6 @@ the import-linter contract's, and each "where is it decided" entry names a file 
 import importlib
 import pathlib
 import re
-import tomllib
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PAGE = (ROOT / "docs" / "architecture.md").read_text()
@@ -62,10 +61,11 @@ def test_the_layout_parser_sees_a_missing_and_an_extra_module():
 
 
 def test_the_layers_are_the_import_linter_contract():
-    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
-    [layered] = [c for c in contracts if c["type"] == "layers"]
+    # the one `layers = [...]` list of pyproject.toml (tomllib is Python >= 3.11; the package supports 3.9)
+    block = re.search(r"^layers = \[\n(.*?)^\]", (ROOT / "pyproject.toml").read_text(), flags=re.M | re.S).group(1)
+    layers = re.findall(r'^\s*"([^"]+)",', block, flags=re.M)
     drawn = [line.strip() for line in _code_block(_section("Layers"))]
-    assert drawn == layered["layers"]
+    assert drawn == layers and len(layers) >= 8
 
 
 def test_each_decision_names_a_file_and_a_symbol_that_exist():
