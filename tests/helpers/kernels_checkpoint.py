@@ -149,3 +149,17 @@ def square_velocity_in_place(v: wp.array(dtype=wp.vec3d)):
 def square_velocity(v: wp.array(dtype=wp.vec3d), v_out: wp.array(dtype=wp.vec3d)):
     i = wp.tid()
     v_out[i] = wp.cw_mul(v[i], v[i])
+
+
+@wp.struct
+class Scratch:
+    """A solver's scratch held in a struct, as Newton's models hold theirs."""
+
+    f: wp.array(dtype=wp.vec3d)
+
+
+@wp.kernel(zero_store=True)
+def shift_force_in_struct(x: wp.array(dtype=wp.vec3d), s: Scratch):
+    """``shift_force_in_place`` on the struct's array: reads ``s.f``, then overwrites it."""
+    i = wp.tid()
+    s.f[i] = s.f[i] + wp.float64(0.5) * wp.dot(s.f[i], s.f[i]) * x[i]

@@ -234,7 +234,7 @@ class Executor:
         tape, hazards = self._record(n, snapshot)
         if self.snapshot_step is None and not (snapshot and self.needs_snapshot):
             found = read_then_written(tape)
-            if not snapshot and (found or any(h.kind == STALE_READ for h in hazards)):
+            if not snapshot and found:
                 self._refuse_rerun(n, tape, found)
                 snapshot = True
                 tape, hazards = self._record(n, snapshot)  # the step's input state is as it was

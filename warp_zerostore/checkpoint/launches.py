@@ -7,11 +7,12 @@ reads: that launch's backward then re-reads the new values (Newton's Featherston
 the step on a snapshotting Tape. `writers` finds the launches that write given arrays (a broken
 ``writes_input=False`` promise, a step that overwrites its own input state).
 
-Both read `warp_zerostore.access.argument_access` (conservative: an argument passed where the analysis
-does not follow counts as read and written) and compare byte spans, so views and aliases count. Only kernel
-launches are read: ``record_func`` entries (``wp.copy``, custom adjoints) and arrays inside ``@wp.struct``
-arguments are not; `read_before` answers for a copy the executor saw (see
-`warp_zerostore.copy_adjoint.gradients_kept`).
+Both read `warp_zerostore.access.argument_access` and `struct_field_access` (conservative: an argument passed
+where the analysis does not follow counts as read and written; arrays held in a ``@wp.struct`` argument are
+followed, named by their path, ``s.q``) and compare byte spans, so views and aliases count. This is the one place
+that decides whether a step needs a snapshotting Tape; a checking Tape's stale reads are element-precise, so each
+is among these. Only kernel launches are read: ``record_func`` entries (``wp.copy``, custom adjoints) are not;
+`read_before` answers for a copy the executor saw (see `warp_zerostore.copy_adjoint.gradients_kept`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import warp
 
 from .. import _compat
 from .._memory import byte_span, overlap
-from ..access import ArgumentAccess, argument_access
+from ..access import ArgumentAccess, argument_access, struct_field_access
 
 
 class Use(NamedTuple):
@@ -48,13 +49,19 @@ def uses(tape) -> list:
         access = argument_access(kernel)
         key = _compat.kernel_key(kernel)
         replayed = _compat.kernel_has_backward(kernel)
-        found.append(
-            [
-                Use(index, key, parameter, value, byte_span(value), access[parameter], replayed)
-                for parameter, value in _compat.recorded_arguments(entry)
-                if isinstance(value, warp.array) and parameter in access and value.size
-            ]
-        )
+        arguments = _compat.recorded_arguments(entry)
+        launch = [
+            Use(index, key, parameter, value, byte_span(value), access[parameter], replayed)
+            for parameter, value in arguments
+            if isinstance(value, warp.array) and parameter in access and value.size
+        ]
+        for label, (position, path, field_access) in struct_field_access(kernel).items():
+            value = arguments[position][1] if position < len(arguments) else None
+            for name in path:
+                value = getattr(value, name, None)
+            if isinstance(value, warp.array) and value.size:
+                launch.append(Use(index, key, label, value, byte_span(value), field_access, replayed))
+        found.append(launch)
     return found
 
 
