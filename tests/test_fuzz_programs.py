@@ -411,6 +411,19 @@ def test_known_program_failures_match_by_path_and_constructs():
     assert known.match(failure, ("copy",), "1.17.0") == ""
     worse = verdicts.Failure(None, ("zero_store", "plain"), "gradient", worse=True)
     assert known.match(worse, ("overwrite after read (launches)",), "1.19.0") == ""  # never the package's
+    helper = ("call", "enable_backward=True in a forward-only module")
+    assert known.match(snapshot, helper, "1.17.0") == "forward-only-module-helper-no-adjoint"
+    assert known.match(snapshot, helper, "1.18.0") == ""  # fixed upstream
+    assert known.match(snapshot, ("x = y (one array)",), "1.19.0") == ""  # the snapshot Tape is right there
+    assert known.match(failure, ("x = y (one array)",), "1.19.0") == "stale-read-through-an-alias"
+
+
+def test_a_constant_write_over_a_copys_source_is_labelled():
+    program = _program([], [Copy("s1", "s0", 0, 0, 4), Fill("s0", "zero_", 0.0)])
+    assert "constant write over a copy's source" in shrink.constructs(program)
+    twin = _program([], [Copy("s1", "s0", 0, 0, 4), Fill("s1", "zero_", 0.0)])  # over the destination: a write
+    assert "constant write over a copy's source" not in shrink.constructs(twin)
+    assert "constant write over a recorded write" in shrink.constructs(twin)
 
 
 # -- one build

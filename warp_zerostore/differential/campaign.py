@@ -78,6 +78,9 @@ def explanation(failure, labels) -> str:
         return "check false alarm"
     if failure.kind in (verdicts.MISS, verdicts.CHECK_DIFFERS):
         return ""
+    if failure.path[1] == "rollout":  # the rollout runs the body again: what the second run meets counts too
+        repeated = paths.repeated(failure.case.program, paths.ROLLOUT_STEPS)
+        labels = tuple(sorted(set(labels) | set(constructs(repeated))))
     found = program_known.match(failure, labels)
     if found:
         return found

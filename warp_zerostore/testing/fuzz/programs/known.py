@@ -22,6 +22,7 @@ _ON = {
     "zero_store:plain": ("zero_store:plain", "zero_store:check", "zero_store:torch"),
 }
 UP_TO_1_16 = tuple(v for v in SUPPORTED if tuple(map(int, v.split("."))) < (1, 17))
+UP_TO_1_17 = tuple(v for v in SUPPORTED if tuple(map(int, v.split("."))) < (1, 18))
 UP_TO_1_14 = tuple(v for v in SUPPORTED if tuple(map(int, v.split("."))) < (1, 15))
 REPLAYED = ("*:plain", "*:check", "zero_store:torch")
 FROM_1_15 = tuple(v for v in SUPPORTED if tuple(map(int, v.split("."))) >= (1, 15))
@@ -33,6 +34,10 @@ KNOWN = {
     # check Tape reports it as a stale read (or a mutation, for a copy) and the snapshot Tape restores it (launches)
     # or refuses it by name (a copy).
     "stale-read-across-launches": (ALL, REPLAYED, "gradient", ("overwrite after read (launches)",)),
+    # The same inside one launch through one array under two parameters (x = y: y[i] = x[i] / cosh(v) updates the
+    # array in place, read through x): the backward reads the updated value. Check reports it; snapshot right.
+    "stale-read-through-an-alias": (ALL, REPLAYED, "gradient", ("x = y (one array)",)),
+    "stale-read-through-a-vector-alias": (ALL, REPLAYED, "gradient", ("xv = yv (one array)",)),
     # A step that is not a launch changes what a launch read, inside the Tape or after it (mutation after record):
     # the launch's backward reads the new values. Check reports it; the snapshot Tape refuses it by name.
     "mutated-by-fill-in-tape": (ALL, REPLAYED, "gradient", ("fill_",)),
@@ -63,6 +68,27 @@ KNOWN = {
         "gradient",
         ("assign", "constant write over a recorded write"),
     ),
+    # The same constant writes over the source of a recorded copy: the copy's adjoint reads no value, but the
+    # written array's gradient (of its new value) is its old value's too; the snapshot Tape follows launches' reads
+    # only, so it neither restores nor refuses it. Every Tape.
+    "untaped-write-over-a-copy-source-fill": (
+        ALL,
+        ("*:*",),
+        "gradient",
+        ("constant write over a copy's source", "fill_"),
+    ),
+    "untaped-write-over-a-copy-source-zero": (
+        ALL,
+        ("*:*",),
+        "gradient",
+        ("constant write over a copy's source", "zero_"),
+    ),
+    "untaped-write-over-a-copy-source-assign": (
+        ALL,
+        ("*:*",),
+        "gradient",
+        ("assign", "constant write over a copy's source"),
+    ),
     "forward-only-write-over-a-recorded-write": (
         ALL,
         ("*:*",),
@@ -89,6 +115,15 @@ KNOWN = {
         ("*:*",),
         "gradient",
         ("module enable_backward=False", "overwrite after read (launches)"),
+    ),
+    # up to warp-lang 1.17, a @wp.func helper of a module built with enable_backward=False has no adjoint, even
+    # for a kernel of it that opts back in with enable_backward=True: the helper's share of the gradient is lost,
+    # on every Tape (docs/repros/forward_only_module_helper_adjoint.py; measured on every minor: 1.18.0 is right).
+    "forward-only-module-helper-no-adjoint": (
+        UP_TO_1_17,
+        ("*:*",),
+        "gradient",
+        ("call", "enable_backward=True in a forward-only module"),
     ),
     # wp.copy's adjoint up to warp-lang 1.16 copies dest.grad over src.grad (losing what src.grad held) and keeps
     # dest.grad; flagged programs record copies under wpz.copy_zero_store(True), whose adjoint is right.

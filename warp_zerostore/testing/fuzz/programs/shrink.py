@@ -121,7 +121,7 @@ def _relations(program: Program) -> set:
     """Between launches: a later launch writing what an earlier one read (``overwrite after read``) or wrote; a
     constant write (``fill_``, ``zero_``, ``assign`` in the Tape) over what a recorded step wrote."""
     labels = set()
-    seen_reads, seen_writes = set(), set()
+    seen_reads, seen_writes, copied = set(), set(), set()
     for step in program.body:
         if isinstance(step, Launch):
             kernel, args = program.kernels[step.kernel], step.binding()
@@ -129,9 +129,12 @@ def _relations(program: Program) -> set:
             wrote = {args[p] for p in writes(kernel) if p in args}
         elif isinstance(step, Copy):
             read, wrote = {step.src}, {step.dest}
+            copied.add(step.src)
         else:
             if step.dest in seen_writes:
                 labels.add("constant write over a recorded write")
+            if step.dest in copied:
+                labels.add("constant write over a copy's source")
             continue
         if wrote & seen_reads:
             labels.add("overwrite after read (launches)")
