@@ -8,7 +8,8 @@ import warnings
 
 import numpy as np
 import pytest
-from test_fuzz import _assert_nothing_unknown, _small_campaign
+from helpers.fuzz_cases import assert_nothing_unknown as _assert_nothing_unknown
+from helpers.fuzz_cases import small_campaign as _small_campaign
 
 import warp_zerostore as wp
 from warp_zerostore.codegen import replay, replay_records
