@@ -957,6 +957,12 @@ def user_function(obj):
     return obj.func
 
 
+def is_builtin_function(obj) -> bool:
+    """Whether ``obj`` is one of Warp's kernel builtins (``wp.sin``), not a user ``@wp.func``."""
+    function_class = getattr(context, "Function", None)
+    return function_class is not None and isinstance(obj, function_class) and bool(obj.is_builtin())
+
+
 def function_source(func) -> str:
     """The dedented source of a ``@wp.func``'s Python function (decorators included)."""
     import textwrap  # noqa: PLC0415

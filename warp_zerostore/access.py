@@ -25,6 +25,7 @@ import logging
 
 from . import _compat
 from .builtin_facts import ACCUMULATING, READING, STORING, augmented_is_atomic
+from .value_use import ValueUses
 
 _log = logging.getLogger(__name__)
 
@@ -51,6 +52,9 @@ class ArgumentAccess:
     #: the source writes it for certain somewhere (a store, ``+=``, an atomic, a tile store; in a helper too),
     #: as opposed to a use the analysis cannot follow, which only may write it (``stores`` set by caution)
     surely_writes: bool = False
+    #: the backward pass may read the value of an element it reads (a use other than a linear one, `value_use`):
+    #: where False, a change of the array before ``backward()`` leaves the gradient as it is
+    value_read: bool = False
 
     @property
     def writes(self) -> bool:
@@ -75,6 +79,11 @@ def _called(call: ast.Call, namespace: dict):
 def resolve_helper(call: ast.Call, namespace: dict):
     """The Python function of the user ``@wp.func`` a call names (``f(...)`` or ``module.f(...)``), or None."""
     return _compat.user_function(_called(call, namespace))
+
+
+def _builtin_test(namespace: dict):
+    """A test whether a call names one of Warp's builtins (`value_use`: a pure function of its arguments)."""
+    return lambda call: _compat.is_builtin_function(_called(call, namespace))
 
 
 def has_custom_adjoint(call: ast.Call, namespace: dict) -> bool:
@@ -111,6 +120,7 @@ def _helper_access(helper, parameter: str, depth: int, ndim: int | None = None) 
         )
         return None
     visitor = _Visitor([parameter], helper.__globals__, depth + 1, {parameter: ndim})
+    visitor.values = ValueUses(tree.body[0], _builtin_test(helper.__globals__))
     visitor.visit(tree.body[0])
     access = visitor.access[parameter]
     _HELPER_CACHE[key] = (helper, access)
@@ -141,6 +151,8 @@ class _Visitor(ast.NodeVisitor):
         self.namespace = namespace or {}
         self.depth = depth
         self.loops: list = []  # per enclosing loop: {name: set of "read" / "store" seen in its body}
+        #: the function's value uses (`value_use`), set by whoever visits it; None: every value read is needed
+        self.values: ValueUses | None = None
 
     def generic_visit(self, node):
         for child in ast.iter_child_nodes(node):
@@ -256,12 +268,13 @@ class _Visitor(ast.NodeVisitor):
                 access.reads_after_store |= inner.reads_after_store
                 access.helper_stores |= inner.writes
                 access.surely_writes |= inner.surely_writes
+                access.value_read |= inner.value_read
             elif name in ACCUMULATING:
                 self._note(label, access, store=True)
                 access.accumulates = access.surely_writes = True
             elif name in READING:
                 self._note(label, access, read=True)
-                access.reads = True
+                access.reads = access.value_read = True
             elif name in STORING:
                 self._note(label, access, store=True)
                 access.stores = access.surely_writes = True
@@ -314,7 +327,7 @@ class _Visitor(ast.NodeVisitor):
                     aliases.append((label, remaining))
                 if ndim is None:  # a helper's parameter of unknown shape: it may be an element's value, a read
                     self._note(label, access, read=True)
-                    access.reads = True
+                    access.reads = access.value_read = True
                 return
             if ndim is not None:  # a view passed on, compared, ...: it may be stored into
                 _anything(access)
@@ -324,7 +337,7 @@ class _Visitor(ast.NodeVisitor):
             if isinstance(augmented, ast.AugAssign) and not augmented_is_atomic(augmented.op):
                 # `a[i] *= v` is a load, then a store: a read of the element (which the store then overwrites)
                 self._note(label, access, read=True)
-                access.reads = True
+                access.reads = access.value_read = True
                 self._note(label, access, store=True)
                 access.stores = access.surely_writes = True
             elif isinstance(augmented, ast.AugAssign):
@@ -336,11 +349,12 @@ class _Visitor(ast.NodeVisitor):
         else:
             self._note(label, access, read=True)
             access.reads = True
+            access.value_read |= self.values is None or self.values.is_needed(outer)
 
 
 def _anything(access: ArgumentAccess) -> None:
     """The source cannot tell what happens to the array: read and stored, possibly in that order."""
-    access.reads = access.stores = access.reads_after_store = True
+    access.reads = access.stores = access.reads_after_store = access.value_read = True
 
 
 _CACHE: dict = {}
@@ -414,7 +428,9 @@ def _analysis(kernel) -> tuple:
             ndims[name] = getattr(field_type, "ndim", None)
     names = [label for label, _ in arrays] + list(fields)
     visitor = _Visitor(names, _compat.kernel_function(kernel).__globals__, 0, ndims, structs)
-    visitor.visit(_compat.kernel_tree(kernel))
+    tree, namespace = _compat.kernel_tree(kernel), _compat.kernel_function(kernel).__globals__
+    visitor.values = ValueUses(tree, _builtin_test(namespace))
+    visitor.visit(tree)
     found = (
         {label: visitor.access[label] for label, _ in arrays},
         {name: (position, path, visitor.access[name]) for name, (position, path) in fields.items()},

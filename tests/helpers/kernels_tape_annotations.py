@@ -5,7 +5,7 @@ import warp_zerostore as wp
 
 @wp.kernel
 def first_subscript(x: wp.array[float], out: wp.array[float]):
-    out[0] = x[0]
+    out[0] = x[0] * x[0]
 
 
 @wp.kernel

@@ -54,7 +54,7 @@ def read_first_through_helpers(a: wp.array(dtype=float), b: wp.array(dtype=float
 def read_a_row(a: wp.array2d(dtype=float), b: wp.array(dtype=float)):
     # a row of a 2-D array, `a[0]`, cannot be marked element by element: the whole of `a` counts as read
     row = a[0]
-    b[wp.tid()] = row[0]
+    b[wp.tid()] = row[0] * row[0]
 
 
 @wp.kernel
@@ -80,12 +80,12 @@ def square_in_place(x: wp.array(dtype=float)):
 
 @wp.kernel
 def first_call(x: wp.array(dtype=float), out: wp.array(dtype=float)):
-    out[0] = x[0]
+    out[0] = x[0] * x[0]  # nonlinear: a stale x[0] changes the gradient
 
 
 @wp.kernel
 def first_1d(x: wp.array1d(dtype=float), out: wp.array(dtype=float)):
-    out[0] = x[0]
+    out[0] = x[0] * x[0]
 
 
 @wp.kernel

@@ -169,7 +169,7 @@ def copy_first_half_to_second(a: wp.array(dtype=f64)):
 def sum_first_half(a: wp.array(dtype=f64), loss: wp.array(dtype=f64)):
     i = wp.tid()
     if i < a.shape[0] // 2:
-        wp.atomic_add(loss, 0, a[i])
+        wp.atomic_add(loss, 0, a[i] * a[i])  # nonlinear: the backward reads a[i]
 
 
 @wp.func

@@ -73,7 +73,7 @@ def sum_into(x: wp.array(dtype=f64), y: wp.array(dtype=f64), loss: wp.array(dtyp
 def guarded_copy(flag: int, x: wp.array(dtype=f64), y: wp.array(dtype=f64)):
     i = wp.tid()
     if flag != 0:
-        y[i] = x[i]
+        y[i] = x[i] * x[i]  # nonlinear: the backward reads x[i]
 
 
 @wp.kernel(enable_backward=False)

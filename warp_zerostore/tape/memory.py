@@ -62,7 +62,8 @@ class Region:
         self.start, self.stop, self.unit = start, stop, unit
         slots = -(-(stop - start) // unit)
         self.writer = np.full(slots, -1, dtype=np.int64)  # index into the Tape's writer sites; -1: none
-        self.reads: dict = {}  # read-site key -> [Site, bool bitmap]
+        #: read-site key -> [Site, bool bitmap, whether its backward reads the values loaded (`value_use`)]
+        self.reads: dict = {}
         self.read_any = np.zeros(slots, dtype=bool)
         self.arrays: dict = {}  # id -> tracked array object over this region (views refresh their known contents)
         self.alive = True  # False once merged into a larger region
@@ -78,8 +79,8 @@ class Region:
         where = offset + np.arange(other.writer.size) * step
         self.writer[where] = other.writer
         self.read_any[where] |= other.read_any
-        for key, (site, bitmap) in other.reads.items():
-            entry = self.reads.setdefault(key, [site, np.zeros(self.writer.size, dtype=bool)])
+        for key, (site, bitmap, value_read) in other.reads.items():
+            entry = self.reads.setdefault(key, [site, np.zeros(self.writer.size, dtype=bool), value_read])
             entry[1][where] |= bitmap
         self.arrays.update(other.arrays)
 

@@ -520,6 +520,7 @@ def _union(access: ArgumentAccess, other: ArgumentAccess) -> None:
     access.reads |= other.reads
     access.stores |= other.stores
     access.accumulates |= other.accumulates
+    access.value_read |= other.value_read
 
 
 def _reads_across_labels(launch) -> bool:
@@ -927,7 +928,7 @@ class Tape(_compat.WarpTape):
         slots = slots[changed]
         return [
             Hazard(MUTATED, writer=writer, reader=reader)
-            for reader, bitmap in region.reads.values()
+            for reader, bitmap, _ in region.reads.values()
             if _any(bitmap[slots])
         ]
 
@@ -1115,7 +1116,9 @@ class Tape(_compat.WarpTape):
             read = slots[getattr(use.marks, which)]
         entry = region.reads.get(key)
         if entry is None:
-            entry = region.reads[key] = [launch.site(use.label), np.zeros(region.writer.size, dtype=bool)]
+            # a reader whose backward reads no value it loaded (`value_use`): a stale read of it is not real
+            site = launch.site(use.label)
+            entry = region.reads[key] = [site, np.zeros(region.writer.size, dtype=bool), use.access.value_read]
         entry[1][read] = True
         region.read_any[read] = True
 
@@ -1174,12 +1177,16 @@ class Tape(_compat.WarpTape):
                     )
                 )
         if region.reads and _any(region.read_any[written]):  # else no read site can have read them
-            for reader, (site, bitmap) in region.reads.items():
-                if (STALE_READ, writer, reader, None, True) in known:
+            for reader, (site, bitmap, value_read) in region.reads.items():
+                if (STALE_READ, writer, reader, None, value_read) in known:
                     continue
                 elements = int(np.count_nonzero(bitmap[written]))
                 if elements:
-                    found.append(Hazard(STALE_READ, writer=launch.site(use.label), reader=site, elements=elements))
+                    found.append(
+                        Hazard(
+                            STALE_READ, writer=launch.site(use.label), reader=site, elements=elements, real=value_read
+                        )
+                    )
         self._sites.append((launch.index, writer))
         region.writer[written] = len(self._sites) - 1
         region.last_write = None if whole is None or broadcast else (whole.start, whole.stop, len(self._sites) - 1)
