@@ -88,6 +88,34 @@ def test_an_overwrite_by_a_forward_only_kernel_is_reported_as_real():
     assert "enable_backward=False" in tape.hazards[0].message()
 
 
+@wp.kernel(enable_backward=False)
+def _fill_forward_only(y: wp.array(dtype=float), value: float):
+    i = wp.tid()
+    y[i] = value
+
+
+def test_an_overwrite_of_what_a_forward_only_kernel_wrote_is_safe():
+    """Nothing leaks into a launch without an adjoint (the program fuzzer's false alarms on chains of forward-only
+    writes); its negative twin is the test above, a forward-only kernel over a differentiated one's values."""
+    import warnings
+
+    x = wp.array([0.5, -1.0], dtype=float, requires_grad=True)
+    y = wp.zeros(2, dtype=float, requires_grad=True)
+    tape = wp.Tape(check="error")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with tape:
+            wp.launch(_fill_forward_only, dim=2, inputs=[y, 3.0])
+            wp.launch(_fill_forward_only, dim=2, inputs=[y, 4.0])  # no twin: its write is seen by content
+            wp.launch(_square, dim=2, inputs=[x, y])
+        tape.backward(grads={y: wp.ones(2, dtype=float)})
+    assert x.grad.numpy().tolist() == [1.0, -2.0]
+    found = [(h.kind, h.real, h.cause) for h in tape.hazards]
+    assert found[0] == ("overwrite", False, "earlier without backward")  # one forward-only over another
+    assert len(found) == 2 and not found[1][1]  # _square over it: safe too, whether its stores zero or not
+    assert "safe: the earlier kernel is built with enable_backward=False" in tape.hazards[0].message()
+
+
 def test_the_struct_array_scale_build_error_is_known_from_1_15():
     """Warp >= 1.15 cannot build ``s.y[i] *= v`` on a @wp.struct's array field (docs/repros/
     struct_array_scale_build.py); the program fuzzer files it as known there, as a new build error elsewhere."""

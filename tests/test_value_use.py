@@ -115,3 +115,29 @@ def test_check_error_does_not_raise_for_a_linear_stale_read():
     assert grad.tolist() == [2.0, 2.0, 2.0] and [h.real for h in stale] == [False]
     with pytest.raises(wp.OverwriteError, match="stale read: kernel 'overwrite'.*nonlinear_reader"):
         _run(k.nonlinear_reader, "error")
+
+
+@pytest.mark.parametrize("kernel, real", [(k.linear_reader, False), (k.nonlinear_reader, True)])
+def test_a_mutation_after_record_is_real_where_the_reader_reads_the_values(kernel, real):
+    x = wp.array(np.array([1.0, 2.0, 3.0]), dtype=wp.float64, requires_grad=True)
+    v = wp.array(np.array([0.5, -1.0, 2.0]), dtype=wp.float64, requires_grad=True)
+    y = wp.zeros(3, dtype=wp.float64, requires_grad=True)
+    tape = wp.Tape(check="warn")
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        with tape:
+            wp.launch(kernel, dim=3, inputs=[x, v, y])
+        x.fill_(5.0)  # after record, before backward()
+        tape.backward(grads={y: wp.ones(3, dtype=wp.float64)})
+    mutated = [h for h in tape.hazards if h.kind == "mutated after record"]
+    assert [h.real for h in mutated] == [real]
+    assert bool([w for w in said if issubclass(w.category, wp.OverwriteWarning)]) is real
+    if not real:
+        assert x.grad.numpy().tolist() == [2.0, 2.0, 2.0]
+    # a snapshot Tape without checks refuses it by name either way (it does not ask whether the values matter)
+    tape = wp.Tape(snapshot=True)
+    with tape:
+        wp.launch(kernel, dim=3, inputs=[x, v, y])
+    x.fill_(6.0)
+    with pytest.raises(wp.OverwriteError, match="mutated after record"):
+        tape.backward(grads={y: wp.ones(3, dtype=wp.float64)})

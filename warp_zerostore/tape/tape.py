@@ -143,14 +143,17 @@ class Hazard:
         writer: The launch that changed the values (None: a mutation found at ``backward()``).
         reader: The launch whose backward reads them (stale read, mutation).
         earlier: The launch that wrote them first (overwrite).
-        real: False for an overwrite whose later writer zeroes its store adjoints (kept, not warned about).
+        real: False for an overwrite whose later writer zeroes its store adjoints or whose earlier writer has no
+            backward, and for a stale read or a mutation whose reader's backward reads no value it loaded (kept,
+            not warned about; a snapshot Tape without checks still refuses such a mutation by name).
         elements: How many elements, where counted.
         cause: For a "read before and after write": ``""`` (one thread read an element before and after writing
             it), ``"aliased"`` (one array under two parameters, with no read twin to order the reads), ``"reads
             unknown"`` (a thread may read what it wrote, through reads the read twin does not follow), ``"reread"``
             (a thread read an element between two writes of the launch: no Tape can serve it) or
             ``"helper store"`` (an unflagged kernel's ``@wp.func`` helper stores into it). For an "overwrite":
-            ``"no backward"`` (the later kernel is built with ``enable_backward=False``: always real).
+            ``"no backward"`` (the later kernel is built with ``enable_backward=False``: real unless the earlier
+            one is too) or ``"earlier without backward"`` (the earlier kernel is: nothing leaks, not real).
     """
 
     kind: str
@@ -190,6 +193,11 @@ class Hazard:
                 if self.real
                 else "safe: the later kernel zeroes its store adjoints"
             )
+            if self.cause == "earlier without backward":
+                verdict = (
+                    "safe: the earlier kernel is built with enable_backward=False, so no adjoint of it runs for the "
+                    "gradient to leak into"
+                )
             if self.cause == "no backward":
                 verdict = (
                     "a real error: the later kernel is built with enable_backward=False, so no adjoint of its "
@@ -729,6 +737,7 @@ class Tape(_compat.WarpTape):
         self._books: dict = {}  # device -> AddressBook
         self._located: dict = {}  # id -> (array, Region, slots)
         self._sites: list = []  # writers as (launch, Site.ident), indexed from Region.writer
+        self._forward_only: set = set()  # indices into _sites of writers without a backward (no adjoint runs)
         self._plans: dict = {}  # (id(kernel), launch site) -> _Plan of its last launch
         self._snapshotted: dict = {}  # id -> array with at least one snapshot
         self.snapshot_bytes: int = 0
@@ -926,9 +935,9 @@ class Tape(_compat.WarpTape):
             return []
         region, slots, _ = self._region(arr)
         slots = slots[changed]
-        return [
-            Hazard(MUTATED, writer=writer, reader=reader)
-            for reader, bitmap, _ in region.reads.values()
+        return [  # real where the reader's backward reads the values it loaded (`value_use`), as for a stale read
+            Hazard(MUTATED, writer=writer, reader=reader, real=value_read)
+            for reader, bitmap, value_read in region.reads.values()
             if _any(bitmap[slots])
         ]
 
@@ -1158,12 +1167,15 @@ class Tape(_compat.WarpTape):
                     counts = np.bincount(earlier, minlength=0)
                     sites = np.flatnonzero(counts)
                     sites, counts = sites.tolist(), counts[sites].tolist()
-            real = None
+            leaks = None
             for site, elements in zip(sites, counts):
-                if real is None:
+                if leaks is None:
                     # safe only where the store adjoint zeroes this array's gradient: never one made with
                     # retain_grad=True (Warp >= 1.13 skips zeroing it, stock and flagged alike)
-                    real = not store_adjoints_zero(launch.kernel) or _compat.retains_grad(use.array)
+                    leaks = not store_adjoints_zero(launch.kernel) or _compat.retains_grad(use.array)
+                # what leaks goes into the earlier writer's adjoint: none runs for one built without a backward
+                # (what it overwrote in turn was reported when it did)
+                real = leaks and site not in self._forward_only
                 if (OVERWRITE, writer, None, self._sites[site][1], real) in known:
                     continue
                 found.append(
@@ -1173,7 +1185,11 @@ class Tape(_compat.WarpTape):
                         earlier=self._site(site),
                         real=real,
                         elements=int(elements),
-                        cause="" if _compat.kernel_has_backward(launch.kernel) else "no backward",
+                        cause=(
+                            "earlier without backward"
+                            if leaks and not real
+                            else ("" if _compat.kernel_has_backward(launch.kernel) else "no backward")
+                        ),
                     )
                 )
         if region.reads and _any(region.read_any[written]):  # else no read site can have read them
@@ -1188,6 +1204,8 @@ class Tape(_compat.WarpTape):
                         )
                     )
         self._sites.append((launch.index, writer))
+        if not _compat.kernel_has_backward(launch.kernel):
+            self._forward_only.add(len(self._sites) - 1)
         region.writer[written] = len(self._sites) - 1
         region.last_write = None if whole is None or broadcast else (whole.start, whole.stop, len(self._sites) - 1)
         return found
