@@ -414,6 +414,9 @@ def test_known_program_failures_match_by_path_and_constructs():
     helper = ("call", "enable_backward=True in a forward-only module")
     assert known.match(snapshot, helper, "1.17.0") == "forward-only-module-helper-no-adjoint"
     assert known.match(snapshot, helper, "1.18.0") == ""  # fixed upstream
+    stores = ("callstore", "enable_backward=True in a forward-only module")
+    assert known.match(snapshot, stores, "1.12.1") == "forward-only-module-helper-store-no-adjoint"
+    assert known.match(snapshot, stores, "1.18.0") == ""
     assert known.match(snapshot, ("x = y (one array)",), "1.19.0") == ""  # the snapshot Tape is right there
     assert known.match(failure, ("x = y (one array)",), "1.19.0") == "stale-read-through-an-alias"
 
@@ -467,6 +470,24 @@ def test_a_repro_script_runs_standalone_and_marks_the_wrong_gradient(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "s0.grad:" in done.stdout and "<-- WRONG" in done.stdout
     assert Const(1.0) is not None and MakeVec is not None and Component is not None
+
+
+def test_a_repro_script_keeps_the_programs_module_option():
+    """A program whose module is built with enable_backward=False prints that option: without it, the script's
+    kernels get a backward the program's did not (a 1.12.1 campaign's repro did not reproduce)."""
+    square_y = _kernel(Store("y", "=", Binary("mul", Load("x"), Load("x"))))
+    program = dataclasses.replace(_program([square_y], [_launch(0, "s0", "s1")]), module_backward=False)
+    case = grammar.ProgramCase(program, {}, DATA, COT)
+    text = repro.script(verdicts.Failure(case, ("zero_store", "snapshot"), "gradient"))
+    assert 'wp.set_module_options({"enable_backward": False})' in text
+    plain = repro.script(
+        verdicts.Failure(
+            grammar.ProgramCase(_program([square_y], [_launch(0, "s0", "s1")]), {}, DATA, COT),
+            ("zero_store", "snapshot"),
+            "gradient",
+        )
+    )
+    assert "set_module_options" not in plain  # negative twin
 
 
 # -- quiet output, the command line, the table of versions

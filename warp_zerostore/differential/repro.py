@@ -90,6 +90,8 @@ def script(failure, constructs: str = "", version: str = "") -> str:
     stock_only = failure.path == paths.STOCK
     variants = ("stock",) if stock_only else ("stock", "zero_store")
     source = printer.source(program, case.thresholds, "p", variants)
+    if not program.module_backward:  # the program's module option: this script's module is its kernels' module
+        source = 'wp.set_module_options({"enable_backward": False})\n\n' + source
     reference = oracle.reference(program, case.thresholds, case.data, case.cotangents)
     shapes = {a.name: a.shape(program.launch) for a in program.arrays}
     types = {"f": SCALAR_TYPE[program.dtype], "acc": SCALAR_TYPE[program.dtype], "v": VEC_TYPE[program.dtype]}

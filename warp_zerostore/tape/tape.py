@@ -143,8 +143,7 @@ class Hazard:
         writer: The launch that changed the values (None: a mutation found at ``backward()``).
         reader: The launch whose backward reads them (stale read, mutation).
         earlier: The launch that wrote them first (overwrite).
-        real: False for an overwrite whose later writer zeroes its store adjoints or whose earlier writer has no
-            backward, and for a stale read or a mutation whose reader's backward reads no value it loaded (kept,
+        real: False for an overwrite whose later writer zeroes its store adjoints, and for a stale read or a mutation whose reader's backward reads no value it loaded (kept,
             not warned about; a snapshot Tape without checks still refuses such a mutation by name).
         elements: How many elements, where counted.
         cause: For a "read before and after write": ``""`` (one thread read an element before and after writing
@@ -152,8 +151,7 @@ class Hazard:
             unknown"`` (a thread may read what it wrote, through reads the read twin does not follow), ``"reread"``
             (a thread read an element between two writes of the launch: no Tape can serve it) or
             ``"helper store"`` (an unflagged kernel's ``@wp.func`` helper stores into it). For an "overwrite":
-            ``"no backward"`` (the later kernel is built with ``enable_backward=False``: real unless the earlier
-            one is too) or ``"earlier without backward"`` (the earlier kernel is: nothing leaks, not real).
+            ``"no backward"`` (the later kernel is built with ``enable_backward=False``: always real).
     """
 
     kind: str
@@ -193,11 +191,6 @@ class Hazard:
                 if self.real
                 else "safe: the later kernel zeroes its store adjoints"
             )
-            if self.cause == "earlier without backward":
-                verdict = (
-                    "safe: the earlier kernel is built with enable_backward=False, so no adjoint of it runs for the "
-                    "gradient to leak into"
-                )
             if self.cause == "no backward":
                 verdict = (
                     "a real error: the later kernel is built with enable_backward=False, so no adjoint of its "
@@ -737,7 +730,6 @@ class Tape(_compat.WarpTape):
         self._books: dict = {}  # device -> AddressBook
         self._located: dict = {}  # id -> (array, Region, slots)
         self._sites: list = []  # writers as (launch, Site.ident), indexed from Region.writer
-        self._forward_only: set = set()  # indices into _sites of writers without a backward (no adjoint runs)
         self._plans: dict = {}  # (id(kernel), launch site) -> _Plan of its last launch
         self._snapshotted: dict = {}  # id -> array with at least one snapshot
         self.snapshot_bytes: int = 0
@@ -1145,7 +1137,11 @@ class Tape(_compat.WarpTape):
         broadcast = 0 in use.array.strides  # one element at several indices
         if broadcast:
             written = np.unique(written)
-        if use.access.stores:  # accumulation over earlier values (atomic_add) is exact, not an overwrite
+        # an accumulation over earlier values (atomic_add) is exact, not an overwrite, where its adjoint runs; a
+        # kernel without a backward writes constants (its accumulation included): what it wrote over keeps the
+        # gradient of the new values
+        backward = _compat.kernel_has_backward(launch.kernel)
+        if use.access.stores or (use.access.accumulates and not backward):
             stored, stored_whole = written, whole
             if use.marks is not None and use.marks.stored is not None and not use.marks.all("stored"):
                 # only the elements a store wrote on this launch (a branch that only accumulated is no overwrite);
@@ -1167,15 +1163,14 @@ class Tape(_compat.WarpTape):
                     counts = np.bincount(earlier, minlength=0)
                     sites = np.flatnonzero(counts)
                     sites, counts = sites.tolist(), counts[sites].tolist()
-            leaks = None
+            real = None
             for site, elements in zip(sites, counts):
-                if leaks is None:
+                if real is None:
                     # safe only where the store adjoint zeroes this array's gradient: never one made with
-                    # retain_grad=True (Warp >= 1.13 skips zeroing it, stock and flagged alike)
-                    leaks = not store_adjoints_zero(launch.kernel) or _compat.retains_grad(use.array)
-                # what leaks goes into the earlier writer's adjoint: none runs for one built without a backward
-                # (what it overwrote in turn was reported when it did)
-                real = leaks and site not in self._forward_only
+                    # retain_grad=True (Warp >= 1.13 skips zeroing it, stock and flagged alike). Real even where
+                    # the earlier writer has no backward: what leaks stays in the gradient, and reaches whatever
+                    # that writer wrote over (an input a recorded copy read, say)
+                    real = not store_adjoints_zero(launch.kernel) or _compat.retains_grad(use.array)
                 if (OVERWRITE, writer, None, self._sites[site][1], real) in known:
                     continue
                 found.append(
@@ -1185,11 +1180,7 @@ class Tape(_compat.WarpTape):
                         earlier=self._site(site),
                         real=real,
                         elements=int(elements),
-                        cause=(
-                            "earlier without backward"
-                            if leaks and not real
-                            else ("" if _compat.kernel_has_backward(launch.kernel) else "no backward")
-                        ),
+                        cause="" if backward else "no backward",
                     )
                 )
         if region.reads and _any(region.read_any[written]):  # else no read site can have read them
@@ -1204,8 +1195,6 @@ class Tape(_compat.WarpTape):
                         )
                     )
         self._sites.append((launch.index, writer))
-        if not _compat.kernel_has_backward(launch.kernel):
-            self._forward_only.add(len(self._sites) - 1)
         region.writer[written] = len(self._sites) - 1
         region.last_write = None if whole is None or broadcast else (whole.start, whole.stop, len(self._sites) - 1)
         return found

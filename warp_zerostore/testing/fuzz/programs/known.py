@@ -125,6 +125,14 @@ KNOWN = {
         "gradient",
         ("call", "enable_backward=True in a forward-only module"),
     ),
+    # the same for a helper that stores into an array (its store adjoint, zeroing or not, never runs; found by the
+    # 20-minute campaign on 1.12.1, seed 2026)
+    "forward-only-module-helper-store-no-adjoint": (
+        UP_TO_1_17,
+        ("*:*",),
+        "gradient",
+        ("callstore", "enable_backward=True in a forward-only module"),
+    ),
     # wp.copy's adjoint up to warp-lang 1.16 copies dest.grad over src.grad (losing what src.grad held) and keeps
     # dest.grad; flagged programs record copies under wpz.copy_zero_store(True), whose adjoint is right.
     "copy-adjoint-overwrites-src-grad": (UP_TO_1_16, ("stock:*",), "gradient", ("copy",)),
