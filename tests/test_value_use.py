@@ -117,8 +117,11 @@ def test_check_error_does_not_raise_for_a_linear_stale_read():
         _run(k.nonlinear_reader, "error")
 
 
-@pytest.mark.parametrize("kernel, real", [(k.linear_reader, False), (k.nonlinear_reader, True)])
-def test_a_mutation_after_record_is_real_where_the_reader_reads_the_values(kernel, real):
+@pytest.mark.parametrize("kernel", [k.linear_reader, k.nonlinear_reader])
+def test_a_mutation_after_record_is_real_whatever_the_reader_does_with_the_values(kernel):
+    """Unlike a stale read: a change outside recorded launches may also be a write over what a recorded launch
+    wrote, whose gradient then leaks, and the Tape does not follow that on its own (labelling linear readers'
+    mutations safe made the program fuzzer find check misses)."""
     x = wp.array(np.array([1.0, 2.0, 3.0]), dtype=wp.float64, requires_grad=True)
     v = wp.array(np.array([0.5, -1.0, 2.0]), dtype=wp.float64, requires_grad=True)
     y = wp.zeros(3, dtype=wp.float64, requires_grad=True)
@@ -129,13 +132,9 @@ def test_a_mutation_after_record_is_real_where_the_reader_reads_the_values(kerne
             wp.launch(kernel, dim=3, inputs=[x, v, y])
         x.fill_(5.0)  # after record, before backward()
         tape.backward(grads={y: wp.ones(3, dtype=wp.float64)})
-    mutated = [h for h in tape.hazards if h.kind == "mutated after record"]
-    assert [h.real for h in mutated] == [real]
-    assert bool([w for w in said if issubclass(w.category, wp.OverwriteWarning)]) is real
-    if not real:
-        assert x.grad.numpy().tolist() == [2.0, 2.0, 2.0]
-    # a snapshot Tape without checks refuses it by name either way (it does not ask whether the values matter)
-    tape = wp.Tape(snapshot=True)
+    assert [h.real for h in tape.hazards if h.kind == "mutated after record"] == [True]
+    assert [w for w in said if issubclass(w.category, wp.OverwriteWarning)]
+    tape = wp.Tape(snapshot=True)  # a snapshot Tape without checks refuses it by name
     with tape:
         wp.launch(kernel, dim=3, inputs=[x, v, y])
     x.fill_(6.0)
