@@ -518,6 +518,22 @@ def test_warps_own_warnings_are_recorded_not_printed(capfd):
     assert "enable_backward" not in printed.out + printed.err
 
 
+def test_a_refusal_inside_a_jax_op_prints_nothing(capfd):
+    """Warp's FFI callback prints the traceback of an error raised in a JAX op's backward; the bridge path keeps
+    it out of a fuzzing run's output (the refusal still reaches the path's result)."""
+    pytest.importorskip("jax")
+    from warp_zerostore.differential import check
+
+    # s1 read by the launch, then changed inside the op: its snapshot Tape refuses by name at backward()
+    program = _program([SQUARE], [_launch(0, "s1", "s0"), Fill("s1", "fill_", 2.0)])
+    case = grammar.ProgramCase(program, {}, DATA, COT)
+    capfd.readouterr()
+    checked = check.check_batch([case], bridges=("jax",))
+    printed = capfd.readouterr()
+    assert "Traceback" not in printed.out + printed.err
+    assert checked.runs.get("zero_store/jax", 0) + checked.counts.get("jax: not applicable", 0) == 1
+
+
 def test_the_fuzz_command_names_an_unknown_program_feature(capsys):
     from warp_zerostore.cli import main
 

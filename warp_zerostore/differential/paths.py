@@ -85,8 +85,13 @@ def applies(program: Program, bridge: str) -> str:
 def run_bridge(module, j: int, case, bridge: str) -> Result:
     """The flagged program through ``bridge``: "torch", "jax" or "rollout" (`applies` first)."""
     result = Result()
-    printed = io.StringIO()  # Warp's FFI callback prints the traceback of an error inside a JAX op's backward
-    with warnings.catch_warnings(record=True) as seen, contextlib.redirect_stderr(printed):
+    # Warp's FFI callback prints (to stdout, from 1.19) the traceback of an error inside a JAX op's backward
+    printed = io.StringIO()
+    with (
+        warnings.catch_warnings(record=True) as seen,
+        contextlib.redirect_stderr(printed),
+        contextlib.redirect_stdout(printed),
+    ):
         warnings.simplefilter("always")
         try:
             if bridge == "rollout":
