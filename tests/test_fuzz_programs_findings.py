@@ -71,19 +71,26 @@ def _clear_forward_only(y: wp.array(dtype=float)):
     y[i] = 0.0
 
 
-def test_an_overwrite_by_a_forward_only_kernel_is_reported_as_real():
-    """Was labelled safe from warp-lang 1.13 (docs/repros/check_forward_only_overwrite_labelled_safe.py)."""
+def _checked(*launches, grads=None):
+    """A checking Tape over ``(kernel, inputs)`` launches of dim 2 (warnings kept out), then backward with ``grads``."""
     import warnings
 
-    x = wp.array([0.5, -1.0], dtype=float, requires_grad=True)
-    y = wp.zeros(2, dtype=float, requires_grad=True)
     tape = wp.Tape(check="warn")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         with tape:
-            wp.launch(_square, dim=2, inputs=[x, y])
-            wp.launch(_clear_forward_only, dim=2, inputs=[y])
-        tape.backward(grads={y: wp.ones(2, dtype=float)})
+            for kernel, inputs in launches:
+                wp.launch(kernel, dim=2, inputs=inputs)
+        if grads is not None:
+            tape.backward(grads=grads)
+    return tape
+
+
+def test_an_overwrite_by_a_forward_only_kernel_is_reported_as_real():
+    """Was labelled safe from warp-lang 1.13 (docs/repros/check_forward_only_overwrite_labelled_safe.py)."""
+    x = wp.array([0.5, -1.0], dtype=float, requires_grad=True)
+    y = wp.zeros(2, dtype=float, requires_grad=True)
+    tape = _checked((_square, [x, y]), (_clear_forward_only, [y]), grads={y: wp.ones(2, dtype=float)})
     assert x.grad.numpy().tolist() == [1.0, -2.0]  # every Tape: y's seed flows through the first launch
     assert [(h.kind, h.real, h.cause) for h in tape.hazards] == [("overwrite", True, "no backward")]
     assert "enable_backward=False" in tape.hazards[0].message()
@@ -99,18 +106,14 @@ def test_an_overwrite_of_what_a_forward_only_kernel_wrote_is_real_too():
     """What leaks is not lost in the earlier launch without an adjoint: it stays in y.grad and reaches what that
     launch wrote over (here an input a recorded launch read). Labelling this safe made the program fuzzer's fixed
     campaign find a check miss."""
-    import warnings
-
     y = wp.array([2.0, 3.0], dtype=float, requires_grad=True)
     z = wp.zeros(2, dtype=float, requires_grad=True)
-    tape = wp.Tape(check="warn")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        with tape:
-            wp.launch(_square, dim=2, inputs=[y, z])  # reads y's input values
-            wp.launch(_fill_forward_only, dim=2, inputs=[y, 3.0])
-            wp.launch(_fill_forward_only, dim=2, inputs=[y, 4.0])
-        tape.backward(grads={y: wp.ones(2, dtype=float), z: wp.zeros(2, dtype=float)})
+    tape = _checked(
+        (_square, [y, z]),  # reads y's input values
+        (_fill_forward_only, [y, 3.0]),
+        (_fill_forward_only, [y, 4.0]),
+        grads={y: wp.ones(2, dtype=float), z: wp.zeros(2, dtype=float)},
+    )
     assert y.grad.numpy().tolist() == [1.0, 1.0]  # the right value is 0: y's seed leaked through both
     assert ("overwrite", True, "no backward") in [(h.kind, h.real, h.cause) for h in tape.hazards]
 
@@ -131,16 +134,9 @@ def _accumulate(x: wp.array(dtype=float), y: wp.array(dtype=float)):
 def test_an_accumulation_without_backward_over_a_recorded_write_is_an_overwrite(kernel, reported):
     """A kernel built with enable_backward=False writes constants, its `+=` too (docs/testing.md, rule 3): the
     gradient of what it wrote leaks into the earlier writer, where an accumulation with an adjoint is exact."""
-    import warnings
-
     x = wp.array([0.5, -1.0], dtype=float, requires_grad=True)
     y = wp.zeros(2, dtype=float, requires_grad=True)
-    tape = wp.Tape(check="warn")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        with tape:
-            wp.launch(_square, dim=2, inputs=[x, y])
-            wp.launch(kernel, dim=2, inputs=[x, y])
+    tape = _checked((_square, [x, y]), (kernel, [x, y]))
     found = [(h.kind, h.real, h.cause) for h in tape.hazards if h.kind == "overwrite"]
     assert found == ([("overwrite", True, "no backward")] if reported else [])
 
