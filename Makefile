@@ -27,7 +27,7 @@ STAMP := $(VENV)/.installed-$(WARP)-$(subst $(comma),-,$(EXTRAS))
 # matrix venvs skip the lint (RUN_LINT=0): it does not depend on the Warp version.
 RUN_LINT ?= $(if $(filter 1.9.%,$(WARP)),0,1)
 
-.PHONY: install demo lint typecheck test test-fast fuzz-matrix test-matrix test-minors test-low-ends test-torch-low test-torch-high test-torch-range bench gpu-check test-warp-suite probe-versions docs wheel-check clean
+.PHONY: install demo lint typecheck test test-fast fuzz-matrix test-matrix test-minors matrix-job test-low-ends test-torch-low test-torch-high test-torch-range bench gpu-check test-warp-suite probe-versions docs wheel-check clean
 
 $(STAMP): pyproject.toml $(CONSTRAINTS)
 	$(PYTHON) -m venv $(VENV)
@@ -56,7 +56,7 @@ test: install
 ifeq ($(RUN_LINT),1)
 	$(MAKE) --no-print-directory lint VENV=$(VENV) WARP=$(WARP) EXTRAS=$(EXTRAS)
 endif
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q $(PYTEST_FLAGS)
 
 # The fast suite: the flag on every store form, 1-D to 4-D launches through the facade (C++ byte-identical to
 # stock's, a shared kernel cache), the never-worse-than-stock paths (plain, snapshot and check Tapes), the seed
@@ -64,22 +64,37 @@ endif
 # with 1-D to 3-D launches (the flagged kernels through the facade), and the program fuzzer's fixed-seed campaign
 # (12 drawn launch sequences on every Tape path) with its references by hand.
 test-fast: install
-	$(BIN)/python -m pytest -q $(FAST_TESTS)
+	$(BIN)/python -m pytest -q $(PYTEST_FLAGS) $(FAST_TESTS)
 
-# The full suite on the boundary versions, the fast suite on every other minor, each in its own venv.
+# The full suite on the boundary versions, the fast suite on every other minor, each in its own venv, and the
+# torch range's low end: MATRIX_JOBS at a time (each venv has its own Warp and kernel cache; the suites are
+# compile-bound, one core each), a log per job in .matrix-logs/, printed whole where a job fails.
+MATRIX_JOBS ?= 2
+PYTEST_FLAGS ?=
 test-matrix:
-	@set -e; for v in $(MATRIX); do \
-		echo "=== warp-lang $$v (full suite)"; \
-		$(MAKE) --no-print-directory test VENV=.venv-warp-$$v WARP=$$v EXTRAS=test RUN_LINT=0; \
-	done
-	$(MAKE) --no-print-directory test-minors
-	$(MAKE) --no-print-directory test-torch-low
+	@mkdir -p .matrix-logs
+	@{ for v in $(MATRIX); do echo "full $$v"; done; for v in $(MINORS); do echo "fast $$v"; done; \
+		echo "torch-low $(WARP)"; } | xargs -P $(MATRIX_JOBS) -L 1 sh -c '$(MAKE) --no-print-directory matrix-job KIND=$$0 V=$$1'
 
 test-minors:
-	@set -e; for v in $(MINORS); do \
-		echo "=== warp-lang $$v (fast suite)"; \
-		$(MAKE) --no-print-directory test-fast VENV=.venv-warp-$$v WARP=$$v EXTRAS=test; \
-	done
+	@mkdir -p .matrix-logs
+	@for v in $(MINORS); do echo "fast $$v"; done | \
+		xargs -P $(MATRIX_JOBS) -L 1 sh -c '$(MAKE) --no-print-directory matrix-job KIND=$$0 V=$$1'
+
+# One job of the matrix (KIND: full, fast or torch-low; V: the Warp version), quiet unless it fails.
+matrix-job:
+	@log=.matrix-logs/$(KIND)-$(V).log; start=$$(date +%s); \
+	case "$(KIND)" in \
+		full) set -- test VENV=.venv-warp-$(V) WARP=$(V) EXTRAS=test RUN_LINT=0 ;; \
+		fast) set -- test-fast VENV=.venv-warp-$(V) WARP=$(V) EXTRAS=test ;; \
+		torch-low) set -- test-torch-low ;; \
+		*) echo "matrix-job: KIND is full, fast or torch-low, not '$(KIND)'"; exit 255 ;; \
+	esac; \
+	if $(MAKE) --no-print-directory "$$@" PYTEST_FLAGS="-p no:cacheprovider" > $$log 2>&1; then \
+		echo "=== warp-lang $(V) ($(KIND)), $$(( $$(date +%s) - start )) s: $$(tail -n 1 $$log)"; \
+	else \
+		echo "=== warp-lang $(V) ($(KIND)) FAILED after $$(( $$(date +%s) - start )) s; its log:"; cat $$log; exit 255; \
+	fi
 
 # The program fuzzer on every version the matrix builds (.venv-warp-*; venvs not built are skipped) and this
 # venv, one after the other, one table: version x finding class x (wrong stock, wrong flagged, warned, missed by
@@ -119,7 +134,7 @@ $(TORCH_HIGH_STAMP): pyproject.toml $(CONSTRAINTS) constraints/torch-high.txt
 	touch $@
 
 test-torch-low: $(TORCH_LOW_STAMP)
-	.venv-torch-low/bin/python -m pytest -q $(TORCH_TESTS)
+	.venv-torch-low/bin/python -m pytest -q $(PYTEST_FLAGS) $(TORCH_TESTS)
 
 test-torch-high: $(TORCH_HIGH_STAMP)
 	.venv-torch-high/bin/python -m pytest -q $(TORCH_TESTS)
@@ -172,4 +187,4 @@ wheel-check:
 	PYTHON=$(PYTHON) WARP=$(WARP) CONSTRAINTS=$(CONSTRAINTS) sh scripts/wheel_check.sh
 
 clean:
-	rm -rf $(VENV) .venv-warp-* .venv-torch-low *.egg-info .pytest_cache .hypothesis .mypy_cache build dist
+	rm -rf $(VENV) .venv-warp-* .venv-torch-low *.egg-info .pytest_cache .hypothesis .mypy_cache build dist .matrix-logs
