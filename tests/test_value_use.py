@@ -64,6 +64,12 @@ def test_whether_the_backward_reads_a_loaded_value(body, needed):
     assert loads and any(uses.is_needed(n) for n in loads) is needed
 
 
+def test_a_source_without_a_function_needs_every_value():  # nothing to read its parameters from
+    tree = ast.parse("y[i] = x[i]")
+    load = next(n for n in ast.walk(tree) if isinstance(n, ast.Subscript) and n.value.id == "x")
+    assert ValueUses(tree).is_needed(load)
+
+
 def test_argument_access_says_which_values_are_read():
     assert not argument_access(k.linear_reader)["x"].value_read
     assert not argument_access(k.linear_reader)["v"].value_read

@@ -62,12 +62,13 @@ class ValueUses:
     ``@wp.func`` or a name it cannot resolve, may do anything with a value: needed)."""
 
     def __init__(self, function: ast.AST, is_builtin=lambda call: False):
-        definition = next(n for n in ast.walk(function) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
-        arguments = definition.args
-        every = arguments.posonlyargs + arguments.args + arguments.kwonlyargs
+        definition = next((n for n in ast.walk(function) if isinstance(n, ast.FunctionDef)), None)
+        arguments = definition.args if definition is not None else None
+        every = [] if arguments is None else arguments.posonlyargs + arguments.args + arguments.kwonlyargs
         #: the parameters: arrays, structs holding arrays, or values; a store through one (``a[i] = v``,
         #: ``s.q[i] = v``) goes to memory, whatever its type
         self.arrays = frozenset(a.arg for a in every)
+        self.unknown = definition is None  # nothing to read the parameters from: every value is needed
         arrays = self.arrays
         self.is_builtin = is_builtin
         self.parents: dict = {}
@@ -116,8 +117,9 @@ class ValueUses:
             return False
 
     def is_needed(self, node) -> bool:
-        """Does the backward pass read the value of ``node`` (an expression of this function)?"""
-        return self._uses(node)[0]
+        """Does the backward pass read the value of ``node`` (an expression of this function)? Yes wherever the
+        source has no function definition to read its parameters from."""
+        return self.unknown or self._uses(node)[0]
 
     def _target(self, target, op, nonlinear: bool) -> tuple:
         """``(needed, live)`` of a value stored into ``target`` (``op``: an augmented assignment's operator)."""
