@@ -24,7 +24,7 @@ import dataclasses
 import logging
 
 from . import _compat
-from .builtin_facts import ACCUMULATING, READING, STORING, augmented_is_atomic
+from .builtin_facts import ACCUMULATING, READING, STORING, augmented_is_atomic, call_name
 from .value_use import ValueUses
 
 _log = logging.getLogger(__name__)
@@ -256,7 +256,7 @@ class _Visitor(ast.NodeVisitor):
         elif is_truth_test(node, parent):
             pass  # `if x:` / `not x` asks whether an optional array was passed, not its values
         elif isinstance(parent, ast.Call) and (node in parent.args or node in [k.value for k in parent.keywords]):
-            name = parent.func.attr if isinstance(parent.func, ast.Attribute) else getattr(parent.func, "id", "")
+            name = call_name(parent)
             helper = resolve_helper(parent, self.namespace) if self.depth < HELPER_DEPTH else None
             parameter = helper_parameter(helper, parent, node) if helper is not None else None
             inner = _helper_access(helper, parameter, self.depth, ndim) if parameter is not None else None

@@ -21,6 +21,7 @@ release.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 
 from . import _compat
@@ -89,6 +90,13 @@ REPLAY_FOLLOWED_ATOMICS: frozenset = frozenset(
 )
 
 
+def call_name(call: ast.Call) -> str:
+    """The name a call gives what it calls, as this table keys builtins: ``atomic_add`` for ``wp.atomic_add(...)``
+    and ``atomic_add(...)``; "" for anything else (a call of a call, a subscript)."""
+    func = call.func
+    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+
+
 def is_element_atomic(name: str) -> bool:
     """``wp.atomic_*(a, i, ..., v)``: a write of one element of ``a`` (the Tape's read twin marks it written)."""
     return name.startswith("atomic_")
@@ -109,5 +117,6 @@ __all__ = [
     "STORING",
     "TABLE",
     "augmented_is_atomic",
+    "call_name",
     "is_element_atomic",
 ]

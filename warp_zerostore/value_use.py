@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import ast
 
-from .builtin_facts import ACCUMULATING, LINEAR, STORING
+from .builtin_facts import ACCUMULATING, LINEAR, STORING, call_name
 
 #: builtins whose position-wise linearity this analysis handles itself: a selection's condition and a loop's bounds
 #: are needed, an accumulation's index too (its value, from the third argument on, is not)
@@ -27,11 +27,6 @@ _LINEAR_CALLS = LINEAR - _SELECTIONS - _CONTROL - _ACCUMULATIONS
 _NEEDED = (True, True)
 
 
-def _call_name(call: ast.Call) -> str:
-    func = call.func
-    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-
-
 def _constant(node, is_builtin) -> bool:
     """A literal, or a builtin (a cast, a constructor) of literals (``wp.float32(0.5)``)."""
     if isinstance(node, ast.Constant):
@@ -40,7 +35,7 @@ def _constant(node, is_builtin) -> bool:
         return _constant(node.operand, is_builtin)
     return (
         isinstance(node, ast.Call)
-        and (_call_name(node) in _LINEAR_CALLS or is_builtin(node))
+        and (call_name(node) in _LINEAR_CALLS or is_builtin(node))
         and not node.keywords
         and all(_constant(a, is_builtin) for a in node.args)
     )
@@ -113,7 +108,7 @@ class ValueUses:
                 continue
             if isinstance(parent, ast.Call) and parent.args and parent.args[0] is child:
                 # wp.atomic_add(a, i, v): a store of its own; a[i] loaded as the first argument counts as a load
-                return _call_name(parent) in ACCUMULATING and child is name
+                return call_name(parent) in ACCUMULATING and child is name
             return False
 
     def is_needed(self, node) -> bool:
@@ -156,7 +151,7 @@ class ValueUses:
                     return False, False  # the base of a store (`v[0] = ...`): a definition, not a use
                 # a component of the value (where ``child`` is the index instead, it is needed: below)
             elif isinstance(parent, ast.Call):
-                name = _call_name(parent)
+                name = call_name(parent)
                 if child not in parent.args:
                     return _NEEDED  # the callee itself, or a keyword argument
                 position = parent.args.index(child)

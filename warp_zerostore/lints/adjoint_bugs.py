@@ -31,7 +31,7 @@ import ast
 import dataclasses
 
 from .. import _compat
-from ..builtin_facts import LINEAR
+from ..builtin_facts import LINEAR, call_name
 from . import loop_carried
 
 __all__ = ["AdjointWarning", "UpdateAfterUse", "JumpFinding", "TernaryFinding", "find"]
@@ -110,7 +110,7 @@ def _value_uses(node: ast.AST) -> list:
     out = []
     for parent in ast.walk(node):
         operands = []
-        if isinstance(parent, ast.Call) and loop_carried.call_name(parent) not in LINEAR:
+        if isinstance(parent, ast.Call) and call_name(parent) not in LINEAR:
             operands = list(parent.args) + [k.value for k in parent.keywords]
         elif isinstance(parent, ast.BinOp) and isinstance(parent.op, loop_carried.PRODUCTS):
             operands = [parent.left, parent.right]
@@ -196,7 +196,7 @@ def _is_counter_step(stmt: ast.stmt) -> bool:
         return _is_int(stmt.value)
     if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
         value = stmt.value
-        if isinstance(value, ast.Call) and loop_carried.call_name(value) == "int":
+        if isinstance(value, ast.Call) and call_name(value) == "int":
             return True
         return (
             isinstance(value, ast.BinOp)

@@ -23,7 +23,7 @@ import dataclasses
 import re
 
 from .. import _compat
-from ..builtin_facts import LINEAR
+from ..builtin_facts import LINEAR, call_name
 
 #: Warp unrolls a constant ``range`` of up to this many iterations (its ``max_unroll`` default); a longer one is a
 #: dynamic loop. A module option can change it: the check assumes the default.
@@ -47,11 +47,6 @@ class CarriedRead:
             f"Use '{self.name}' only in sums and stores after such a loop, give the loop a constant bound "
             f"(at most {MAX_UNROLL} iterations: unrolled), or move the work into a @wp.func with a @wp.func_grad."
         )
-
-
-def call_name(node: ast.Call) -> str:
-    func = node.func
-    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
 
 
 def own_jumps(body: list, before: list = ()):

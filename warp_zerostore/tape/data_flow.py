@@ -16,12 +16,7 @@ from __future__ import annotations
 import ast
 
 from ..access import resolve_helper
-from ..builtin_facts import is_element_atomic
-
-
-def _callee_name(call: ast.Call) -> str:
-    func = call.func
-    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+from ..builtin_facts import call_name, is_element_atomic
 
 
 class _Taint:
@@ -105,7 +100,7 @@ def marks_depend_on_data(function: ast.FunctionDef, arrays: set, namespace: dict
             if resolve_helper(node, taint.namespace) is not None:
                 return True  # a helper given an array may branch on what it loads there
             arguments = [a for a in node.args if not (isinstance(a, ast.Name) and a.id in taint.arrays)]
-            if is_element_atomic(_callee_name(node)) and arguments:
+            if is_element_atomic(call_name(node)) and arguments:
                 arguments = arguments[:-1]  # the value accumulated does not choose the element
             if any(taint.expression(a) for a in arguments + [k.value for k in node.keywords]):
                 return True

@@ -58,7 +58,7 @@ from ..access import (
     resolve_helper,
     struct_field_access,
 )
-from ..builtin_facts import augmented_is_atomic, is_element_atomic
+from ..builtin_facts import augmented_is_atomic, call_name, is_element_atomic
 from ..options import effective_zero_store
 from .data_flow import marks_depend_on_data
 
@@ -338,8 +338,7 @@ class _ReadMarker:
         row view of it (``wp.atomic_add(x[w], j, v)``: the element ``x[w, j]``), else None."""
         if not isinstance(node, ast.Call) or not node.args:
             return None
-        name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
-        if not is_element_atomic(name):
+        if not is_element_atomic(call_name(node)):
             return None
         target, prefix = node.args[0], []
         if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
