@@ -62,9 +62,9 @@ class ValueUses:
         every = [] if arguments is None else arguments.posonlyargs + arguments.args + arguments.kwonlyargs
         #: the parameters: arrays, structs holding arrays, or values; a store through one (``a[i] = v``,
         #: ``s.q[i] = v``) goes to memory, whatever its type
-        self.arrays = frozenset(a.arg for a in every)
+        self.parameters = frozenset(a.arg for a in every)
         self.unknown = definition is None  # nothing to read the parameters from: every value is needed
-        arrays = self.arrays
+        parameters = self.parameters
         self.is_builtin = is_builtin
         self.parents: dict = {}
         for node in ast.walk(function):
@@ -73,14 +73,16 @@ class ValueUses:
         #: parameters the function loads from (a name used other than as a store's base): a value stored into one
         #: may come back through a load (a flagged kernel's replay forwards it there)
         self.read_back = frozenset(
-            n.id for n in ast.walk(function) if isinstance(n, ast.Name) and n.id in arrays and not self._stored_into(n)
+            n.id
+            for n in ast.walk(function)
+            if isinstance(n, ast.Name) and n.id in parameters and not self._stored_into(n)
         )
         self.needed: set = set()
         self.live: set = set()
         loads = [
             n
             for n in ast.walk(function)
-            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id not in arrays
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id not in parameters
         ]
         changed = True
         while changed:  # a local is live (needed) when one of its uses is: to a fixed point
@@ -123,7 +125,7 @@ class ValueUses:
             return _NEEDED
         if op is not None and not isinstance(op, (ast.Add, ast.Sub)):
             nonlinear = True  # `t *= v`: the product's adjoint reads v
-        if base in self.arrays and not isinstance(target, ast.Name):
+        if base in self.parameters and not isinstance(target, ast.Name):
             if base in self.read_back:
                 return _NEEDED  # stored, then loaded: the load's uses decide, and this does not follow them
             return nonlinear, True  # an array element: the store's (accumulation's) adjoint reads nothing
@@ -158,7 +160,8 @@ class ValueUses:
                 if name in _LINEAR_CALLS or (name in _SELECTIONS and position > 0):
                     pass
                 elif name in _ACCUMULATIONS and position >= 2:
-                    if _base_name(parent.args[0]) in self.read_back or _base_name(parent.args[0]) is None:
+                    into = _base_name(parent.args[0])
+                    if into is None or into in self.read_back:
                         return _NEEDED  # accumulated into an array the function loads from (see read_back)
                     return nonlinear, True  # accumulated into an array: its adjoint reads nothing
                 elif name in _CONTROL or name in _SELECTIONS or name in STORING or name in ACCUMULATING:
