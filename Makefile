@@ -71,15 +71,16 @@ test-fast: install
 # compile-bound, one core each), a log per job in .matrix-logs/, printed whole where a job fails.
 MATRIX_JOBS ?= 2
 PYTEST_FLAGS ?=
+# reads "KIND VERSION" lines, runs each as a matrix-job, MATRIX_JOBS at a time
+MATRIX_POOL = xargs -P $(MATRIX_JOBS) -L 1 sh -c '$(MAKE) --no-print-directory matrix-job KIND=$$0 V=$$1'
 test-matrix:
 	@mkdir -p .matrix-logs
 	@{ for v in $(MATRIX); do echo "full $$v"; done; for v in $(MINORS); do echo "fast $$v"; done; \
-		echo "torch-low $(WARP)"; } | xargs -P $(MATRIX_JOBS) -L 1 sh -c '$(MAKE) --no-print-directory matrix-job KIND=$$0 V=$$1'
+		echo "torch-low $(WARP)"; } | $(MATRIX_POOL)
 
 test-minors:
 	@mkdir -p .matrix-logs
-	@for v in $(MINORS); do echo "fast $$v"; done | \
-		xargs -P $(MATRIX_JOBS) -L 1 sh -c '$(MAKE) --no-print-directory matrix-job KIND=$$0 V=$$1'
+	@for v in $(MINORS); do echo "fast $$v"; done | $(MATRIX_POOL)
 
 # One job of the matrix (KIND: full, fast or torch-low; V: the Warp version), quiet unless it fails.
 matrix-job:
