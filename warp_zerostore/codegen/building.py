@@ -47,6 +47,7 @@ def building_as(helper: bool):
     def wrap(original):
         def build(self, item, *args, **kwargs):
             previous = _state.build_mode
+            _compat.clear_adjoint_scratch(_compat.kernel_adjoint(item))  # what an earlier build found on it
             if helper:
                 _state.build_mode = _HELPER
             else:
@@ -60,6 +61,11 @@ def building_as(helper: bool):
         return build
 
     return wrap
+
+
+def building_flagged_kernel() -> bool:
+    """Whether the code being built is a ``zero_store=True`` kernel's own body (not a helper it calls)."""
+    return _state.build_mode is True
 
 
 def _component_rewrite_active() -> bool:

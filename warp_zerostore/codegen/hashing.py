@@ -3,11 +3,16 @@ mode, the native header's digest and the code generator's source, so flipping a 
 or changing what generates flagged code rebuilds; an unflagged kernel keeps Warp's hash. A flagged kernel's build
 is remembered by its salted hash (`replay_records`), and Warp's own wrong adjoints in its source are warned
 (`warp_zerostore.lints`) when its module is hashed to be built or loaded: they are wrong whatever memory the
-backward sees, so they need no Tape to say so.
+backward sees, so they need no Tape to say so. A component or field of a local assigned after a use is warned once
+the build's record says whether the build made that assignment exact (`replay_records.when_recorded`).
+
+The salt's generator digest covers every package file that runs when flagged code is generated, derived from the
+import statements of ``codegen/`` (`generator_files`), so a change anywhere in it rebuilds.
 """
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import logging
 import pathlib
@@ -15,15 +20,72 @@ import warnings
 
 from .. import _compat, lints
 from ..options import effective_zero_store
-from . import building, generation, native, replay, replay_records, store_rewrite
+from . import native, replay, replay_records
 from .pre_twin import replay_memory
 
 _log = logging.getLogger(__name__)
 
+_PACKAGE = pathlib.Path(__file__).resolve().parent.parent  # warp_zerostore/
+
+
+def _module_file(dotted: list) -> pathlib.Path | None:
+    """The package file of module ``warp_zerostore.<dotted>`` (a folder's ``__init__.py``), or None."""
+    base = _PACKAGE.joinpath(*dotted)
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _imported_files(path: pathlib.Path) -> set:
+    """The package files ``path`` imports (relative imports and ``warp_zerostore.*``), read from its source."""
+    here = list(path.relative_to(_PACKAGE).parent.parts)
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = here[: len(here) - (node.level - 1)] if node.level > 1 else list(here)
+            elif (node.module or "").split(".")[0] == _PACKAGE.name:
+                base = []
+            else:
+                continue
+            module = [p for p in (node.module or "").split(".") if p]
+            if not node.level:
+                module = module[1:]
+            # `from .. import x` names modules (or attributes) of a package, not the package's __init__ itself
+            candidates = ([base + module] if module else []) + [base + module + [a.name] for a in node.names]
+        elif isinstance(node, ast.Import):
+            candidates = [n.name.split(".")[1:] for n in node.names if n.name.split(".")[0] == _PACKAGE.name]
+        else:
+            continue
+        found |= {f for f in map(_module_file, candidates) if f is not None}
+    return found
+
+
+def generator_files() -> list:
+    """Every package file that runs when a flagged module is generated: the files of ``codegen/`` and, followed
+    transitively through their import statements, every package module they import (`_compat`, `builtin_facts`,
+    `lints`, ...). Derived, not listed, so that code moved into a new module is covered too."""
+    todo = sorted((_PACKAGE / "codegen").glob("*.py"))
+    seen: set = set()
+    while todo:
+        path = todo.pop()
+        if path not in seen:
+            seen.add(path)
+            todo.extend(_imported_files(path) - seen)
+    return sorted(seen)
+
+
+def generator_digest(read=lambda path: path.read_bytes()) -> str:
+    """The digest of `generator_files` (each file's package path and contents)."""
+    digest = hashlib.sha256()
+    for path in generator_files():
+        digest.update(str(path.relative_to(_PACKAGE)).encode("utf-8") + b"\0" + read(path) + b"\0")
+    return digest.hexdigest()
+
+
 # What generates flagged code besides the header: a change to it must never reuse a cached binary.
-_GENERATOR_DIGEST = hashlib.sha256(
-    b"".join(pathlib.Path(m.__file__).read_bytes() for m in (store_rewrite, replay, building, generation))
-).hexdigest()
+_GENERATOR_DIGEST = generator_digest()
 
 
 def _salt(kernel_hash: bytes, mode: bool, memory: str = replay.POST) -> bytes:
@@ -75,8 +137,19 @@ def _warn_adjoint_bugs(kernel, build: str) -> None:
         _log.debug("kernel %s: no source tree to check for Warp's wrong adjoints (%s)", kernel, error)
         return
     location = _compat.kernel_source_location(kernel)
+    key = _compat.kernel_key(kernel)
+    candidates = [f for f in found if isinstance(f, lints.UpdateAfterUse)]
+    _warn_each([f for f in found if f not in candidates], key, location)
+    if candidates:  # warned where the build did not make the assignment exact (codegen.local_copies)
+
+        def warn_not_exact(exact_lines):
+            _warn_each([f for f in candidates if exact_lines is None or f.line not in exact_lines], key, location)
+
+        replay_records.when_recorded(build, warn_not_exact)
+
+
+def _warn_each(found: list, key: str, location: str) -> None:
     filename, first = location.rsplit(":", 1)
     for f in found:
         line = int(first) + f.line - 1
-        message = f.message(_compat.kernel_key(kernel), location)
-        warnings.warn_explicit(lints.AdjointWarning(message), lints.AdjointWarning, filename, line)
+        warnings.warn_explicit(lints.AdjointWarning(f.message(key, location)), lints.AdjointWarning, filename, line)
