@@ -14,7 +14,7 @@ statement on a local ``v`` / ``t`` / ``s``      Warp's                          
 ``v[i] = e``, ``v.x = e``, ``m[i, j] = e``,     ``assign_inplace(v, i, e)``      ``v2 = assign_copy(v, i, e)``
 ``v[i] *= e`` (load, multiply, assign)
 ``v[i] += e``, ``v[i] -= e``                    ``add_inplace(v, i, e)``         ``v2 = copy(v); add_inplace(v2, i, e)``
-``t.p = e``, ``t.q = e``                        ``transform_set_translation``    ``transform_set_translation_copy``
+``t.p = e``, ``t.q = e``                        ``transform_set_translation``    ``t2 = transformation(e, t.q)``
 ``s.a = e``, ``s.a += e``                       ``s.a = e``                      ``s2 = copy(s); s2.a = e``
 ==============================================  ===============================  =====================================
 
@@ -38,13 +38,42 @@ import ast
 from .. import _compat
 from . import building
 
-#: Warp's in-place statement on a component -> what a flagged kernel emits instead (see the module docstring)
+# Each rule emits, through Warp's ``add_builtin_call`` (``emit``), the new value of the local for one in-place statement.
+
+
+def _assign_copy(emit, adj, args):
+    return emit(adj, "assign_copy", args)
+
+
+def _on_a_copy(name: str):
+    """A sum passes the component's adjoint on unchanged: Warp's in-place statement on a copy is exact."""
+
+    def rule(emit, adj, args):
+        copied = emit(adj, "copy", [args[0]])
+        emit(adj, name, [copied, *args[1:]])
+        return copied
+
+    return rule
+
+
+def _new_translation(emit, adj, args):
+    t, p = args
+    return emit(adj, "transformation", [p, emit(adj, "transform_get_rotation", [t])])
+
+
+def _new_rotation(emit, adj, args):
+    t, q = args
+    return emit(adj, "transformation", [emit(adj, "transform_get_translation", [t]), q])
+
+
+#: Warp's in-place statement on a local's component -> the rule that makes the local's new value instead (Warp's
+#: own ``transform_set_*_copy`` builtins cannot be used: their value type is left generic)
 COPY_FORMS = {
-    "assign_inplace": "assign_copy",
-    "add_inplace": "copy first",
-    "sub_inplace": "copy first",
-    "transform_set_translation": "transform_set_translation_copy",
-    "transform_set_rotation": "transform_set_rotation_copy",
+    "assign_inplace": _assign_copy,
+    "add_inplace": _on_a_copy("add_inplace"),
+    "sub_inplace": _on_a_copy("sub_inplace"),
+    "transform_set_translation": _new_translation,
+    "transform_set_rotation": _new_rotation,
 }
 
 
@@ -81,16 +110,10 @@ def wrap_add_builtin_call(original):
             or not all(_compat.is_int_var(i) for i in args[1:-1])
         ):
             return original(adj, func_name, args, *rest, **kwargs)
-        copy_form = COPY_FORMS[func_name]
-        if copy_form == "copy first":  # a sum passes the component's adjoint on: the in-place op on a copy is right
-            copied = original(adj, "copy", [target])
-            original(adj, func_name, [copied, *args[1:]], *rest, **kwargs)
-            out = copied
-        else:
-            try:
-                out = original(adj, copy_form, args)
-            except _compat.CodegenError:  # no copy overload for these types: Warp's own statement, not exact
-                return original(adj, func_name, args, *rest, **kwargs)
+        try:
+            out = COPY_FORMS[func_name](original, adj, list(args))
+        except _compat.CodegenError:  # no overload for these types (resolved before emitting): Warp's statement
+            return original(adj, func_name, args, *rest, **kwargs)
         _compat.adjoint_symbols(adj)[name] = out
         exact_lines(adj)[_compat.adjoint_line(adj)] = None
         return out
