@@ -1054,6 +1054,12 @@ def function_source(func) -> str:
     return textwrap.dedent(inspect.getsource(func))
 
 
+def function_location(func) -> tuple:
+    """``(source file, first line)`` of a Python function (its first decorator's line, as ``function_source``
+    starts)."""
+    return inspect.getsourcefile(func) or "?", inspect.getsourcelines(func)[1]
+
+
 def append_tape_callback(tape, callback) -> None:
     """Add a callable to ``tape.launches``: Warp's backward calls it in reverse order like a launch's adjoint."""
     tape.launches.append(callback)

@@ -132,7 +132,7 @@ def _warn_adjoint_bugs(kernel, build: str) -> None:
         return  # once per build; and a kernel never differentiated has no wrong gradient to warn about
     _ADJOINT_WARNED.add(build)
     try:
-        found = lints.find(_compat.kernel_tree(kernel))
+        found = lints.find(_compat.kernel_tree(kernel), _helper_resolver(kernel))
     except (AttributeError, StopIteration, SyntaxError) as error:  # no source tree: nothing to look at
         _log.debug("kernel %s: no source tree to check for Warp's wrong adjoints (%s)", kernel, error)
         return
@@ -146,6 +146,36 @@ def _warn_adjoint_bugs(kernel, build: str) -> None:
             _warn_each([f for f in candidates if exact_lines is None or f.line not in exact_lines], key, location)
 
         replay_records.when_recorded(build, warn_not_exact)
+
+
+def _helper_resolver(kernel):
+    """How the lints find the ``@wp.func`` a call of the kernel names (``h(...)``, ``module.h(...)``): its name, its
+    parsed source, file and first line, from the globals of the function that calls it; None for anything else."""
+
+    def resolve(func, namespace=None):
+        namespace = _compat.kernel_function(kernel).__globals__ if namespace is None else namespace
+        path = []
+        while isinstance(func, ast.Attribute):
+            path.append(func.attr)
+            func = func.value
+        if not isinstance(func, ast.Name) or func.id not in namespace:
+            return None
+        obj = namespace[func.id]
+        for attr in reversed(path):
+            obj = getattr(obj, attr, None)
+        function = _compat.user_function(obj)
+        if function is None:
+            return None
+        try:
+            tree = ast.parse(_compat.function_source(function))
+            filename, first = _compat.function_location(function)
+        except (OSError, TypeError, SyntaxError):
+            return None
+        definition = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef))
+        nested = lambda f: resolve(f, function.__globals__)  # noqa: E731 - a helper's calls: its own globals
+        return function.__qualname__, definition, filename, first, nested
+
+    return resolve
 
 
 def _warn_each(found: list, key: str, location: str) -> None:

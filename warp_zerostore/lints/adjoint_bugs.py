@@ -37,7 +37,7 @@ import dataclasses
 
 from .. import _compat
 from ..builtin_facts import LINEAR, call_name
-from . import loop_carried
+from . import atomic_returns, loop_carried
 
 __all__ = ["AdjointWarning", "UpdateAfterUse", "JumpFinding", "TernaryFinding", "find"]
 
@@ -149,10 +149,12 @@ def _statements(body: list) -> list:
     return out
 
 
-def find(tree: ast.AST) -> list:
-    """The `UpdateAfterUse`s and `JumpFinding`s in a kernel's ``ast.Module`` (as Warp parsed it), then `loop_carried`'s."""
+def find(tree: ast.AST, resolve=None) -> list:
+    """The `UpdateAfterUse`s and `JumpFinding`s in a kernel's ``ast.Module`` (as Warp parsed it), `loop_carried`'s,
+    and `atomic_returns`' (``resolve``: how a call names a ``@wp.func``, `atomic_returns.find`)."""
     function = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef))
     found = _component_findings(function) + _jump_findings(function) + loop_carried.find(function)
+    found += atomic_returns.find(function, resolve)
     if _compat.TERNARY_WITHOUT_ADJOINT:
         found += [TernaryFinding("ternary", n.lineno) for n in ast.walk(function) if isinstance(n, ast.IfExp)]
     return sorted(found, key=lambda f: (f.line, f.name))
