@@ -10,6 +10,9 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
+#: the suffix of a helper's replay-log variant (`replay.SUFFIX`: `replay` imports this module's neighbours, not it)
+LOG_SUFFIX = "__zs_log"
+
 #: stock native adjoint              zero_store=True                         zero_store=False
 STORE_ADJOINTS: dict[str, dict[bool, str]] = {
     "wp::adj_array_store(": {True: "wp::zs::adj_array_store_zero(", False: "wp::zs::adj_array_store_accumulate("},
@@ -50,11 +53,14 @@ def rename_helpers(source: str, names: Iterable[str], mode: bool) -> str:
     names = sorted(set(names), key=len, reverse=True)
     if not names:
         return source
+    # a log variant is a template, called with its slots: ``h__zs_log<3, wp::zs::slots<...>>(``
     pattern = re.compile(
-        r"(?<![\w:])((?:adj_)?)(" + "|".join(re.escape(n) for n in names) + r")((?:__zs_log)?)(?=\s*\()"
+        r"(?<![\w:])((?:adj_)?)("
+        + "|".join(re.escape(n) for n in names)
+        + rf")(?:({re.escape(LOG_SUFFIX)})(?=\s*[<(])|(?=\s*\())"
     )
     suffix = variant_suffix(mode)
-    return pattern.sub(lambda m: f"{m.group(1)}{m.group(2)}{suffix}{m.group(3)}", source)
+    return pattern.sub(lambda m: f"{m.group(1)}{m.group(2)}{suffix}{m.group(3) or ''}", source)
 
 
 def rewrite_for_mode(source: str, mode, helper_names: Iterable[str] = (), rename: bool = False) -> str:
