@@ -7,6 +7,7 @@ import threading
 
 from .. import _compat
 from ..options import effective_zero_store
+from .store_rewrite import COMPONENT_STORE_ADJOINT
 
 _HELPER = object()  # build-state marker: building a @wp.func helper
 _UNSET = object()
@@ -121,7 +122,7 @@ def wrap_add_builtin_call(original):
         array_expr = f"(*{_compat.var_expr(array)})" if _compat.is_reference(array) else _compat.var_expr(array)
         _compat.add_reverse(
             adj,
-            f"wp::zs::adj_component_store({array_expr}, {_compat.var_adj_expr(array)}, "
+            f"{COMPONENT_STORE_ADJOINT}({array_expr}, {_compat.var_adj_expr(array)}, "
             f"{_compat.var_adj_expr(source)}, {access}, {index_list});",
         )
         return out

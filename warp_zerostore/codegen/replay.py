@@ -51,7 +51,7 @@ import dataclasses
 import re
 
 from .. import builtin_facts
-from .store_rewrite import LOG_SUFFIX
+from .store_rewrite import LOG_SUFFIX, STORE_FORMS
 
 LOG = "zs_log"
 SUFFIX = LOG_SUFFIX  # a helper's log variant: h__zs_log, adj_h__zs_log
@@ -84,12 +84,20 @@ class ReplayIssue:
 
     builtin: str = ""  # set for a write the replay does not follow (no loop)
     reader: str = ""  # set for a read the replay does not feed (a tile load after a store)
+    statement: str = ""  # set for a statement of no form the replay knows (the generated C++)
 
     def message(self, kernel: str, location: str) -> str:
         where = kernel if self.function == "" else f"{kernel}, in helper '{self.function}'"
         carried = (
             f" (in the next iteration of the runtime-bound loop at line {self.loop_line})" if self.loop_line else ""
         )
+        if self.statement:
+            return (
+                f"{where} ({location}): argument '{self.argument}' is used at line {self.read_line} by a statement "
+                f"of Warp's generated code that the replay does not know (`{self.statement}`), and read or written "
+                "elsewhere in the launch; what it does to the array is not replayed, so the gradient through the "
+                "array may not be exact. Please report it with your Warp version."
+            )
         if self.reader:
             return (
                 f"{where} ({location}): argument '{self.argument}' is written at line {self.store_line} and read "
@@ -166,18 +174,29 @@ _OTHER_WRITE = re.compile(
 _TILE_READS = sorted(n for n, b in builtin_facts.TABLE.items() if b.replay == "not overlaid")
 _TILE_LOAD = re.compile(rf"^(?:var_\w+ = )?wp::({'|'.join(_TILE_READS)})(?:<[^()]*>)?\((var_\w+)\b")
 _CALL = re.compile(r"^(?:(var_\w+) = )?(\w+)\((.*)\);$")
+#: Statements that name an array and neither write its memory nor read an element's value, which the replay leaves
+#: as they are: each named. Any other statement that names an array the function reads or writes elsewhere and
+#: matches none of the forms above is an unknown form (`ReplayIssue.statement`): the replay fails closed.
+READ_ONLY_FORMS: dict = {
+    "an argument unpacked": re.compile(r"^(?:[\w:<>, ]+\s+)?var_\w+ = (?:_wp_args|\*?\(?_wp_args)\W.*;$"),
+    "a declaration": re.compile(r"^(?:const )?[\w:<>, ]+[\s*&]+var_\w+(?: = \{\})?;$"),
+    "an adjoint (it writes gradients, never the array)": re.compile(r"^(?:wp::(?:zs::)?)?adj_\w+\(.*\);$"),
+    "the array's shape": re.compile(r"^var_\w+ = &\(var_\w+\.shape\);$"),
+    "the array's length": re.compile(r"^var_\w+ = wp::len\(var_\w+\);$"),
+    "a copy of the array (a local array variable)": re.compile(r"^var_\w+ = (?:wp::copy\()?var_\w+\)?;$"),
+}
 _ASSIGN = re.compile(r"^(var_\w+) = ")
 _ADJ_CALL = re.compile(r"^adj_(\w+)\((.*)\);$")
-_ADJ_STORE = re.compile(
-    r"^(?:wp::adj_array_store|wp::adj_array_store_slot|wp::zs::adj_component_store|wp::adj_atomic_\w+)"
-    r"\((\(\*)?(var_\w+)\)?, (.*)\);$"
-)
-_SLOT_ADJ = re.compile(r"^(?:wp::adj_array_store_slot|wp::zs::adj_component_store)\(")
+#: the adjoints of the stores the log follows (`store_rewrite.STORE_FORMS`) and of element atomics
+_LOGGED_ADJOINTS = [re.escape(f.adjoint) for f in STORE_FORMS if f.logged]
+_ADJ_STORE = re.compile(rf"^(?:{'|'.join(_LOGGED_ADJOINTS)}|wp::adj_atomic_\w+)\((\(\*)?(var_\w+)\)?, (.*)\);$")
+_SLOT_ADJ = re.compile(rf"^(?:{'|'.join(re.escape(f.adjoint) for f in STORE_FORMS if f.slot)})\(")
 _SOURCE_LINE = re.compile(r"^// (?!adj: ).*<L (\d+)>\s*$")
 _LOOP_START = re.compile(r"^start_(for|while)_(\d+):;$")
 _LOOP_END = re.compile(r"^end_(for|while)_(\d+):;$")
 #: what ends a straight-line block: a brace, a label, a jump, a branch
 _BOUNDARY = re.compile(r"[{}]|:;$|^goto |^return\b|^if \(|^else\b")
+_VARIABLE = re.compile(r"\bvar_\w+\b")
 
 #: the element atomics the log follows (`builtin_facts.REPLAY_FOLLOWED_ATOMICS`), each as the thread's new view
 #: of the element from its old one
@@ -338,6 +357,7 @@ class Body:
     loops: dict  # label -> Loop
     unfollowed: list = dataclasses.field(default_factory=list)  # [Builtin]: writes the log does not follow
     tile_loads: list = dataclasses.field(default_factory=list)  # [Builtin]: reads the log does not feed
+    unknown: list = dataclasses.field(default_factory=list)  # [Builtin]: statements of no form the replay knows
     addresses: dict = dataclasses.field(default_factory=dict)  # pointer -> (array variable, index variables...)
     assigned: dict = dataclasses.field(default_factory=dict)  # variable -> line indices that assign it
 
@@ -475,6 +495,10 @@ def _scan_statement(body: Body, text: str, idx: int, loop, line: int, helpers: d
         stored = frozenset(roots[args[p]] for p in helper.stores if p < len(args) and args[p] in roots)
         loaded = frozenset(roots[args[p]] for p in helper.loads if p < len(args) and args[p] in roots)
         body.calls.append(Call(idx, helper, args, m.group(1), stored, loaded, loop, line))
+        return
+    named = [roots[v] for v in dict.fromkeys(_VARIABLE.findall(text)) if v in roots]
+    if named and not text.startswith("//") and not any(form.match(text) for form in READ_ONLY_FORMS.values()):
+        body.unknown.extend(Builtin(idx, root, line, text) for root in dict.fromkeys(named))
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -631,7 +655,21 @@ def issues(body: Body, function: str, replayed: set | None = None, stale_log: bo
     more than memory holds once the forward finished. With ``stale_log`` (a helper's log variant, where every load
     reads the log) a read the log may serve an entry older than a write it does not carry counts too."""
     found = _loop_issues(body, function, replayed, stale_log) + _unfollowed_issues(body, function, replayed, stale_log)
-    return list(dict.fromkeys(found))
+    return list(dict.fromkeys(found + _unknown_issues(body, function)))
+
+
+def _unknown_issues(body: Body, function: str) -> list:
+    """A statement of no form the replay knows, on an array the function reads or writes elsewhere (by a known form,
+    or by another unknown one): what it does to the array is not followed, whatever the memory."""
+    touched = [a.root for a in body.reads() + body.writes()] + [b.root for b in body.tile_loads + body.unfollowed]
+    counts = {root: touched.count(root) for root in set(touched)}
+    for u in body.unknown:
+        counts[u.root] = counts.get(u.root, 0) + 1
+    return [
+        ReplayIssue(function, u.root[len("var_") :], u.line, 0, u.line, statement=u.name)
+        for u in body.unknown
+        if counts[u.root] > 1
+    ]
 
 
 def _written_before(body: Body, root: str, index: float) -> bool:
