@@ -65,7 +65,14 @@ rows = st.lists(
     max_size=ROWS,
 ).map(lambda r: np.array(r, dtype=np.float64))
 
-NAMES = ["component_assign", "attribute_assign", "component_add", "component_subtract", "component_scale"]
+NAMES = [
+    "component_assign",
+    "component_overwrite",
+    "attribute_assign",
+    "component_add",
+    "component_subtract",
+    "component_scale",
+]
 NAMES += ["matrix_element_assign", "transform_rotation_assign", "field_assign", "field_add", "field_scale"]
 
 

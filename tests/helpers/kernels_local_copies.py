@@ -32,6 +32,13 @@ def _component_assign(x: wp.array2d(dtype=float), y: wp.array(dtype=float)):
     y[i] = d + v[1] * x[i, 1]
 
 
+def _component_overwrite(x: wp.array2d(dtype=float), y: wp.array(dtype=float)):
+    i = wp.tid()
+    v = wp.vec3(x[i, 0], 2.0 * x[i, 1], x[i, 2])
+    v[1] = 3.0  # no use before: Warp's assignment still passes the overwritten component's adjoint on to x[i, 1]
+    y[i] = wp.dot(v, v)
+
+
 def _attribute_assign(x: wp.array2d(dtype=float), y: wp.array(dtype=float)):
     i = wp.tid()
     v = wp.vec3(x[i, 0], 2.0 * x[i, 1], x[i, 2])
@@ -124,6 +131,7 @@ def _transform_reference(a, b, c):
 #: name -> (Python function of the kernel, NumPy float64 reference of one row)
 CONSTRUCTS = {
     "component_assign": (_component_assign, lambda a, b, c: a * a + 4 * b * b + c * c + 3 * a * b),
+    "component_overwrite": (_component_overwrite, lambda a, b, c: a * a + 9.0 + c * c),
     "attribute_assign": (_attribute_assign, lambda a, b, c: a * a + 4 * b * b + c * c + 3 * a * b),
     "component_add": (_component_add, lambda a, b, c: a * a + b * b + c * c + (b + a * c) ** 2),
     "component_subtract": (_component_subtract, lambda a, b, c: np.sqrt(a * a + b * b + c * c) * (c - a)),

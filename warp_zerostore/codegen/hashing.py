@@ -138,7 +138,7 @@ def _warn_adjoint_bugs(kernel, build: str) -> None:
         return
     location = _compat.kernel_source_location(kernel)
     key = _compat.kernel_key(kernel)
-    candidates = [f for f in found if isinstance(f, lints.UpdateAfterUse)]
+    candidates = [f for f in found if isinstance(f, lints.UpdateAfterUse) and not f.helper]  # a helper's: Warp's
     _warn_each([f for f in found if f not in candidates], key, location)
     if candidates:  # warned where the build did not make the assignment exact (codegen.local_copies)
 

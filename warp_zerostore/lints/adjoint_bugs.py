@@ -56,8 +56,19 @@ class UpdateAfterUse:
     field: bool = False  # a field of a struct local (s.a = ...), not a component (v[0] = ...)
     loop_line: int = 0  # the loop Warp does not unroll that holds the assignment (0: none)
     nested: bool = False  # a component of a field or of a component (s.v.x = ..., m[0][1] = ...)
+    helper: str = ""  # in this @wp.func helper, called at ``line`` (its own lines: ``helper_at``, file:line)
+    helper_at: str = ""
 
     def message(self, kernel: str, location: str) -> str:
+        if self.helper:
+            what = "field of the local struct" if self.field else "component of the local"
+            return (
+                f"kernel '{kernel}' ({location}): in the @wp.func '{self.helper}' called at line {self.line}, a "
+                f"{what} '{self.name}' is assigned ({self.helper_at}) after '{self.name}' was used whole; Warp's "
+                f"backward replays the assignment first, so that use's adjoint reads the new value and the gradient "
+                f"is wrong. A helper keeps Warp's code (unflagged kernels share it), so zero_store=True does not make "
+                f"it exact (docs/known-issues.md). Assign on a copy, or before the use."
+            )
         if self.loop_line:
             why = f"it is inside the loop at line {self.loop_line}, which Warp does not unroll"
         elif self.nested:
@@ -154,7 +165,7 @@ def find(tree: ast.AST, resolve=None) -> list:
     and `atomic_returns`' (``resolve``: how a call names a ``@wp.func``, `atomic_returns.find`)."""
     function = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef))
     found = _component_findings(function) + _jump_findings(function) + loop_carried.find(function)
-    found += atomic_returns.find(function, resolve)
+    found += atomic_returns.find(function, resolve) + _helper_component_findings(function, resolve)
     if _compat.TERNARY_WITHOUT_ADJOINT:
         found += [TernaryFinding("ternary", n.lineno) for n in ast.walk(function) if isinstance(n, ast.IfExp)]
     return sorted(found, key=lambda f: (f.line, f.name))
@@ -216,6 +227,29 @@ def _component_findings(function: ast.FunctionDef) -> list:
             for name, line in _value_uses(part):
                 used.setdefault(name, line)
     return list(set(found))
+
+
+def _helper_component_findings(function: ast.FunctionDef, resolve) -> list:
+    """`_component_findings` of the ``@wp.func`` helpers a kernel calls (followed through the helpers they call,
+    each once), each at the kernel's call: a helper keeps Warp's code, so none is exact."""
+    found: list = []
+    seen: set = set()
+
+    def visit(tree, call_line: int, resolver) -> None:
+        for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
+            resolved = resolver(call.func) if resolver is not None else None
+            if resolved is None or resolved[0] in seen:
+                continue
+            name, definition, filename, first, nested = resolved
+            seen.add(name)
+            line = call_line or call.lineno
+            for f in _component_findings(definition):
+                at = f"{filename}:{first + f.line - 1}"
+                found.append(dataclasses.replace(f, line=line, use_line=0, helper=name, helper_at=at))
+            visit(definition, line, nested)
+
+    visit(function, 0, resolve)
+    return found
 
 
 def _jump_findings(function: ast.FunctionDef) -> list:
