@@ -152,7 +152,7 @@ _DECL = re.compile(r"^\s*(?P<type>[\w:<>, ]+?)\s+(?P<var>var_\w+)(?:\s*=.*)?;$")
 _ARRAY_LOCAL = re.compile(r"^\s*(wp::array_t<.*>) (var_\w+) = ")
 _ARRAY_TYPE = re.compile(r"^(?:const )?wp::array_t<(.+)>\s*&?$")
 #: pointers into an array: ``p = wp::address(a, i)``, a view ``v = wp::view(a, i)``, a component ``wp::indexref``
-_ADDR = re.compile(r"^(var_\w+) = wp::address\((var_\w+), ")
+_ADDR = re.compile(r"^(var_\w+) = (?:wp::address\(|&\(wp::index\()(var_\w+), ")  # Warp 1.19's slot stores: &(index)
 _VIEW = re.compile(r"^(var_\w+) = wp::view\((var_\w+)[,)]")
 _INDEXREF = re.compile(r"^(// )?(var_\w+) = wp::indexref\((var_\w+), ")
 #: reads and writes of an element (a leading ``// `` is a store Warp's replay skips)
@@ -175,14 +175,21 @@ _TILE_READS = sorted(n for n, b in builtin_facts.TABLE.items() if b.replay == "n
 _TILE_LOAD = re.compile(rf"^(?:var_\w+ = )?wp::({'|'.join(_TILE_READS)})(?:<[^()]*>)?\((var_\w+)\b")
 _CALL = re.compile(r"^(?:(var_\w+) = )?(\w+)\((.*)\);$")
 #: Statements that name an array and neither write its memory nor read an element's value, which the replay leaves
-#: as they are: each named. Any other statement that names an array the function reads or writes elsewhere and
-#: matches none of the forms above is an unknown form (`ReplayIssue.statement`): the replay fails closed.
+#: as they are: each named. Where a form has a group ``array``, only the arrays named in it are used read-only (an
+#: array elsewhere in the statement is not). Any other statement that names an array the function reads or writes
+#: elsewhere and matches none of the forms above is an unknown form (`ReplayIssue.statement`): the replay fails
+#: closed. (Measured over the test suite's and Warp's gradient tests' flagged kernels, tests/test_codegen_safety.py.)
 READ_ONLY_FORMS: dict = {
     "an argument unpacked": re.compile(r"^(?:[\w:<>, ]+\s+)?var_\w+ = (?:_wp_args|\*?\(?_wp_args)\W.*;$"),
     "a declaration": re.compile(r"^(?:const )?[\w:<>, ]+[\s*&]+var_\w+(?: = \{\})?;$"),
     "an adjoint (it writes gradients, never the array)": re.compile(r"^(?:wp::(?:zs::)?)?adj_\w+\(.*\);$"),
-    "the array's shape": re.compile(r"^var_\w+ = &\(var_\w+\.shape\);$"),
-    "the array's length": re.compile(r"^var_\w+ = wp::len\(var_\w+\);$"),
+    "a deterministic-mode adjoint (Warp 1.19)": re.compile(
+        r"^WP_DET_SCATTER_OR_FALLBACK\(det_ctx, det_scatter_\w+, .*\);$"
+    ),
+    "the array's shape": re.compile(r"^var_\w+ = &\((?P<array>var_\w+)\.shape\);$"),
+    "the array's length": re.compile(r"^var_\w+ = wp::len\((?P<array>var_\w+)\);$"),
+    "the array tested for null (`if a:`)": re.compile(r"^if \(!?(?P<array>var_\w+)\) \{$"),
+    "the array as a condition (`wp.where(a, ...)`)": re.compile(r"^var_\w+ = wp::where\((?P<array>var_\w+), "),
     "a copy of the array (a local array variable)": re.compile(r"^var_\w+ = (?:wp::copy\()?var_\w+\)?;$"),
 }
 _ASSIGN = re.compile(r"^(var_\w+) = ")
@@ -496,9 +503,16 @@ def _scan_statement(body: Body, text: str, idx: int, loop, line: int, helpers: d
         loaded = frozenset(roots[args[p]] for p in helper.loads if p < len(args) and args[p] in roots)
         body.calls.append(Call(idx, helper, args, m.group(1), stored, loaded, loop, line))
         return
-    named = [roots[v] for v in dict.fromkeys(_VARIABLE.findall(text)) if v in roots]
-    if named and not text.startswith("//") and not any(form.match(text) for form in READ_ONLY_FORMS.values()):
-        body.unknown.extend(Builtin(idx, root, line, text) for root in dict.fromkeys(named))
+    named = [v for v in dict.fromkeys(_VARIABLE.findall(text)) if v in roots]
+    if not named or text.startswith("//"):
+        return
+    for form in READ_ONLY_FORMS.values():
+        m = form.match(text)
+        if m:
+            read_only = set(_VARIABLE.findall(m.group("array"))) if "array" in form.groupindex else set(named)
+            named = [v for v in named if v not in read_only]
+            break
+    body.unknown.extend(Builtin(idx, root, line, text) for root in dict.fromkeys(roots[v] for v in named))
 
 
 # ------------------------------------------------------------------------------------------------------------
