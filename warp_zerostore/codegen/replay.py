@@ -152,7 +152,9 @@ _DECL = re.compile(r"^\s*(?P<type>[\w:<>, ]+?)\s+(?P<var>var_\w+)(?:\s*=.*)?;$")
 _ARRAY_LOCAL = re.compile(r"^\s*(wp::array_t<.*>) (var_\w+) = ")
 _ARRAY_TYPE = re.compile(r"^(?:const )?wp::array_t<(.+)>\s*&?$")
 #: pointers into an array: ``p = wp::address(a, i)``, a view ``v = wp::view(a, i)``, a component ``wp::indexref``
-_ADDR = re.compile(r"^(var_\w+) = (?:wp::address\(|&\(wp::index\()(var_\w+), ")  # Warp 1.19's slot stores: &(index)
+#: a pointer into an array: ``wp::address(a, i)``; Warp 1.19's slot stores' ``&(wp::index(a, i))``; a field of a
+#: struct element, ``&(((*wp::address(a, i))).f)``
+_ADDR = re.compile(r"^(var_\w+) = (?:wp::address\(|&\((?:\(\(\*)?wp::(?:index|address)\()(var_\w+), ")
 _VIEW = re.compile(r"^(var_\w+) = wp::view\((var_\w+)[,)]")
 _INDEXREF = re.compile(r"^(// )?(var_\w+) = wp::indexref\((var_\w+), ")
 #: reads and writes of an element (a leading ``// `` is a store Warp's replay skips)
@@ -189,6 +191,7 @@ READ_ONLY_FORMS: dict = {
     "the array's shape": re.compile(r"^var_\w+ = &\((?P<array>var_\w+)\.shape\);$"),
     "the array's length": re.compile(r"^var_\w+ = wp::len\((?P<array>var_\w+)\);$"),
     "the array tested for null (`if a:`)": re.compile(r"^if \(!?(?P<array>var_\w+)\) \{$"),
+    "the array tested for null (`not a`)": re.compile(r"^var_\w+ = wp::unot\((?P<array>var_\w+)\);$"),
     "the array as a condition (`wp.where(a, ...)`)": re.compile(r"^var_\w+ = wp::where\((?P<array>var_\w+), "),
     "a copy of the array (a local array variable)": re.compile(r"^var_\w+ = (?:wp::copy\()?var_\w+\)?;$"),
 }
