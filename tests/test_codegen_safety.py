@@ -165,3 +165,23 @@ def test_an_edit_to_each_generating_file_changes_the_salt(name):
     changed = hashing.generator_digest(lambda path: path.read_bytes() + (b"# edit\n" if path == edited else b""))
     assert changed != base
     assert hashing.generator_digest() == base == hashing._GENERATOR_DIGEST  # the digest of the files as they are
+
+
+@pytest.mark.parametrize(
+    "pointer",
+    [
+        "var_9 = wp::address(var_y, var_0);",
+        "var_9 = &(wp::index(var_y, var_0));",
+        "var_9 = &(((*wp::address(var_y, var_0))).a);",
+        "var_9 = &((((*wp::address(var_y, var_0))).s).a);",
+    ],
+)
+def test_every_pointer_form_into_an_array_is_followed(pointer):
+    """A load through a pointer into ``y`` (an element, Warp 1.19's slot form, a field of a struct element) is a
+    load of ``y``: the replay sees it (it dropped the struct forms before, so a load through them read memory
+    unseen)."""
+    params = [("wp::array_t<wp::float32>", "var_y")]
+    lines = ["f(", "{", pointer, "var_10 = wp::load(var_9);", "}"]
+    body = replay._scan(replay.Function("f", lines, params, 1), {})
+    assert body.roots["var_9"] == "var_y" and [(a.root, a.index) for a in body.loads] == [("var_y", 3)]
+    assert body.unknown == []

@@ -153,8 +153,8 @@ _ARRAY_LOCAL = re.compile(r"^\s*(wp::array_t<.*>) (var_\w+) = ")
 _ARRAY_TYPE = re.compile(r"^(?:const )?wp::array_t<(.+)>\s*&?$")
 #: pointers into an array: ``p = wp::address(a, i)``, a view ``v = wp::view(a, i)``, a component ``wp::indexref``
 #: a pointer into an array: ``wp::address(a, i)``; Warp 1.19's slot stores' ``&(wp::index(a, i))``; a field of a
-#: struct element, ``&(((*wp::address(a, i))).f)``
-_ADDR = re.compile(r"^(var_\w+) = (?:wp::address\(|&\((?:\(\(\*)?wp::(?:index|address)\()(var_\w+), ")
+#: struct element, ``&(((*wp::address(a, i))).f)``, or of a struct in one, ``&((((*wp::address(a, i))).s).f)``
+_ADDR = re.compile(r"^(var_\w+) = (?:wp::address\(|&\(+\*?wp::(?:index|address)\()(var_\w+), ")
 _VIEW = re.compile(r"^(var_\w+) = wp::view\((var_\w+)[,)]")
 _INDEXREF = re.compile(r"^(// )?(var_\w+) = wp::indexref\((var_\w+), ")
 #: reads and writes of an element (a leading ``// `` is a store Warp's replay skips)
