@@ -500,7 +500,7 @@ CUDA_CALLABLE WP_ZS_INLINE int
 replay_probe_newest(slots<D...>, const replay_log<Entries, Slot>& log, const unsigned char* lo, T& value)
 {
     int found = 0;
-    ((found = replay_probe<D>(log, lo, value)) || ...);
+    (void)((found = replay_probe<D>(log, lo, value)) || ...);  // the newest first; stops at the first that touches
     return found;
 }
 
