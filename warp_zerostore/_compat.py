@@ -496,10 +496,6 @@ def store_struct_field(adj, aggregate, field: str, rhs) -> None:
         adj.add_reverse(f"{rhs.emit_adj()} += {aggregate.emit_adj()}.{field_var.label};")
 
 
-#: what Warp's code generator raises for a program it cannot generate (no overload of a builtin for these types)
-CodegenError = codegen.WarpCodegenError
-
-
 def is_component_value_type(t) -> bool:
     """A vector, quaternion, matrix or transform: the value types whose components ``v[i] = e`` assigns."""
     return (
