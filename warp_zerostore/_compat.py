@@ -613,6 +613,21 @@ def tape_entries(tape) -> list:
     return list(tape.launches)
 
 
+def relaunch_forward(entry) -> None:
+    """Run a recorded kernel launch's forward again with the arguments it was recorded with, recorded on no
+    Tape (a tiled launch's recorded ``dim`` already ends with its block dimension)."""
+    _LAUNCH_ORIGINAL(
+        entry[0],
+        dim=entry[1],
+        inputs=entry[3],
+        outputs=entry[4],
+        device=entry[5],
+        max_blocks=entry[2],
+        block_dim=entry[6],
+        record_tape=False,
+    )
+
+
 def hold_source(array, source, storage_base: int, storage_nbytes: int) -> None:
     """What ``wp.from_torch`` sets on an array over a tensor's memory: a reference keeping the tensor (and so the
     memory) alive, and the bounds of its whole allocation (APIC capture uses them to match views of one buffer)."""
