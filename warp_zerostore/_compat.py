@@ -349,8 +349,16 @@ def caller_module_name(stack_level: int) -> str:
 
 
 def warp_package_dirs() -> tuple:
-    """Folders of Warp's own Python files (call sites inside them are not the user's)."""
+    """Folders of Warp's own Python files (call sites inside them are not the user's, except in
+    `warp_user_code_dirs`)."""
     return (os.path.dirname(warp.__file__) + os.sep,)
+
+
+def warp_user_code_dirs() -> tuple:
+    """Folders inside Warp's package that hold programs written as a user writes them, not Warp's runtime: its
+    examples and its tests (a launch made from them is the user's)."""
+    base = os.path.dirname(warp.__file__)
+    return tuple(os.path.join(base, name) + os.sep for name in ("examples", "tests"))
 
 
 def builtin_function(name: str):

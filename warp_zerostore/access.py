@@ -24,7 +24,7 @@ import dataclasses
 import logging
 
 from . import _compat
-from .builtin_facts import ACCUMULATING, READING, STORING, augmented_is_atomic, call_name
+from .builtin_facts import ACCUMULATING, READING, RESULT_IS_READ, STORING, augmented_is_atomic, call_name
 from .value_use import ValueUses
 
 _log = logging.getLogger(__name__)
@@ -274,7 +274,10 @@ class _Visitor(ast.NodeVisitor):
                 access.accumulates = access.surely_writes = True
             elif name in READING:
                 self._note(label, access, read=True)
-                access.reads = access.value_read = True
+                access.reads = True
+                # a tile load's result is the values it read: its uses decide whether a backward reads them
+                loaded = name in RESULT_IS_READ and self.values is not None and not self.values.is_needed(parent)
+                access.value_read |= not loaded
             elif name in STORING:
                 self._note(label, access, store=True)
                 access.stores = access.surely_writes = True

@@ -322,11 +322,15 @@ _PACKAGE_DIR = os.path.dirname(os.path.dirname(__file__)) + os.sep  # warp_zeros
 
 
 def _is_internal(filename: str) -> bool:
+    """Whether a frame of ``filename`` is Warp's runtime or this package, not the user's program. Warp's
+    examples and tests are programs as a user writes them: theirs are user frames."""
     internal = _INTERNAL.get(filename)
     if internal is None:
-        internal = _INTERNAL[filename] = filename.startswith(
-            _compat.warp_package_dirs() + (_PACKAGE_DIR,)
-        ) or filename.startswith("<frozen")
+        path = filename if filename.startswith("<") else os.path.abspath(filename)
+        internal = _INTERNAL[filename] = (
+            path.startswith(_compat.warp_package_dirs() + (_PACKAGE_DIR,))
+            and not path.startswith(_compat.warp_user_code_dirs())
+        ) or path.startswith("<frozen")
     return internal
 
 
@@ -334,7 +338,8 @@ _INTERNAL: dict = {}
 
 
 def _call_site(depth: int = 1) -> str:
-    """``file:line`` of the first frame, from ``depth`` frames up, outside Warp and this package."""
+    """``file:line`` of the first frame, from ``depth`` frames up, outside Warp's runtime and this package
+    (`_is_internal`)."""
     frame = sys._getframe(depth)
     while frame is not None:
         internal = _INTERNAL.get(frame.f_code.co_filename)  # inlined `_is_internal`: four frames a launch

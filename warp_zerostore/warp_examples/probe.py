@@ -278,18 +278,6 @@ class Probe:
         return {"status": "ready", "elements": elements}
 
 
-def _snapshot_tape_class():
-    import warp_zerostore  # noqa: PLC0415
-
-    class SnapshotTape(warp_zerostore.Tape):
-        """Every Tape of the example, made ``Tape(snapshot=True)`` (what it passes itself is kept)."""
-
-        def __init__(self, check=None, snapshot=True):
-            super().__init__(check=check, snapshot=snapshot)
-
-    return SnapshotTape
-
-
 def _quiet(compat) -> None:
     import warp  # noqa: PLC0415
 
@@ -338,7 +326,9 @@ def _setup(mode: str, compat, hazards: list) -> tuple:
         if mode == "zero_store":
             warp_zerostore.config.zero_store = True
         if mode == "snapshot":
-            context.enter_context(compat.tape_class_replaced(_snapshot_tape_class()))
+            from warp_zerostore.tape.defaults import every_tape  # noqa: PLC0415
+
+            context.enter_context(every_tape(snapshot=True))
     return tape_classes, context
 
 
