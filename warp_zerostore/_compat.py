@@ -260,9 +260,30 @@ def kernel_key(kernel) -> str:
     return kernel.key
 
 
-def kernel_source_location(kernel) -> str:
+def kernel_source_line(kernel) -> tuple:
+    """``(file, line of the kernel's first source line)``, the line None where it cannot be known. Warp builds an
+    overload of a generic kernel (warp.fem's, warp.optim's) from the generic kernel's source text and gives it no
+    line (``fun_lineno`` 0, every version): the function's own first line is the same text's, where the file holds
+    it there; a kernel built from other text has no line."""
+    import linecache  # noqa: PLC0415
+
     adj = kernel.adj
-    return f"{adj.filename}:{adj.fun_lineno}"
+    if adj.fun_lineno:
+        return adj.filename, adj.fun_lineno
+    code = getattr(inspect.unwrap(kernel.func), "__code__", None)
+    first = (adj.source or "").lstrip("\n").splitlines()[:1]
+    if code is not None and first and os.path.abspath(code.co_filename) == os.path.abspath(adj.filename):
+        if linecache.getline(code.co_filename, code.co_firstlineno).strip() == first[0].strip():
+            return adj.filename, code.co_firstlineno
+    return adj.filename, None
+
+
+def kernel_source_location(kernel) -> str:
+    """``file:line`` of a kernel's source (`kernel_source_line`), or ``file (line unknown: ...)``."""
+    filename, line = kernel_source_line(kernel)
+    if line is None:
+        return f"{filename} (line unknown: a kernel built from source text)"
+    return f"{filename}:{line}"
 
 
 def kernel_function(kernel):

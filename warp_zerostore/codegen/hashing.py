@@ -75,8 +75,10 @@ def _warn_adjoint_bugs(kernel, build: str) -> None:
         _log.debug("kernel %s: no source tree to check for Warp's wrong adjoints (%s)", kernel, error)
         return
     location = _compat.kernel_source_location(kernel)
-    filename, first = location.rsplit(":", 1)
+    filename, first = _compat.kernel_source_line(kernel)
+    if first is None:  # no line in the file: lines of the kernel's own text, under a name that says so
+        filename, first = f"<kernel '{_compat.kernel_key(kernel)}' built from source text, {filename}>", 1
     for f in found:
-        line = int(first) + f.line - 1
+        line = first + f.line - 1
         message = f.message(_compat.kernel_key(kernel), location)
         warnings.warn_explicit(lints.AdjointWarning(message), lints.AdjointWarning, filename, line)

@@ -350,7 +350,8 @@ def _call_site(depth: int = 1) -> str:
         frame = frame.f_back
     if frame is None:
         return "<unknown>"
-    key = (frame.f_code, frame.f_lasti)  # one instruction of one function: one line, without computing it
+    # one instruction of one function: one line, without computing it (code objects compare equal across files)
+    key = (frame.f_code.co_filename, frame.f_code, frame.f_lasti)
     location = _LOCATIONS.get(key)
     if location is None:
         if len(_LOCATIONS) > 65536:

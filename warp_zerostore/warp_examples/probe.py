@@ -83,8 +83,9 @@ class Probe:
     (references are held until then, so the numbers do not depend on Python reusing ids). A stock run notes, at
     that backward when it is given a loss, the inputs whose gradient central differences can check: arrays the
     forward left unchanged (their bytes at backward are those a recorded launch first saw), of a float type, with
-    a non-zero gradient. A ``perturb`` run (``target``: number, flat element, value) sets that element when its
-    array is first passed, and stops at the first backward with the loss's value.
+    a non-zero gradient. Of those, the parameters are the ones the program changes after that backward (an
+    optimizer's step), seen at the end of the run (`choose`). A ``perturb`` run (``target``: number, flat element,
+    value) sets that element when its array is first passed, and stops at the first backward with the loss's value.
     """
 
     def __init__(self, compat, mode: str, target: tuple | None = None):
@@ -241,7 +242,8 @@ class Probe:
         self.backwards.append({"kind": "adjoint launch", "loss": False, "arrays": kept})
 
     def _candidates(self, labelled: list, loss) -> dict:
-        """The elements central differences check (see the class docstring), with backward's gradient there."""
+        """The inputs central differences may check (see the class docstring), held with their values and
+        gradient at this backward until `choose` picks the parameters among them."""
         if loss is None:
             return {"status": "not available", "reason": "the first backward() is given no loss array"}
         inputs = []
@@ -254,13 +256,23 @@ class Probe:
                 continue  # not a float, or the forward changed it
             grad = np.asarray(arr.grad.numpy(), dtype=np.float64).reshape(-1)
             if np.any(grad != 0.0):
-                inputs.append((float(np.linalg.norm(grad)), number, label, values.reshape(-1), grad))
+                inputs.append((number, label, arr, np.array(values, copy=True).reshape(-1), grad))
         if not inputs:
             return {"status": "not available", "reason": "no input the forward leaves unchanged has a gradient"}
-        inputs.sort(key=lambda t: -t[0])
+        return {"status": "pending", "inputs": inputs}
+
+    def choose(self) -> None:
+        """At the end of the run: the parameters are the inputs the program changed after the first backward
+        (an optimizer's step); central differences check up to `FD_ARRAYS` of them, largest gradient first,
+        `FD_ELEMENTS` elements each. Where the program changed none, every input is a candidate, said so."""
+        if self.candidates.get("status") != "pending":
+            return
+        inputs = self.candidates["inputs"]
+        changed = [i for i in inputs if _digest(i[2].numpy().reshape(-1)) != _digest(i[3])]
+        chosen = sorted(changed or inputs, key=lambda i: -float(np.linalg.norm(i[4])))[:FD_ARRAYS]
         rng = np.random.default_rng(0)
         elements = []
-        for _, number, label, values, grad in inputs[:FD_ARRAYS]:
+        for number, label, _, values, grad in chosen:
             nonzero = np.flatnonzero(grad)
             picks = [int(np.argmax(np.abs(grad)))]
             picks += [int(i) for i in rng.choice(nonzero, size=min(FD_ELEMENTS - 1, len(nonzero)), replace=False)]
@@ -275,7 +287,11 @@ class Probe:
                         "backward": float(grad[element]),
                     }
                 )
-        return {"status": "ready", "elements": elements}
+        self.candidates = {
+            "status": "ready",
+            "parameters": "changed after the backward" if changed else "unknown",
+            "elements": elements,
+        }
 
 
 def _quiet(compat) -> None:
@@ -370,6 +386,7 @@ def run(mode_text: str, out: str, example: str, args: list) -> int:
             seen_warnings = list(caught)
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
+    probe.choose()
     record.update(
         seconds=time.perf_counter() - start,
         overhead_seconds=probe.overhead,

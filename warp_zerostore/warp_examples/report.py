@@ -27,12 +27,14 @@ def _reports(run: ModeRun) -> str:
     return "; ".join(parts)
 
 
-def cell(run: ModeRun | None, stock: ModeRun | None) -> str:
-    """One mode of one example, in a few words."""
+def cell(run: ModeRun | None, stock: ModeRun | None, noise: list = ()) -> str:
+    """One mode of one example, in a few words (``noise``: what two stock runs disagree on)."""
     if run is None:
         return "—"
     if run.verdict == "stock":
         text = f"{run.backwards} backward{'s' if run.backwards != 1 else ''}, {run.gradients[1]} gradients"
+        if noise:
+            text += f"; {len(noise)} arrays or outputs differ between two stock runs (not compared)"
     elif run.verdict == "bitwise":
         text = f"bitwise{_ratio(run, stock)}"
     elif run.verdict == "differs":
@@ -57,8 +59,9 @@ def _central(result: ExampleResult) -> str:
         return "—"
     if central["status"] == "not available":
         return "n/a"
-    worst = max(e["relative_error"] for e in central["elements"])
-    return f"{central['status']} ({len(central['elements'])} elements, max rel. error {worst:.2g})"
+    counted = collections.Counter(e["verdict"] for e in central["elements"])
+    parameters = "" if central.get("parameters") != "unknown" else "; which inputs are parameters unknown"
+    return f"{central['status']} ({', '.join(f'{n} {v}' for v, n in sorted(counted.items()))}{parameters})"
 
 
 def table(summary: Summary) -> str:
@@ -72,7 +75,12 @@ def table(summary: Summary) -> str:
             lines.append(f"| {name} | skipped: {result.skip} |" + " |" * (len(head) - 2))
             continue
         stock = result.runs.get("stock")
-        row = [name, cell(stock, None), _central(result), *(cell(result.runs.get(m), stock) for m in modes)]
+        row = [
+            name,
+            cell(stock, None, result.noise),
+            _central(result),
+            *(cell(result.runs.get(m), stock) for m in modes),
+        ]
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines)
 
@@ -82,13 +90,20 @@ def details(summary: Summary) -> str:
     lines = []
     for result in summary.results:
         block = []
+        if result.skip and not result.runs:
+            block.append(f"- skipped: {result.skip}")
         for run in result.runs.values():
             for h in run.hazards:
-                site = h["writer"] or h["reader"] or {}
-                where = f"kernel '{site.get('kernel', '?')}' {site.get('argument', '')} at {site.get('location', '?')}"
-                block.append(f"- {run.mode}: {h['kind']}{' (real)' if h['real'] else ''}: {where}")
+                block.append(f"- {run.mode}: {_hazard_line(h)}")
+            by_category: dict = {}
             for w in run.warnings:
-                block.append(f"- {run.mode}: {w['category']} ×{w['count']} at {w['where']}: {w['message'][:160]}")
+                by_category.setdefault(w["category"], []).append(w)
+            for category, found in sorted(by_category.items()):
+                places = sorted({w["where"] for w in found})
+                block.append(
+                    f"- {run.mode}: {len(found)} distinct {category} at {', '.join(places[:4])}"
+                    f"{' ...' if len(places) > 4 else ''}; the first: {found[0]['message'][:200]}"
+                )
             if run.error and run.verdict != "stock":
                 block.append(f"- {run.mode}: {run.error[:300]}")
         for element in result.central.get("elements", []):
@@ -103,6 +118,19 @@ def details(summary: Summary) -> str:
     return "\n".join(lines)
 
 
+def _hazard_line(h: dict) -> str:
+    """One hazard: its kind, whether real, and the sites it names."""
+    parts = []
+    for role in ("writer", "reader", "earlier"):
+        site = h.get(role)
+        if site:
+            argument = f" argument '{site['argument']}'" if site["argument"] else ""
+            parts.append(f"{role} kernel '{site['kernel']}'{argument} at {site['location']}")
+    cause = f" ({h['cause']})" if h.get("cause") else ""
+    tapes = f", found by {h['tapes']} Tapes" if h.get("tapes", 1) > 1 else ""
+    return f"{h['kind']}{cause}, {'real' if h['real'] else 'not real'}: {'; '.join(parts)}{tapes}"
+
+
 def to_json(summary: Summary) -> str:
     """Everything, as JSON."""
 
@@ -110,6 +138,7 @@ def to_json(summary: Summary) -> str:
         return {
             "example": dataclasses.asdict(result.example),
             "skip": result.skip,
+            "noise": result.noise,
             "central_differences": result.central,
             "runs": {mode: dataclasses.asdict(run) for mode, run in result.runs.items()},
         }

@@ -1,6 +1,7 @@
 """Each example in each mode, one process a run, compared with stock: the table and its JSON.
 
-For every example of `discover.find` that can run here, `run_example` runs `probe` once per mode (stock first),
+For every example of `discover.find` that can run here, `run_example` runs `probe` once per mode (stock first,
+twice: what two stock runs do not agree on, memory the program never writes say, is not compared),
 each in a new process in a folder of its own (fresh Warp state; the check mode as ``python -m warp_zerostore check
 probe.py ...``, as a user runs it), then compares each mode with stock:
 
@@ -87,12 +88,14 @@ class ModeRun:
 
 @dataclasses.dataclass
 class ExampleResult:
-    """Every mode of one example (``skip``: why none ran)."""
+    """Every mode of one example (``skip``: why none ran; ``noise``: what two stock runs do not agree on, not
+    compared)."""
 
     example: Example
     runs: dict = dataclasses.field(default_factory=dict)
     central: dict = dataclasses.field(default_factory=dict)
     skip: str = ""
+    noise: list = dataclasses.field(default_factory=list)  # what differs between two stock runs (`noise`)
 
 
 @dataclasses.dataclass
@@ -120,10 +123,12 @@ def _command(mode: str, out: str, example: Example, python: str) -> list:
     return [python, "-m", "warp_zerostore", "check", *probe] if mode == "check" else [python, *probe]
 
 
-def run_probe(example: Example, mode: str, folder: str, timeout: float, python: str = sys.executable) -> tuple:
-    """Run the probe for one mode in its own process and folder: ``(record or None, arrays, exit status, tail of
-    its output)``."""
-    out = os.path.join(folder, mode.replace(":", "_"))
+def run_probe(
+    example: Example, mode: str, folder: str, timeout: float, python: str = sys.executable, name: str = ""
+) -> tuple:
+    """Run the probe for one mode in its own process and folder (``name``, default the mode's): ``(record or None,
+    arrays, exit status, tail of its output)``."""
+    out = os.path.join(folder, name or mode.replace(":", "_"))
     os.makedirs(out, exist_ok=True)
     try:
         done = subprocess.run(
@@ -185,8 +190,32 @@ def _from_record(mode: str, record: dict | None, status: int, output: str) -> Mo
     )
 
 
-def compare(run: ModeRun, stock: dict, stock_arrays: dict, record: dict, arrays: dict) -> None:
-    """Fill ``run``'s comparison with stock (see the module docstring) and its verdict."""
+def _digests(record: dict) -> dict:
+    """``{(backward, array, "grad" or "value"): digest}`` of a run."""
+    return {
+        (number, position, field): entry[field]
+        for number, backward in enumerate(record["backwards"])
+        for position, entry in enumerate(backward["arrays"])
+        for field in ("grad", "value")
+        if field in entry
+    }
+
+
+def noise(stock: dict, again: dict) -> set:
+    """What differs between two stock runs of one example (memory a program never writes, say): not compared.
+    The stdout is ``("stdout",)`` in the set where it differs."""
+    a, b = _digests(stock), _digests(again)
+    noisy = {key for key in a.keys() | b.keys() if a.get(key) != b.get(key)}
+    if stock["stdout"] != again["stdout"]:
+        noisy.add(("stdout",))
+    return noisy
+
+
+def compare(
+    run: ModeRun, stock: dict, stock_arrays: dict, record: dict, arrays: dict, noisy: set = frozenset()
+) -> None:
+    """Fill ``run``'s comparison with stock (see the module docstring) and its verdict; what differs between two
+    stock runs (``noisy``) is not compared."""
     if run.status != "ran":
         refused = run.error.startswith("OverwriteError")
         run.verdict = "refused" if refused else "raised"
@@ -199,7 +228,7 @@ def compare(run: ModeRun, stock: dict, stock_arrays: dict, record: dict, arrays:
         for position in range(max(len(a), len(b))):
             x = a[position] if position < len(a) else {}
             y = b[position] if position < len(b) else {}
-            if "grad" in x or "grad" in y:
+            if ("grad" in x or "grad" in y) and (number, position, "grad") not in noisy:
                 compared += 1
                 if x.get("grad") == y.get("grad") and x.get("shape") == y.get("shape"):
                     equal += 1
@@ -209,10 +238,10 @@ def compare(run: ModeRun, stock: dict, stock_arrays: dict, record: dict, arrays:
                         difference = _relative_difference(arrays[x["saved"]], stock_arrays[y["saved"]])
                         if run.largest_difference is None or difference > run.largest_difference[0]:
                             run.largest_difference = (difference, y.get("label", ""))
-            if x.get("value") != y.get("value"):
+            if x.get("value") != y.get("value") and (number, position, "value") not in noisy:
                 run.values_equal = False
     run.gradients = [equal, compared]
-    run.stdout_equal = record["stdout"] == stock["stdout"]
+    run.stdout_equal = ("stdout",) in noisy or record["stdout"] == stock["stdout"]
     run.verdict = "bitwise" if run.first_difference is None and len(mine) == len(theirs) else "differs"
 
 
@@ -292,11 +321,13 @@ def run_example(
             result.runs["stock"].gradients = [
                 sum(1 for b in stock["backwards"] for a in b["arrays"] if "grad" in a)
             ] * 2
-        if progress:
-            progress(example, result.runs["stock"])
         if stock is None or stock["status"] != "ran":
             result.skip = f"stock Warp does not run it here: {result.runs['stock'].error or output[-300:]}"
             return result
+        again, _, _, _ = run_probe(example, "stock", folder, timeout, python, name="stock_again")
+        result.noise = sorted(noise(stock, again)) if again is not None else [("stock run again failed",)]
+        if progress:
+            progress(example, result.runs["stock"])
         if central:
             result.central = central_differences(example, stock, folder, timeout, python)
         for mode in modes:
@@ -305,7 +336,7 @@ def run_example(
             record, arrays, status, output = run_probe(example, mode, folder, timeout, python)
             run = result.runs[mode] = _from_record(mode, record, status, output)
             if record is not None:
-                compare(run, stock, stock_arrays, record, arrays)
+                compare(run, stock, stock_arrays, record, arrays, set(map(tuple, result.noise)))
             if progress:
                 progress(example, run)
     finally:
