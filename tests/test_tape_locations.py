@@ -12,10 +12,9 @@ import warnings
 import numpy as np
 import pytest
 import warp
-
-import warp_zerostore as wp
 from helpers import kernels_generic_lint as generic
 
+import warp_zerostore as wp
 from warp_zerostore import _compat
 from warp_zerostore.tape import tape as tape_module
 
