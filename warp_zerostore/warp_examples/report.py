@@ -41,6 +41,8 @@ def cell(run: ModeRun | None, stock: ModeRun | None, noise: list = ()) -> str:
         text = f"**differs** from backward {run.first_difference} ({run.gradients[1] - run.gradients[0]} of {run.gradients[1]})"
         if run.largest_difference:
             text += f", rel. L2 {run.largest_difference[0]:.3g}"
+    elif run.verdict == "right where stock is off":
+        text = f"differs from stock, agrees with central differences where stock does not{_ratio(run, stock)}"
     elif run.verdict == "refused":
         text = "refused (OverwriteError)"
     else:

@@ -12,8 +12,9 @@ probe.py ...``, as a user runs it), then compares each mode with stock:
 
 A mode is **bitwise** where every gradient equals stock's, **refused** where it raised `OverwriteError` (the
 snapshot Tape refusing by name), and **differs** or **raised** otherwise: those two fail the run
-(`Summary.failed`). Stock itself is checked against central differences of the whole program where the example
-allows it (`central_differences`).
+(`Summary.failed`). Stock is checked against central differences of the whole program where the example allows
+it (`central_differences`); where they disagree with stock, a mode that differs from stock and agrees with them at
+those elements is **right where stock is off**, not a failure (`agrees_with_central`).
 """
 
 from __future__ import annotations
@@ -52,7 +53,8 @@ class ModeRun:
         exit_status: The process's exit status (for ``check``, the check command's).
         seconds: The example's own run, less the probe's work.
         backwards: How many backward passes (``Tape.backward`` and adjoint launches) it made.
-        verdict: ``"stock"`` (the stock run), ``"bitwise"``, ``"refused"``, ``"differs"``, ``"raised"``.
+        verdict: ``"stock"`` (the stock run), ``"bitwise"``, ``"refused"``, ``"differs"``, ``"raised"``, ``"right
+            where stock is off"``.
         gradients: ``[equal, compared]`` gradient arrays over all backwards.
         first_difference: The first backward whose gradients differ from stock's (None: none differ).
         largest_difference: ``(relative L2 difference, array label)`` of the first backward, where it differs.
@@ -254,42 +256,51 @@ def _relative_difference(mine: np.ndarray, stock: np.ndarray) -> float:
     return float(difference / scale) if scale > 0 else float(difference)
 
 
+def _central(example: Example, element: dict, h: float, folder: str, timeout: float, python: str) -> tuple:
+    """``(central difference, its rounding bound)`` at one element with step ``h``, or ``(None, why)``."""
+    losses, values = [], []
+    for value in (element["value"] + h, element["value"] - h):
+        mode = f"{PERTURB}:{element['array']}:{element['element']}:{value!r}"
+        record, _, _, output = run_probe(example, mode, folder, timeout, python)
+        perturbed = (record or {}).get("perturbed", {})
+        if not perturbed.get("found") or perturbed.get("loss") is None:
+            return None, f"a perturbed run did not reach its backward ({output[-200:]})"
+        losses.append(perturbed["loss"])
+        values.append(perturbed["set"])  # as the array's type holds it
+    step = values[0] - values[1]
+    return (losses[0] - losses[1]) / step, 4.0 * LOSS_EPSILON * max(abs(v) for v in losses) / abs(step)
+
+
 def central_differences(example: Example, stock: dict, folder: str, timeout: float, python: str) -> dict:
     """Stock's gradient at the elements the stock run chose, against central differences of the whole program:
     each element set to ``x + h`` and ``x - h`` where its array is first passed, in a stock run stopped at its
-    first backward, whose loss it reads."""
+    first backward, whose loss it reads; at two steps (``h`` and ``h / 10``), which must agree with each other
+    (else a kink or rounding: inconclusive), and above the float32 loss's rounding (else inconclusive)."""
     chosen = stock["central_differences"]
     if chosen.get("status") != "ready":
         return {"status": "not available", "reason": chosen.get("reason", "")}
     checked = []
     for element in chosen["elements"]:
-        x = element["value"]
-        h = FD_STEP.get(element["width"], 1e-2) * max(1.0, abs(x))
-        losses, values = [], []
-        for value in (x + h, x - h):
-            mode = f"{PERTURB}:{element['array']}:{element['element']}:{value!r}"
-            record, _, _, output = run_probe(example, mode, folder, timeout, python)
-            perturbed = (record or {}).get("perturbed", {})
-            if not perturbed.get("found") or perturbed.get("loss") is None:
-                return {
-                    "status": "not available",
-                    "reason": f"a perturbed run did not reach its backward ({output[-200:]})",
-                }
-            losses.append(perturbed["loss"])
-            values.append(perturbed["set"])
-        central = (losses[0] - losses[1]) / (values[0] - values[1])
+        h = FD_STEP.get(element["width"], 1e-2) * max(1.0, abs(element["value"]))
+        (coarse, coarse_noise), (fine, fine_noise) = (
+            _central(example, element, step, folder, timeout, python) for step in (h, h / 10.0)
+        )
+        if coarse is None or fine is None:
+            return {"status": "not available", "reason": coarse_noise if coarse is None else fine_noise}
         backward = element["backward"]
-        noise = 4.0 * LOSS_EPSILON * max(abs(v) for v in losses) / abs(values[0] - values[1])
-        error = abs(central - backward)
-        scale = max(abs(backward), abs(central))
-        verdict = "agrees" if error <= FD_RTOL * scale + noise else "differs"
-        if noise > 0.5 * abs(backward):
-            verdict = "inconclusive"
+        error, scale = abs(coarse - backward), max(abs(backward), abs(coarse))
+        if abs(coarse - fine) > FD_RTOL * max(abs(coarse), abs(fine)) + coarse_noise + fine_noise:
+            verdict = "inconclusive"  # the two steps disagree: a kink within h, or rounding
+        elif coarse_noise > 0.5 * max(abs(backward), abs(coarse)):
+            verdict = "inconclusive"  # below what a float32 loss resolves
+        else:
+            verdict = "agrees" if error <= FD_RTOL * scale + coarse_noise else "differs"
         checked.append(
             {
                 **element,
-                "central": central,
-                "noise": noise,
+                "central": coarse,
+                "central_fine": fine,
+                "noise": coarse_noise,
                 "relative_error": error / scale if scale else 0.0,
                 "verdict": verdict,
             }
@@ -297,6 +308,23 @@ def central_differences(example: Example, stock: dict, folder: str, timeout: flo
     verdicts = {c["verdict"] for c in checked}
     status = "differs" if "differs" in verdicts else "agrees" if "agrees" in verdicts else "inconclusive"
     return {"status": status, "elements": checked, "tolerance": FD_RTOL}
+
+
+def agrees_with_central(run_arrays: dict, record: dict, central: dict) -> bool:
+    """Whether a mode's first-backward gradient agrees with central differences at every element where stock's
+    does not (a mode that differs from stock there may be right where stock is off)."""
+    off = [e for e in central.get("elements", []) if e["verdict"] == "differs"]
+    if not off or not record["backwards"]:
+        return False
+    saved = {a["label"]: a.get("saved") for a in record["backwards"][0]["arrays"]}
+    for element in off:
+        key = saved.get(element["label"])
+        if key is None or key not in run_arrays:
+            return False
+        value = float(np.asarray(run_arrays[key], dtype=np.float64).reshape(-1)[element["element"]])
+        if abs(value - element["central"]) > FD_RTOL * max(abs(value), abs(element["central"])) + element["noise"]:
+            return False
+    return True
 
 
 def run_example(
@@ -337,6 +365,8 @@ def run_example(
             run = result.runs[mode] = _from_record(mode, record, status, output)
             if record is not None:
                 compare(run, stock, stock_arrays, record, arrays, set(map(tuple, result.noise)))
+                if run.verdict == "differs" and agrees_with_central(arrays, record, result.central):
+                    run.verdict = "right where stock is off"
             if progress:
                 progress(example, run)
     finally:
