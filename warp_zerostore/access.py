@@ -24,7 +24,15 @@ import dataclasses
 import logging
 
 from . import _compat
-from .builtin_facts import ACCUMULATING, READING, RESULT_IS_READ, STORING, augmented_is_atomic, call_name
+from .builtin_facts import (
+    ACCUMULATING,
+    ADJOINT_READS_RESULT,
+    READING,
+    RESULT_IS_READ,
+    STORING,
+    augmented_is_atomic,
+    call_name,
+)
 from .value_use import ValueUses
 
 _log = logging.getLogger(__name__)
@@ -55,6 +63,9 @@ class ArgumentAccess:
     #: the backward pass may read the value of an element it reads (a use other than a linear one, `value_use`):
     #: where False, a change of the array before ``backward()`` leaves the gradient as it is
     value_read: bool = False
+    #: every use is one builtin whose adjoint reads the element as the launch left it (``wp.atomic_min`` alone, or
+    #: ``wp.atomic_max`` alone: which value won): the launch's own writes are what its backward must read
+    adjoint_reads_result: bool = False
 
     @property
     def writes(self) -> bool:
@@ -151,6 +162,7 @@ class _Visitor(ast.NodeVisitor):
         self.namespace = namespace or {}
         self.depth = depth
         self.loops: list = []  # per enclosing loop: {name: set of "read" / "store" seen in its body}
+        self.uses: dict = {}  # label -> the builtins it is passed to first (`ADJOINT_READS_RESULT`), or "other"
         #: the function's value uses (`value_use`), set by whoever visits it; None: every value read is needed
         self.values: ValueUses | None = None
 
@@ -249,6 +261,8 @@ class _Visitor(ast.NodeVisitor):
 
     def _use(self, node, parent, label: str, ndim) -> None:
         access = self.access[label]
+        by = call_name(parent) if isinstance(parent, ast.Call) and parent.args and parent.args[0] is node else ""
+        self.uses.setdefault(label, set()).add(by if by in ADJOINT_READS_RESULT else "other")
         if isinstance(parent, ast.Subscript) and parent.value is node:
             self._element(parent, label, ndim)
         elif isinstance(parent, ast.Attribute) and parent.attr in METADATA_ATTRIBUTES:
@@ -256,7 +270,6 @@ class _Visitor(ast.NodeVisitor):
         elif is_truth_test(node, parent):
             pass  # `if x:` / `not x` asks whether an optional array was passed, not its values
         elif isinstance(parent, ast.Call) and (node in parent.args or node in [k.value for k in parent.keywords]):
-            name = call_name(parent)
             helper = resolve_helper(parent, self.namespace) if self.depth < HELPER_DEPTH else None
             parameter = helper_parameter(helper, parent, node) if helper is not None else None
             inner = _helper_access(helper, parameter, self.depth, ndim) if parameter is not None else None
@@ -269,24 +282,32 @@ class _Visitor(ast.NodeVisitor):
                 access.helper_stores |= inner.writes
                 access.surely_writes |= inner.surely_writes
                 access.value_read |= inner.value_read
-            elif name in ACCUMULATING:
-                self._note(label, access, store=True)
-                access.accumulates = access.surely_writes = True
-            elif name in READING:
-                self._note(label, access, read=True)
-                access.reads = True
-                # a tile load's result is the values it read: its uses decide whether a backward reads them
-                loaded = name in RESULT_IS_READ and self.values is not None and not self.values.is_needed(parent)
-                access.value_read |= not loaded
-            elif name in STORING:
-                self._note(label, access, store=True)
-                access.stores = access.surely_writes = True
-            else:  # another builtin, or a helper whose source cannot be read: it may do anything with the array
-                _anything(access)
+            elif not self._builtin_effect(label, access, parent):
+                _anything(access)  # another builtin, or a helper whose source cannot be read: anything
         elif isinstance(node.ctx, ast.Load) and isinstance(parent, (ast.Return, ast.Expr)):
             pass
         else:  # bound to a local, compared, ...: conservative
             _anything(access)
+
+    def _builtin_effect(self, label: str, access: ArgumentAccess, call) -> bool:
+        """The effect `builtin_facts` states for an array passed to ``call`` (a read, a store or an accumulation);
+        False where the table states none (the caller counts anything)."""
+        name = call_name(call)
+        if name in ACCUMULATING:
+            self._note(label, access, store=True)
+            access.accumulates = access.surely_writes = True
+        elif name in READING:
+            self._note(label, access, read=True)
+            access.reads = True
+            # a tile load's result is the values it read: its uses decide whether a backward reads them
+            loaded = name in RESULT_IS_READ and self.values is not None and not self.values.is_needed(call)
+            access.value_read |= not loaded
+        elif name in STORING:
+            self._note(label, access, store=True)
+            access.stores = access.surely_writes = True
+        else:
+            return False
+        return True
 
     def _bound_to(self, node) -> str | None:
         """The local name ``node`` is bound to (``name = node``), or None."""
@@ -332,6 +353,10 @@ class _Visitor(ast.NodeVisitor):
                     self._note(label, access, read=True)
                     access.reads = access.value_read = True
                 return
+            call = self.parents.get(outer)
+            if isinstance(call, ast.Call) and call.args and call.args[0] is outer:
+                if self._builtin_effect(label, access, call):  # wp.tile_store(a[i], t): the row, as the array
+                    return
             if ndim is not None:  # a view passed on, compared, ...: it may be stored into
                 _anything(access)
                 return
@@ -434,6 +459,8 @@ def _analysis(kernel) -> tuple:
     tree, namespace = _compat.kernel_tree(kernel), _compat.kernel_function(kernel).__globals__
     visitor.values = ValueUses(tree, _builtin_test(namespace))
     visitor.visit(tree)
+    for label, kinds in visitor.uses.items():
+        visitor.access[label].adjoint_reads_result = len(kinds) == 1 and kinds <= ADJOINT_READS_RESULT
     found = (
         {label: visitor.access[label] for label, _ in arrays},
         {name: (position, path, visitor.access[name]) for name, (position, path) in fields.items()},

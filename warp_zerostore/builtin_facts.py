@@ -13,6 +13,8 @@ Each row is one builtin as a kernel names it (``wp.atomic_add``), with the facts
   two loaded values is not linear.
 * ``result_is_read``: its result is the values it reads from the array passed to it (a tile load): whether a
   backward reads them is decided by the uses of the result (`warp_zerostore.value_use`).
+* ``adjoint_reads_result``: its adjoint reads the element as the launch left it, by design (``atomic_min``: which
+  value won), so a write of that element by the launch's own calls of it is what its backward must read.
 * ``array``: what it does to an array passed to it: ``"read"``, ``"store"`` (overwrites elements) or
   ``"accumulate"`` (adds into elements, reading none: its adjoint is exact whatever else the launch does).
   A builtin not in the table, given an array, may do anything with it (`warp_zerostore.access` counts the
@@ -46,6 +48,7 @@ class Builtin:
     linear_args: tuple = ()
     products: tuple = ()
     result_is_read: bool = False
+    adjoint_reads_result: bool = False
 
 
 _CONSTRUCTORS = ("vec2", "vec3", "vec4", "vector", "mat22", "mat33", "mat44", "matrix", "quat", "transform")
@@ -68,8 +71,8 @@ TABLE: dict[str, Builtin] = {
         Builtin("atomic_add", linear=True, array="accumulate", replay="followed"),
         Builtin("atomic_sub", linear=True, array="accumulate", replay="followed"),
         # their adjoints read the element (which value won): not accumulations; the array counts as read and stored
-        Builtin("atomic_min", replay="followed"),
-        Builtin("atomic_max", replay="followed"),
+        Builtin("atomic_min", replay="followed", adjoint_reads_result=True),
+        Builtin("atomic_max", replay="followed", adjoint_reads_result=True),
         Builtin("atomic_exch", replay="followed"),
         # integer bit operations and compare-and-swap: not differentiable; the log does not follow them
         Builtin("atomic_cas", replay="not followed"),
@@ -108,6 +111,8 @@ LINEAR_ARGS: dict = {name: frozenset(b.linear_args) for name, b in TABLE.items()
 PRODUCTS: dict = {name: tuple(b.products) for name, b in TABLE.items() if b.products}
 #: builtins whose result is the values they read from an array (tile loads)
 RESULT_IS_READ: frozenset = frozenset(name for name, b in TABLE.items() if b.result_is_read)
+#: builtins whose adjoint reads the element as the launch left it (``adjoint_reads_result``)
+ADJOINT_READS_RESULT: frozenset = frozenset(name for name, b in TABLE.items() if b.adjoint_reads_result)
 #: element atomics whose write the replay log follows
 REPLAY_FOLLOWED_ATOMICS: frozenset = frozenset(
     name for name, b in TABLE.items() if b.replay == "followed" and name.startswith("atomic_")
@@ -134,6 +139,7 @@ def augmented_is_atomic(op) -> bool:
 
 __all__ = [
     "ACCUMULATING",
+    "ADJOINT_READS_RESULT",
     "Builtin",
     "LINEAR",
     "LINEAR_ARGS",

@@ -71,12 +71,18 @@ class ValueUses:
         for node in ast.walk(function):
             for child in ast.iter_child_nodes(node):
                 self.parents[child] = node
-        #: parameters the function loads from (a name used other than as a store's base): a value stored into one
-        #: may come back through a load (a flagged kernel's replay forwards it there)
+        #: parameters a load may read after a store into them (a store's statement before a load's, or both in
+        #: one loop): a value stored into one may come back through that load (a flagged kernel's replay forwards
+        #: it there). A parameter loaded only before its stores (``x[i] = x[i] + 1.0``) is not read back.
+        loads: dict = {}
+        stores: dict = {}
+        for n in ast.walk(function):
+            if isinstance(n, ast.Name) and n.id in parameters:
+                (stores if self._stored_into(n) else loads).setdefault(n.id, []).append(n)
         self.read_back = frozenset(
-            n.id
-            for n in ast.walk(function)
-            if isinstance(n, ast.Name) and n.id in parameters and not self._stored_into(n)
+            name
+            for name, found in loads.items()
+            if any(self._may_follow(load, store) for load in found for store in stores.get(name, ()))
         )
         self.needed: set = set()
         self.live: set = set()
@@ -98,6 +104,29 @@ class ValueUses:
                 if needed:
                     self.needed.add(name.id)
                     changed = True
+
+    def _statement(self, node):
+        """The statement ``node`` is part of."""
+        while not isinstance(node, ast.stmt) and node in self.parents:
+            node = self.parents[node]
+        return node
+
+    def _loops(self, node) -> set:
+        """The loops around ``node``."""
+        found = set()
+        while node in self.parents:
+            node = self.parents[node]
+            if isinstance(node, (ast.For, ast.While)):
+                found.add(id(node))
+        return found
+
+    def _may_follow(self, load, store) -> bool:
+        """Whether ``load`` may run after ``store``: a later statement (within one statement, the value is loaded
+        before the target is stored), or both inside one loop."""
+        before, after = self._statement(store), self._statement(load)
+        if before is not after and (before.lineno, before.col_offset) < (after.lineno, after.col_offset):
+            return True
+        return bool(self._loops(load) & self._loops(store))
 
     def _stored_into(self, name) -> bool:
         """Is ``name`` the base of a store's target (``a[i] = v``, ``a[i].x += v``)?"""

@@ -141,14 +141,18 @@ def format_reports(collector: ReportsByTest, result: unittest.TestResult, tape: 
     for test_id in passing + sorted(t for t in with_real if t in failed):
         lines.append(f"  {test_id}{' (failed)' if test_id in failed else ''}:")
         for h in collector.real(test_id):
-            site = h.writer or h.reader
-            where = (
-                f"kernel '{site.kernel}'" + (f" argument '{site.argument}'" if site.argument else "") if site else ""
-            )
-            lines.append(
-                f"    - {h.kind}{' (' + h.cause + ')' if h.cause else ''}: {where} at {site.location if site else '?'}"
-            )
+            lines.append(f"    - {h.kind}{' (' + h.cause + ')' if h.cause else ''}: {_sites(h)}")
     return "\n".join(lines)
+
+
+def _sites(hazard) -> str:
+    """The kernels, arguments and lines a report names."""
+    parts = []
+    for role, site in (("by", hazard.writer), ("read by", hazard.reader), ("over", hazard.earlier)):
+        if site is not None:
+            argument = f" argument '{site.argument}'" if site.argument else ""
+            parts.append(f"{role} kernel '{site.kernel}'{argument} (launch #{site.launch} at {site.location})")
+    return "; ".join(parts)
 
 
 def run(modules, zero_store, tape: str = "plain") -> int:

@@ -528,6 +528,7 @@ def _union(access: ArgumentAccess, other: ArgumentAccess) -> None:
     access.stores |= other.stores
     access.accumulates |= other.accumulates
     access.value_read |= other.value_read
+    access.adjoint_reads_result &= other.adjoint_reads_result
 
 
 def _reads_across_labels(launch) -> bool:
@@ -988,6 +989,9 @@ class Tape(_compat.WarpTape):
             for use in launch.uses:
                 if use.access.reads and use.array.size and use.reads_known() and use.marks.any("after"):
                     self._record_read(launch, use, "after")
+                # wp.atomic_min's backward reads the elements as the launch left them (which value won)
+                if use.access.adjoint_reads_result and use.reads_known() and use.marks.any("written"):
+                    self._record_read(launch, use, "written")
             if checking:
                 found.extend(self._rereads(launch))
         if checking and changed_regions:
@@ -1196,6 +1200,8 @@ class Tape(_compat.WarpTape):
             for reader, (site, bitmap, value_read) in region.reads.items():
                 if (STALE_READ, writer, reader, None, value_read) in known:
                     continue
+                if site.launch == launch.index and use.access.adjoint_reads_result:
+                    continue  # wp.atomic_min's backward reads what its launch left (which value won), by design
                 elements = int(np.count_nonzero(bitmap[written]))
                 if elements:
                     found.append(
