@@ -1001,6 +1001,18 @@ def user_function(obj):
     return obj.func
 
 
+def reference_parameters(obj) -> frozenset:
+    """Positions of a Warp function's parameters annotated ``wp.ref[T]`` (warp-lang >= 1.15; a native or a Python
+    ``@wp.func``): an argument passed there, an array element included, may be written by the callee. Empty for
+    anything else, and on a Warp without references."""
+    function_class = getattr(context, "Function", None)
+    is_reference = getattr(wtypes, "is_reference", None)
+    if is_reference is None or function_class is None or not isinstance(obj, function_class):
+        return frozenset()
+    types = getattr(obj, "input_types", None) or {}
+    return frozenset(position for position, t in enumerate(types.values()) if is_reference(t))
+
+
 def is_builtin_function(obj) -> bool:
     """Whether ``obj`` is one of Warp's kernel builtins (``wp.sin``), not a user ``@wp.func``."""
     function_class = getattr(context, "Function", None)

@@ -41,6 +41,9 @@ _log = logging.getLogger(__name__)
 METADATA_ATTRIBUTES = frozenset({"shape", "ndim", "strides", "size", "dtype", "ptr"})
 # How deep helpers calling helpers are followed before an argument counts as read and stored.
 HELPER_DEPTH = 8
+BY_REFERENCE = (
+    "passed by reference"  # an element passed to a wp.ref[T] parameter (`ArgumentAccess.adjoint_reads_result`)
+)
 
 
 @dataclasses.dataclass
@@ -64,7 +67,8 @@ class ArgumentAccess:
     #: where False, a change of the array before ``backward()`` leaves the gradient as it is
     value_read: bool = False
     #: every use is one builtin whose adjoint reads the element as the launch left it (``wp.atomic_min`` alone, or
-    #: ``wp.atomic_max`` alone: which value won): the launch's own writes are what its backward must read
+    #: ``wp.atomic_max`` alone: which value won), or passes elements by reference (``wp.ref[T]``: written in place):
+    #: the launch's own writes are what its backward must read
     adjoint_reads_result: bool = False
 
     @property
@@ -90,6 +94,21 @@ def _called(call: ast.Call, namespace: dict):
 def resolve_helper(call: ast.Call, namespace: dict):
     """The Python function of the user ``@wp.func`` a call names (``f(...)`` or ``module.f(...)``), or None."""
     return _compat.user_function(_called(call, namespace))
+
+
+def _namespace(func) -> dict:
+    """The names a function's source can call: its module's globals, and the variables it closes over (a helper
+    defined in the function that defines the kernel, as Warp resolves it)."""
+    closure = getattr(func, "__closure__", None) or ()
+    if not closure:
+        return func.__globals__
+    names = dict(func.__globals__)
+    for name, cell in zip(func.__code__.co_freevars, closure):
+        try:
+            names[name] = cell.cell_contents
+        except ValueError:  # a cell not filled yet
+            continue
+    return names
 
 
 def _builtin_test(namespace: dict):
@@ -130,8 +149,9 @@ def _helper_access(helper, parameter: str, depth: int, ndim: int | None = None) 
             error,
         )
         return None
-    visitor = _Visitor([parameter], helper.__globals__, depth + 1, {parameter: ndim})
-    visitor.values = ValueUses(tree.body[0], _builtin_test(helper.__globals__))
+    namespace = _namespace(helper)
+    visitor = _Visitor([parameter], namespace, depth + 1, {parameter: ndim})
+    visitor.values = ValueUses(tree.body[0], _builtin_test(namespace))
     visitor.visit(tree.body[0])
     access = visitor.access[parameter]
     _HELPER_CACHE[key] = (helper, access)
@@ -261,8 +281,9 @@ class _Visitor(ast.NodeVisitor):
 
     def _use(self, node, parent, label: str, ndim) -> None:
         access = self.access[label]
-        by = call_name(parent) if isinstance(parent, ast.Call) and parent.args and parent.args[0] is node else ""
-        self.uses.setdefault(label, set()).add(by if by in ADJOINT_READS_RESULT else "other")
+        if not (isinstance(parent, ast.Subscript) and parent.value is node):  # an element's use: `_element`
+            by = call_name(parent) if isinstance(parent, ast.Call) and parent.args and parent.args[0] is node else ""
+            self.uses.setdefault(label, set()).add(by if by in ADJOINT_READS_RESULT else "other")
         if isinstance(parent, ast.Subscript) and parent.value is node:
             self._element(parent, label, ndim)
         elif isinstance(parent, ast.Attribute) and parent.attr in METADATA_ATTRIBUTES:
@@ -360,6 +381,15 @@ class _Visitor(ast.NodeVisitor):
             if ndim is not None:  # a view passed on, compared, ...: it may be stored into
                 _anything(access)
                 return
+        call = self.parents.get(outer)
+        if isinstance(call, ast.Call) and outer in call.args:
+            if call.args.index(outer) in _compat.reference_parameters(_called(call, self.namespace)):
+                # passed by reference (wp.ref[T]): the callee may read and write the element in place, and its
+                # adjoint sees it as the launch left it
+                _anything(access)
+                self.uses.setdefault(label, set()).add(BY_REFERENCE)
+                return
+        self.uses.setdefault(label, set()).add("other")
         if isinstance(outer.ctx, ast.Store):
             augmented = self.parents.get(outer)
             if isinstance(augmented, ast.AugAssign) and not augmented_is_atomic(augmented.op):
@@ -455,12 +485,12 @@ def _analysis(kernel) -> tuple:
             fields[name] = (position, path)
             ndims[name] = getattr(field_type, "ndim", None)
     names = [label for label, _ in arrays] + list(fields)
-    visitor = _Visitor(names, _compat.kernel_function(kernel).__globals__, 0, ndims, structs)
-    tree, namespace = _compat.kernel_tree(kernel), _compat.kernel_function(kernel).__globals__
+    tree, namespace = _compat.kernel_tree(kernel), _namespace(_compat.kernel_function(kernel))
+    visitor = _Visitor(names, namespace, 0, ndims, structs)
     visitor.values = ValueUses(tree, _builtin_test(namespace))
     visitor.visit(tree)
     for label, kinds in visitor.uses.items():
-        visitor.access[label].adjoint_reads_result = len(kinds) == 1 and kinds <= ADJOINT_READS_RESULT
+        visitor.access[label].adjoint_reads_result = len(kinds) == 1 and kinds <= ADJOINT_READS_RESULT | {BY_REFERENCE}
     found = (
         {label: visitor.access[label] for label, _ in arrays},
         {name: (position, path, visitor.access[name]) for name, (position, path) in fields.items()},
