@@ -781,6 +781,22 @@ def no_active_tape():
         context.runtime.tape = saved
 
 
+@contextlib.contextmanager
+def autograd_array_access_unverified():
+    """Within the block, ``warp.config.verify_autograd_array_access`` is off: this package's own instrument kernels
+    (the read twin) and their scratch copies are built and run without Warp's read and write flags, whose
+    warnings would name the package's kernels and mark the user's arrays read. The user's launches keep them."""
+    saved = getattr(warp.config, "verify_autograd_array_access", None)
+    if not saved:
+        yield
+        return
+    warp.config.verify_autograd_array_access = False
+    try:
+        yield
+    finally:
+        warp.config.verify_autograd_array_access = saved
+
+
 def _tape_namespaces() -> list:
     """Every ``(owner, "Tape")`` a user script may take Warp's Tape class from."""
     owners = [(warp, "Tape"), (tape_module, "Tape")]
