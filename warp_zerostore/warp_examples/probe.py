@@ -12,8 +12,8 @@ this package runs it. The modes (`MODES`):
 * ``snapshot``: imported, with every Tape the example makes a ``Tape(snapshot=True)``.
 
 The hooks read and never write what the example computes: after every ``Tape.backward()`` (the outermost call)
-and every ``wp.launch(..., adjoint=True)``, the gradient (``.grad``) and the value of every array the Tape's
-launches passed (the launch's ``adj_inputs``) are copied out. In the stock mode, at the first ``backward(loss)``
+and every ``wp.launch(..., adjoint=True)``, the gradient (``.grad``) of every array the Tape's launches passed,
+and the value of each that has one (the launch's ``adj_inputs``), are copied out. In the stock mode, at the first ``backward(loss)``
 whose Tape holds only kernel launches, the recorded launches are run again forward from the values each array
 had when a recorded launch first passed it, with single elements perturbed: central differences of the loss,
 compared with the gradient backward gave. Every array the Tape passed is put back to its bytes afterwards, so
@@ -211,8 +211,8 @@ class Probe:
     def _keep(self, number: int, label: str, arr, grad) -> dict:
         """The digests of one array (and of its gradient ``grad``); the gradient itself for the first backward."""
         entry = {"label": label, "shape": list(arr.shape), "dtype": arr.dtype.__name__}
-        if arr is not grad:
-            entry["value"] = _digest(arr.numpy())
+        if arr is not grad and grad is not None:  # the values gradients flow through (index arrays, scratch that
+            entry["value"] = _digest(arr.numpy())  # a program leaves unwritten: not results)
         if grad is not None:
             values = np.asarray(grad.numpy())
             entry["grad"] = _digest(values)
