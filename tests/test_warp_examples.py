@@ -10,6 +10,7 @@ import sys
 
 import pytest
 
+from warp_zerostore import _compat
 from warp_zerostore.warp_examples import discover, report, runner
 
 IN_PLACE = '''\
@@ -194,5 +195,6 @@ def test_the_command_lists_the_installed_examples():
     )
     assert done.returncode == 0, done.stderr
     names = [line.split(":")[0] for line in done.stdout.splitlines()]
-    assert "optim/example_navier_stokes_perturbation" in names and "tile/example_tile_matmul" in names
-    assert all(n.split("/")[-1].startswith("example_") for n in names)
+    assert names and all(n.split("/")[-1].startswith("example_") for n in names)
+    if _compat.WARP_VERSION >= (1, 19, 0):  # the examples the runner was built on
+        assert "optim/example_navier_stokes_perturbation" in names and "tile/example_tile_matmul" in names
