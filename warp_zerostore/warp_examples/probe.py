@@ -12,15 +12,15 @@ this package runs it. The modes (`MODES`):
 * ``snapshot``: imported, with every Tape the example makes a ``Tape(snapshot=True)``.
 
 The hooks read and never write what the example computes: after every ``Tape.backward()`` (the outermost call)
-and every ``wp.launch(..., adjoint=True)``, the gradient (``.grad``) of every array the Tape's launches passed,
-and the value of each that has one (the launch's ``adj_inputs``), are copied out. In the stock mode, at the first ``backward(loss)``
-whose Tape holds only kernel launches, the recorded launches are run again forward from the values each array
-had when a recorded launch first passed it, with single elements perturbed: central differences of the loss,
-compared with the gradient backward gave. Every array the Tape passed is put back to its bytes afterwards, so
-the rest of the run is as without it; the seconds it took are reported apart (``overhead_seconds``).
+and every ``wp.launch(..., adjoint=True)`` the program makes, the gradient (``.grad``) of every array the Tape's
+launches passed, and the value of each that has one (the launch's ``adj_inputs``), are copied out (digests; the
+arrays themselves for the first backward). A stock run also names the inputs central differences may perturb
+(`Probe`); a ``perturb:NUMBER:ELEMENT:VALUE`` run (stock too) sets one element where its array is first passed and
+stops at its first backward with the loss's value. The seconds the hooks took are reported apart
+(``overhead_seconds``).
 
 Written to ``OUT`` (a folder): ``result.json`` (`write_result`) and ``arrays.npz`` (the copies, keyed
-``b<backward>.a<array>.grad`` / ``.value``).
+``b0.a<n>``, the first backward's gradients).
 """
 
 from __future__ import annotations
