@@ -173,7 +173,10 @@ def test_each_mode_against_stock_on_an_in_place_update(in_place_run):
     example, result, _ = in_place_run
     runs = result.runs
     assert runs["imported"].verdict == "bitwise" and runs["imported"].stdout_equal
-    assert runs["snapshot"].verdict == "right where stock is off" and runs["snapshot"].first_difference == 0
+    # the snapshot Tape makes the in-place update right where the store adjoint zeroes (stock from 1.13); below, an
+    # unflagged kernel's store adjoint accumulates and the snapshot cannot make it right: a difference, reported
+    snapshot = "right where stock is off" if _compat.STOCK_STORE_ZEROES else "differs"
+    assert runs["snapshot"].verdict == snapshot and runs["snapshot"].first_difference == 0
     launch_line = IN_PLACE.splitlines().index(next(line for line in IN_PLACE.splitlines() if "LAUNCH_LINE" in line))
     real = runs["check"].real_hazards
     assert runs["check"].exit_status == 1 and real and runs["check"].verdict == "bitwise"
@@ -181,8 +184,9 @@ def test_each_mode_against_stock_on_an_in_place_update(in_place_run):
     assert f"{example.path}:{launch_line + 1}" in locations  # each at the example's own line
     assert all(location.startswith(f"{example.path}:") for location in locations)
     summary = runner.Summary([result], "test", ("stock", "imported", "check", "snapshot"), 0.0)
-    assert summary.failed == []  # the snapshot Tape differs where stock is off, and is right there
-    assert "agrees with central differences where stock does not" in report.table(summary)
+    if _compat.STOCK_STORE_ZEROES:
+        assert summary.failed == []  # the snapshot Tape differs where stock is off, and is right there
+        assert "agrees with central differences where stock does not" in report.table(summary)
     runs["snapshot"].verdict = "differs"  # negative twin: a difference central differences do not excuse fails
     assert runner.Summary([result], "test", ("stock", "snapshot"), 0.0).failed == [
         ("optim/example_in_place", "snapshot", "differs")
