@@ -5,7 +5,8 @@ The budget's arithmetic, the draw stream, the shrinker's cut and the filing of k
 a Warp build. Then `fuzz --minutes` runs end to end in a subprocess, as a user runs it, with the known table
 emptied, so that every failure the first build finds is new and is shrunk: the worst case for the budget. It must
 end within its budget plus `MARGIN` (the interpreter's start and imports, and the estimate error of the last build
-and of the first, sized by `budget.FIRST_GUESS`), and it is killed there if not.
+and of the first, sized by `budget.FIRST_GUESS`), and it is killed there if not: before the budget bounded
+shrinking, this run was still shrinking when killed. The program fuzzer likewise, in this process.
 """
 
 import argparse
@@ -198,3 +199,18 @@ def test_fuzz_minutes_keeps_its_budget_with_failures_to_shrink(tmp_path):
     assert sorted(p.name for p in out.iterdir()) == sorted(f["repro"].split("/")[-1] for f in summary["findings"])
     if summary["cut_for_time"]:
         assert summary["cut_for_time"] in done.stdout and summary["cut_for_time"].endswith(": time")
+
+
+def test_fuzz_programs_keeps_its_budget_with_a_failure_to_shrink(monkeypatch, tmp_path):
+    """The program fuzzer, in this process, every failure taken as unexplained (so shrunk): seed 2's first build
+    finds one; the campaign ends within its budget plus `MARGIN`, and says what it cut."""
+    from warp_zerostore.differential import campaign as programs
+
+    monkeypatch.setattr(programs, "explanation", lambda failure, labels: "")
+    started = time.monotonic()
+    summary = programs.run(minutes=SECONDS / 60, seed=2, out=str(tmp_path))
+    assert time.monotonic() - started < SECONDS + MARGIN
+    assert summary.programs > 0 and summary.new
+    table = programs.table(summary)
+    assert "failures by class: " in table and f"of a {SECONDS} s budget" in table
+    assert not summary.cut or f"cut for time: {summary.cut}" in table

@@ -44,7 +44,13 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     )
     parser.add_argument("--out", default="fuzz-repros", help="where repro scripts go (default ./fuzz-repros)")
     parser.add_argument(
-        "--batch", type=int, default=None, help="kernels per Warp build (default 64; --programs: programs, default 32)"
+        "--batch",
+        type=int,
+        default=None,
+        help=(
+            "kernels drawn per seed and at most per Warp build, builds being sized to the time left (default 64;"
+            " --programs: programs, default 32)"
+        ),
     )
     parser.add_argument("--json", action="store_true", help="print the summary as JSON too")
     programs = parser.add_argument_group(

@@ -296,7 +296,7 @@ def table(summary: Summary) -> str:
         f"average) in {summary.builds} builds, {summary.seconds:.0f} s{budget} ({rate:.0f} programs/min); "
         f"{len(summary.findings)} distinct failures, {len(summary.new)} neither known, warned nor counted apart"
     )
-    lines.append(f"failures by class: {by_class(summary.findings, lambda f: f.label)}")
+    lines.append(f"failures by class: {by_class(summary.findings, lambda f: f.key or f.status)}")
     lines.append(
         f"worse than stock: {len(summary.worse)} distinct ({sum(f.count for f in summary.worse)} failures); check "
         f"mode: {summary.counts['miss']} misses, {summary.counts['false alarm']} false alarms, "
