@@ -1,5 +1,6 @@
-"""A program-fuzzing campaign: draw batches of launch sequences, check each batch in one build on every path, shrink
-and file new failures, and tally check mode's verdicts and the warnings collected (never printed).
+"""A program-fuzzing campaign: draw launch sequences, check them on every path in builds sized to the time left,
+shrink and file new failures, and tally check mode's verdicts and the warnings collected (never printed). The
+campaign's budget bounds all of it (`Budget`); what it cuts for time is said in the summary.
 
 A failure is filed by what its shrunk program contains (``programs.shrink.constructs``), per path, kind and
 verdict; one whose constructs hold those of a finding already filed counts toward it unshrunk. Statuses: a known
@@ -180,7 +181,7 @@ def run(
             size = clock.fit(batch_size)
             if size == 0:
                 break
-            for case, group in _check(summary, stream.take(size), bridge_every, clock):
+            for case, group in _check(summary, stream, size, bridge_every, clock):
                 summary.programs += 1
                 summary.launches += sum(isinstance(s, Launch) for s in case.program.body)
                 if group:
@@ -192,11 +193,13 @@ def run(
     return summary
 
 
-def _check(summary: Summary, cases: list, bridge_every: int, clock: Budget) -> list:
-    """One build of ``cases``, each checked until the deadline (the others cut): ``(case, its failures)`` for each
-    program checked, in order (the summary counts them as it files them: `Summary.first`)."""
-    clock.report(f"building {len(cases)} programs")
+def _check(summary: Summary, stream: Stream, size: int, bridge_every: int, clock: Budget) -> list:
+    """One build of ``size`` programs of ``stream``, each checked until the deadline (the others cut): ``(case,
+    its failures)`` for each program checked, in order (the summary counts them as it files them:
+    `Summary.first`). Its cost, the draws included, sizes the next build."""
     started, done = time.monotonic(), []
+    cases = stream.take(size)
+    clock.report(f"building {len(cases)} programs")
 
     def each(case):
         done.append(case)

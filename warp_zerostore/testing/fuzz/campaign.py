@@ -2,9 +2,10 @@
 
 The campaign's budget bounds all of it (`budget.Budget`); what it cuts for time is said in the summary. Failures
 are deduplicated by what triggers them, per variant, Tape, kind and verdict: a known failure (`known`) is filed
-under its known id, unshrunk (the known table names its trigger and its repro), and every later one of that id counts
-toward it; a failure whose constructs include those of a finding already filed counts toward it unshrunk; any
-other is shrunk, and filed under its shrunk constructs (``shrink.constructs``) with a standalone repro script.
+under its known id, unshrunk (the known table names its trigger, known-issues.md its repro), and every later one
+of that id counts toward it; a failure whose constructs include those of a finding already filed counts toward
+it unshrunk; any other is shrunk, and filed under its shrunk constructs (``shrink.constructs``) with a standalone
+repro script.
 
 Verdicts: a failure **worse than stock** (`batch.Failure.worse`: a package path wrong where stock Warp on a
 plain Tape is right) is this package's defect, never known; a build-time warning excuses it on the snapshot Tape
@@ -95,10 +96,7 @@ def draw(count: int, seed: int, features=None, **options) -> list:
 def matches(finding: KernelFinding, failure) -> bool:
     """``failure`` counts toward ``finding``: same path, kind and verdict, and the same known issue (a known
     finding is filed by its id) or a kernel holding the finding's (shrunk) constructs."""
-    if (finding.variant, finding.tape) != failure.path or (finding.kind, finding.worse) != (
-        failure.kind,
-        failure.worse,
-    ):
+    if (finding.variant, finding.tape, finding.kind, finding.worse) != (*failure.path, failure.kind, failure.worse):
         return False
     if finding.known:
         return known.match(failure) == finding.known
@@ -136,7 +134,7 @@ def run(
         size = clock.fit(batch_size)
         if size == 0:
             break
-        failures = _check(summary, stream.take(size), device, clock)
+        failures = _check(summary, stream, size, device, clock)
         for group in _by_case(failures):
             _file_group(summary, group, out, shrink_rounds, device, log, clock)
     summary.seconds = clock.elapsed()
@@ -145,10 +143,12 @@ def run(
     return summary
 
 
-def _check(summary: Summary, cases: list, device: str, clock: Budget) -> list:
-    """One build of ``cases``, each checked until the deadline (the others cut); its failures."""
-    clock.report(f"building {len(cases)} kernels")
+def _check(summary: Summary, stream: Stream, size: int, device: str, clock: Budget) -> list:
+    """One build of ``size`` cases of ``stream``, each checked until the deadline (the others cut); its failures.
+    Its cost, the draws included, sizes the next build."""
     started, checked = time.monotonic(), 0
+    cases = stream.take(size)
+    clock.report(f"building {len(cases)} kernels")
 
     def each(case):
         nonlocal checked
