@@ -3,14 +3,15 @@
 The budget bounds the whole run of both fuzzers (kernels: `campaign`; programs:
 `warp_zerostore.differential.campaign`): drawing, building, checking, shrinking and writing repros. A build
 cannot be stopped once started (Warp compiles in C++), so each is sized beforehand: `Budget.fit` gives how many
-cases fit in half the time left at the cost per case measured on the last build of the same kind (build and check
-together; before any, a first guess, `FIRST_GUESS`), and never more than twice the largest build measured (`GROWTH`).
-Half, so that a build costlier than its estimate (drawn cases differ in size) overruns by little, and the last
-builds shrink towards the deadline; twice, so that a build Warp's kernel cache served (a seed run before) cannot
-make the next, compiled one, many times larger than its cost allows. Checking stops at the
-deadline (`Budget.expired`), and so does each shrinking round, whose candidates (smallest first) are cut to
-those that fit (`Budget.shrink_round`). What a campaign cuts for time (a failure not shrunk, cases built but not checked) is
-recorded (`Budget.cut`) and said in its summary. A cut only leaves work undone; it never changes a verdict.
+cases fit in half the time left at the cost per case measured on the last build of the same kind (build and
+check together; before any, a first guess, `FIRST_GUESS`), and never more than twice the largest build measured
+(`GROWTH`). Half, so that a build costlier than its estimate (drawn cases differ in size) overruns by little, and
+the last builds shrink towards the deadline; twice, so that a build Warp's kernel cache served (a seed run
+before) cannot make the next, compiled one many times larger than its cost allows. Checking stops at the
+deadline (`Budget.expired`), and so does each shrinking round, whose candidates (smallest first) are cut to those
+that fit (`Budget.shrink_round`). What a campaign cuts for time (a failure not shrunk, cases built but not
+checked) is recorded (`Budget.cut`) and said in its summary. A cut only leaves work undone; it never changes a
+verdict.
 
 `Stream` keeps a campaign's draws independent of its build sizes: cases are drawn in fixed batches, each from its
 own seed, and taken in builds of any size, so a seed checks the same kernels in the same order, whatever the
@@ -24,8 +25,8 @@ import math
 import time
 
 #: Seconds per case assumed before any build has been measured: it sizes only the first build (at most half the
-#: budget), never a verdict. Measured on warp-lang 1.19.0 at -O0, 2 shared CPU cores: 0.3 to 1.1 s a drawn kernel,
-#: 1.3 s a drawn program, built and checked (docs/testing.md).
+#: budget), never a verdict. Measured on warp-lang 1.19.0 at -O0, 2 shared CPU cores, load 3-7: 0.3 to 1.1 s a
+#: drawn kernel, 1.3 s a drawn program, built and checked (docs/testing.md, "The budget").
 FIRST_GUESS = 2.0
 #: The share of the time left one build may take, by its estimate.
 SHARE = 0.5
