@@ -47,6 +47,7 @@ a kernel's parsed source             ``kernel.adj.tree`` (the ``ast.Module`` War
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import dataclasses
 import inspect
@@ -531,6 +532,11 @@ def struct_array_fields(struct_type) -> list:
     return out
 
 
+def struct_field_names(struct_type) -> list:
+    """The fields of a ``@wp.struct`` type, in the order its constructor takes them."""
+    return list(struct_type.vars)
+
+
 def struct_field(instance, path: tuple):
     """The value at ``path`` (`struct_array_fields`) in a struct instance."""
     for name in path:
@@ -547,6 +553,32 @@ def struct_arrays(instance) -> list:
             out.append(value)
         elif is_struct_instance(value):
             out.extend(struct_arrays(value))
+    return out
+
+
+def struct_array_paths(instance) -> list:
+    """``[(path, array)]`` of the ``wp.array`` fields of a struct instance, nested structs followed."""
+    out = []
+    for name in instance._cls.vars:
+        value = getattr(instance, name)
+        if isinstance(value, warp.array):
+            out.append(((name,), value))
+        elif is_struct_instance(value):
+            out.extend(((name, *path), arr) for path, arr in struct_array_paths(value))
+    return out
+
+
+def struct_copy(instance, arrays: dict):
+    """A new instance of the struct's type with the same values, each array field replaced by ``arrays[id(it)]``
+    (nested structs copied the same way): what the read twin passes, so no real array is reachable through it."""
+    out = instance._cls()
+    for name in instance._cls.vars:
+        value = getattr(instance, name)
+        if isinstance(value, warp.array):
+            value = arrays[id(value)]
+        elif is_struct_instance(value):
+            value = struct_copy(value, arrays)
+        setattr(out, name, value)
     return out
 
 
@@ -945,16 +977,42 @@ def has_custom_adjoint(obj) -> bool:
 
 
 def user_function(obj):
-    """The Python function of a user ``@wp.func`` (one overload), or None for builtins and anything else."""
+    """A user ``@wp.func`` as Warp keeps it (``wp.Function``), or None for builtins and anything else."""
     function_class = getattr(context, "Function", None)
     if function_class is None or not isinstance(obj, function_class):
         return None
     if obj.is_builtin() or getattr(obj, "func", None) is None:
         return None
-    overloads = getattr(obj, "user_overloads", None) or {}
-    if len(overloads) > 1:
-        return None  # several overloads: which one a call picks is decided by types at build time
-    return obj.func
+    return obj
+
+
+def function_overloads(function) -> list:
+    """The overloads of a user ``@wp.func`` (`user_function`), each with its own parsed source (warp.fem makes one
+    per field type); which one a call picks is decided by argument types when the module is built."""
+    overloads = getattr(function, "user_overloads", None) or {}
+    return list(overloads.values()) or [function]
+
+
+def function_python(function):
+    """The Python function a user ``@wp.func`` (`user_function`) was made from: its signature, globals, closure."""
+    return function.func
+
+
+def function_argument_types(function) -> dict:
+    """``{parameter: type}`` a user ``@wp.func`` (one overload) is built with (warp.fem gives its integrands concrete
+    field types their source does not spell)."""
+    return {name: t for name, t in function.adj.arg_types.items() if name != "return"}
+
+
+def function_tree(function) -> ast.Module:
+    """The source of a user ``@wp.func`` (`user_function`) as Warp compiles it: parsed, after the code transformers
+    it was made with (warp.fem rewrites its integrands' field calls), one ``FunctionDef``. Shared with Warp: copy it
+    before changing it. Raises ``OSError`` where Warp holds no source."""
+    adj = getattr(function, "adj", None)
+    tree = getattr(adj, "tree", None)
+    if tree is None:
+        raise OSError(f"no source for @wp.func {getattr(function, 'key', function)!r}")
+    return tree
 
 
 def is_builtin_function(obj) -> bool:

@@ -82,7 +82,7 @@ class ValueUses:
         loads = [
             n
             for n in ast.walk(function)
-            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id not in parameters
+            if isinstance(n, ast.Name) and not isinstance(getattr(n, "ctx", None), ast.Store) and n.id not in parameters
         ]
         changed = True
         while changed:  # a local is live (needed) when one of its uses is: to a fixed point
@@ -104,7 +104,7 @@ class ValueUses:
         while True:
             parent = self.parents.get(child)
             if isinstance(parent, (ast.Subscript, ast.Attribute)) and parent.value is child:
-                if isinstance(parent.ctx, ast.Store):
+                if isinstance(getattr(parent, "ctx", None), ast.Store):
                     return True
                 child = parent
                 continue
@@ -149,7 +149,7 @@ class ValueUses:
             elif isinstance(parent, ast.UnaryOp) and isinstance(parent.op, (ast.USub, ast.UAdd)):
                 pass
             elif isinstance(parent, (ast.Subscript, ast.Attribute)) and parent.value is child:
-                if isinstance(parent.ctx, ast.Store):
+                if isinstance(getattr(parent, "ctx", None), ast.Store):
                     return False, False  # the base of a store (`v[0] = ...`): a definition, not a use
                 # a component of the value (where ``child`` is the index instead, it is needed: below)
             elif isinstance(parent, ast.Call):

@@ -66,6 +66,7 @@ from ..codegen.replay import POST
 from ..config import CheckLevel, validate_check
 from ..options import effective_zero_store, store_adjoints_zero
 from . import read_twin
+from .intent import is_declared
 from .memory import AddressBook, slot_range
 from .visualize import mark_hazards
 
@@ -150,7 +151,8 @@ class Hazard:
             it), ``"aliased"`` (one array under two parameters, with no read twin to order the reads), ``"reads
             unknown"`` (a thread may read what it wrote, through reads the read twin does not follow), ``"reread"``
             (a thread read an element between two writes of the launch: no Tape can serve it) or
-            ``"helper store"`` (an unflagged kernel's ``@wp.func`` helper stores into it). For an "overwrite":
+            ``"helper store"`` (a ``@wp.func`` helper stores into it, which Warp's backward runs again: an unflagged
+            kernel's helper, or any kernel's helper storing through a ``@wp.struct`` it is passed). For an "overwrite":
             ``"no backward"`` (the later kernel is built with ``enable_backward=False``: always real).
     """
 
@@ -215,8 +217,9 @@ class Hazard:
                 f"read before and after write: in {self.writer.describe()}, a @wp.func helper stores into the "
                 "array, which a recorded launch reads. Warp's backward re-runs the helper's stores into memory, "
                 "so the snapshot's restore does not hold for the rest of that backward launch and the gradient "
-                "may be off. Decorate the kernel with @wp.kernel(zero_store=True) (its replay sends helper stores "
-                "to a log, never to memory), or store from the kernel itself."
+                "may be off. Decorate the kernel with @wp.kernel(zero_store=True) (its replay sends the stores of "
+                "a helper's array parameters to a log, never to memory; pass a struct's array to the helper as a "
+                "parameter of its own), or store from the kernel itself."
             )
         if self.kind == REPLAY and self.cause == "reread":
             return (
@@ -269,7 +272,10 @@ class Hazard:
             f"mutated after record: the array read by {self.reader.describe()} changed after the launch was "
             f"recorded, outside any recorded kernel launch (wp.copy, assign, fill_, NumPy or Torch writes, untaped launches; "
             f"found {'at launch #' + str(self.writer.launch) + ' at ' + self.writer.location if self.writer else 'at backward()'}); "
-            "its backward pass will read the new values. Do not modify arrays a Tape will re-read, or copy them."
+            "its backward pass will read the new values. If that is a bug (an alias of the array written in place, "
+            "an untaped write-back), record the change on the Tape or give the launch a copy; if the backward must "
+            "read the new values (the adjoint method: a solve after the residual was recorded), declare it with "
+            "warp_zerostore.read_at_backward(array)."
         )
 
 
@@ -922,6 +928,8 @@ class Tape(_compat.WarpTape):
         """Mutation hazards for the readers of the elements that changed since the Tape last saw ``arr``."""
         if _same_bytes(recorded, now):  # the usual case: nothing changed, no per-element mask needed
             return []
+        if is_declared(arr):
+            return []  # the backward must read the new values: the user said so (`read_at_backward`)
         changed = _differing(recorded, now, arr.shape)
         if not _any(changed):
             return []
@@ -1011,10 +1019,10 @@ class Tape(_compat.WarpTape):
         exact = replays_exactly(launch.kernel)
         pre = pre_backward(launch.kernel) if exact and not _reads_across_labels(launch) else None
         exact = pre is not None
-        # Stock Warp's backward re-runs an unflagged kernel's helper stores into memory.
-        replays_helper_stores = effective_zero_store(launch.kernel) is not True and _compat.kernel_has_backward(
-            launch.kernel
-        )
+        # Stock Warp's backward re-runs an unflagged kernel's helper stores into memory; a flagged kernel's replay
+        # sends those of array parameters to its log, not those through a struct a helper is passed.
+        backward = _compat.kernel_has_backward(launch.kernel)
+        replays_helper_stores = effective_zero_store(launch.kernel) is not True and backward
         for use in launch.uses:
             if use.saved is None:
                 continue
@@ -1022,7 +1030,9 @@ class Tape(_compat.WarpTape):
                 continue  # a snapshot of an array the launch did not change is not needed (known when compared)
             self._snapshotted[id(use.array)] = use.array
             self._restored_by[id(use.array)] = launch.index
-            if replays_helper_stores and use.access.helper_stores:
+            through_struct = backward and any("." in label for label in use.labels)
+            reruns = (replays_helper_stores or through_struct) and use.access.helper_stores
+            if reruns:
                 found.append(Hazard(REPLAY, writer=launch.site(use.label), cause="helper store"))
             saved_bytes = use.saved.size * _compat.dtype_size_bytes(use.saved.dtype)
             if use.crossed and not use.reads_known():
@@ -1050,6 +1060,8 @@ class Tape(_compat.WarpTape):
             if after is None or not _any(after):
                 read_values.append((use.array, use.saved))
                 self.snapshot_bytes += saved_bytes
+                if reruns:  # the adjoint writes the array again: put the input back for the earlier launches
+                    inputs.append((use.array, use.saved))
                 continue
             both = after & use.marks.before
             written = after & ~both if exact else after
@@ -1317,7 +1329,7 @@ class Tape(_compat.WarpTape):
             if entry is None or entry[0] is not use.array or not entry[2]:
                 continue
             now = use.before if use.before is not None else _compat.host_view(use.array)
-            if entry[1] != _checksum(now):
+            if entry[1] != _checksum(now) and not is_declared(use.array):
                 self._mutated.append((use.array, list(entry[2].values()), launch.site(use.label), entry[3]))
 
     def _serve_last_readers(self) -> None:
@@ -1346,9 +1358,9 @@ class Tape(_compat.WarpTape):
         # restores put back what it and every earlier reader read, each before that reader's adjoint. Otherwise
         # (an input only read; a launch that read it after the last restoring writer) nothing puts back what
         # those readers read.
-        found = [m for m in self._mutated if not m[3]]
+        found = [m for m in self._mutated if not m[3] and not is_declared(m[0])]
         for arr, checksum, readers, served in self._fingerprints.values():
-            if readers and not served and checksum != _checksum(_compat.host_view(arr)):
+            if readers and not served and checksum != _checksum(_compat.host_view(arr)) and not is_declared(arr):
                 found.append((arr, list(readers.values()), None, False))
         if not found:
             return
