@@ -492,6 +492,12 @@ def is_float(dtype) -> bool:
         return False
 
 
+def carries_gradient(array) -> bool:
+    """Does the array have a gradient a store adjoint could leak into: a float dtype and ``requires_grad`` (an
+    integer or bool array has no adjoint; one without ``.grad`` gets none)?"""
+    return bool(getattr(array, "requires_grad", False)) and is_float(array.dtype)
+
+
 def with_scalar_type(dtype, scalar):
     """The same kind of Warp dtype (scalar, vector, matrix, quaternion, transform) over another scalar."""
     if dtype in (wtypes.float16, wtypes.float32, wtypes.float64):

@@ -65,7 +65,7 @@ from ..codegen import pre_backward, replays_exactly
 from ..codegen.replay import POST
 from ..config import CheckLevel, validate_check
 from ..options import effective_zero_store, store_adjoints_zero
-from . import read_twin
+from . import observe, read_twin
 from .intent import is_declared
 from .memory import AddressBook, slot_range
 from .visualize import mark_hazards
@@ -153,7 +153,9 @@ class Hazard:
             (a thread read an element between two writes of the launch: no Tape can serve it) or
             ``"helper store"`` (a ``@wp.func`` helper stores into it, which Warp's backward runs again: an unflagged
             kernel's helper, or any kernel's helper storing through a ``@wp.struct`` it is passed). For an "overwrite":
-            ``"no backward"`` (the later kernel is built with ``enable_backward=False``: always real).
+            ``"no backward"`` (the later kernel is built with ``enable_backward=False``: always real) or ``"no
+            gradient"`` (the array has none to leak: an integer or bool dtype, or ``requires_grad=False`` when the
+            later launch was recorded; never real).
     """
 
     kind: str
@@ -193,6 +195,10 @@ class Hazard:
                 if self.real
                 else "safe: the later kernel zeroes its store adjoints"
             )
+            if self.cause == "no gradient":
+                verdict = (
+                    "safe: the array has no gradient (an integer or bool dtype, or requires_grad=False), so none leaks"
+                )
             if self.cause == "no backward":
                 verdict = (
                     "a real error: the later kernel is built with enable_backward=False, so no adjoint of its "
@@ -528,6 +534,8 @@ def _union(access: ArgumentAccess, other: ArgumentAccess) -> None:
     access.stores |= other.stores
     access.accumulates |= other.accumulates
     access.value_read |= other.value_read
+    access.helper_stores |= other.helper_stores
+    access.surely_writes |= other.surely_writes
 
 
 def _reads_across_labels(launch) -> bool:
@@ -1028,6 +1036,8 @@ class Tape(_compat.WarpTape):
                 continue
             if use.before is not None and _same_bytes(use.before, use.after):
                 continue  # a snapshot of an array the launch did not change is not needed (known when compared)
+            if use.before is None and not use.access.surely_writes and observe.unchanged(use.saved, use.array):
+                continue  # the source only says "may write" (`access`): the launch changed no byte, so no restore
             self._snapshotted[id(use.array)] = use.array
             self._restored_by[id(use.array)] = launch.index
             through_struct = backward and any("." in label for label in use.labels)
@@ -1179,13 +1189,16 @@ class Tape(_compat.WarpTape):
                     sites = np.flatnonzero(counts)
                     sites, counts = sites.tolist(), counts[sites].tolist()
             real = None
+            gradient = _compat.carries_gradient(use.array)
             for site, elements in zip(sites, counts):
                 if real is None:
                     # safe only where the store adjoint zeroes this array's gradient: never one made with
                     # retain_grad=True (Warp >= 1.13 skips zeroing it, stock and flagged alike). Real even where
                     # the earlier writer has no backward: what leaks stays in the gradient, and reaches whatever
-                    # that writer wrote over (an input a recorded copy read, say)
-                    real = not store_adjoints_zero(launch.kernel) or _compat.retains_grad(use.array)
+                    # that writer wrote over (an input a recorded copy read, say). Never real for an array without
+                    # a gradient (an integer or bool dtype, requires_grad=False when the later launch is recorded):
+                    # there is no adjoint to leak
+                    real = gradient and (not store_adjoints_zero(launch.kernel) or _compat.retains_grad(use.array))
                 if (OVERWRITE, writer, None, self._sites[site][1], real) in known:
                     continue
                 found.append(
@@ -1195,7 +1208,7 @@ class Tape(_compat.WarpTape):
                         earlier=self._site(site),
                         real=real,
                         elements=int(elements),
-                        cause="" if backward else "no backward",
+                        cause="no gradient" if not gradient else "" if backward else "no backward",
                     )
                 )
         if region.reads and _any(region.read_any[written]):  # else no read site can have read them
