@@ -492,6 +492,52 @@ def is_float(dtype) -> bool:
         return False
 
 
+def value_kind(t) -> str | None:
+    """``"integer"`` for a type whose values carry no gradient (an integer or bool scalar, vector or matrix; a struct
+    of such fields and arrays), ``"float"`` for one that does, None where it cannot tell (a tuple, an unknown)."""
+    if t is bool or t is int or t is getattr(wtypes, "bool", None):
+        return "integer"
+    if t is float:
+        return "float"
+    if is_struct_type(t):
+        kinds = {value_kind(var.type) for var in t.vars.values() if not is_array_type(var.type)}
+        return "float" if "float" in kinds else None if None in kinds else "integer"
+    try:
+        scalar = wtypes.type_scalar_type(t)
+    except Exception:  # noqa: BLE001 - not a Warp value type
+        return None
+    if scalar in wtypes.int_types or scalar is bool or scalar is getattr(wtypes, "bool", None):
+        return "integer"
+    if scalar in wtypes.float_types:
+        return "float"
+    return None
+
+
+def is_value_type(t) -> bool:
+    """A Warp scalar, vector, matrix, quaternion or transform type (a constructor of values)."""
+    return (
+        t in wtypes.scalar_types
+        or wtypes.type_is_vector(t)
+        or wtypes.type_is_matrix(t)
+        or t is getattr(wtypes, "bool", None)
+    )
+
+
+def component_type(t):
+    """The type of ``v.x`` or ``v[0]`` of a vector (a scalar), of ``m[0]`` of a matrix (its row vector); None."""
+    if wtypes.type_is_vector(t):
+        return wtypes.type_scalar_type(t)
+    if wtypes.type_is_matrix(t):
+        return wtypes.vector(length=t._shape_[1], dtype=wtypes.type_scalar_type(t))
+    return None
+
+
+def struct_field_type(t, name: str):
+    """The type of field ``name`` of a ``@wp.struct`` type, or None."""
+    var = t.vars.get(name) if is_struct_type(t) else None
+    return None if var is None else var.type
+
+
 def carries_gradient(array) -> bool:
     """Does the array have a gradient a store adjoint could leak into: a float dtype and ``requires_grad`` (an
     integer or bool array has no adjoint; one without ``.grad`` gets none)?"""
@@ -997,6 +1043,19 @@ def function_overloads(function) -> list:
     per field type); which one a call picks is decided by argument types when the module is built."""
     overloads = getattr(function, "user_overloads", None) or {}
     return list(overloads.values()) or [function]
+
+
+def function_namespace(func) -> dict:
+    """The names a kernel's or helper's Python function resolves, as Warp resolves them: its module's globals and
+    its closure's variables (warp.fem makes kernels inside functions: ``quadrature.point_coords(...)``)."""
+    out = dict(func.__globals__)
+    if func.__closure__:
+        for name, cell in zip(func.__code__.co_freevars, func.__closure__):
+            try:
+                out[name] = cell.cell_contents
+            except ValueError:  # a cell not filled yet
+                continue
+    return out
 
 
 def function_python(function):

@@ -61,6 +61,10 @@ class ArgumentAccess:
     #: the backward pass may read the value of an element it reads (a use other than a linear one, `value_use`):
     #: where False, a change of the array before ``backward()`` leaves the gradient as it is
     value_read: bool = False
+    #: where ``value_read``: the roots (parameters, struct paths ``"s.q"``) whose adjoints read the values loaded
+    #: (`value_use.ValueUses.readers`); None: any gradient may (an index, a branch, a helper, a use not followed).
+    #: A stale read whose readers' arrays all have no gradient at the launch changes no gradient
+    value_readers: frozenset | None = frozenset()
 
     @property
     def writes(self) -> bool:
@@ -111,17 +115,8 @@ def helper_parameter(helper, call: ast.Call, node) -> str | None:
     return None
 
 
-def namespace(func) -> dict:
-    """The names a kernel's or helper's source resolves: its module's globals and its closure's variables (warp.fem
-    makes its kernels inside functions: ``quadrature.point_coords(...)`` names a closure variable)."""
-    out = dict(func.__globals__)
-    if func.__closure__:
-        for name, cell in zip(func.__code__.co_freevars, func.__closure__):
-            try:
-                out[name] = cell.cell_contents
-            except ValueError:  # a cell not filled yet
-                continue
-    return out
+#: the names a kernel's or helper's source resolves (globals and closure)
+namespace = _compat.function_namespace
 
 
 def _helper_access(helper, parameter: str, depth: int, ndim: int | None = None) -> ArgumentAccess | None:
@@ -197,6 +192,8 @@ def _either(one: ArgumentAccess, other: ArgumentAccess) -> ArgumentAccess:
         **{f.name: getattr(one, f.name) or getattr(other, f.name) for f in dataclasses.fields(ArgumentAccess)}
     )
     either.surely_writes = one.surely_writes and other.surely_writes
+    readers = None if one.value_readers is None or other.value_readers is None else one.value_readers
+    either.value_readers = readers if readers is None else readers | other.value_readers
     return either
 
 
@@ -394,7 +391,8 @@ class _Visitor(ast.NodeVisitor):
         access.reads_after_store |= inner.reads_after_store
         access.helper_stores |= inner.writes
         access.surely_writes |= inner.surely_writes
-        access.value_read |= inner.value_read
+        if inner.value_read:  # the helper's readers are its own names: any gradient, for the caller
+            _value_read(access, None)
 
     def visit_Name(self, node):  # noqa: N802 - ast API
         if node.id in self.structs:  # the struct itself, used whole
@@ -431,7 +429,7 @@ class _Visitor(ast.NodeVisitor):
                 access.accumulates = access.surely_writes = True
             elif name in READING:
                 self._note(label, access, read=True)
-                access.reads = access.value_read = True
+                _value_read(access, None)
             elif name in STORING:
                 self._note(label, access, store=True)
                 access.stores = access.surely_writes = True
@@ -486,7 +484,7 @@ class _Visitor(ast.NodeVisitor):
                     aliases.append((label, remaining))
                 if ndim is None:  # a helper's parameter of unknown shape: it may be an element's value, a read
                     self._note(label, access, read=True)
-                    access.reads = access.value_read = True
+                    _value_read(access, None)
                 return
             if ndim is not None:  # a view passed on, compared, ...: it may be stored into
                 _anything(access)
@@ -496,7 +494,7 @@ class _Visitor(ast.NodeVisitor):
             if isinstance(augmented, ast.AugAssign) and not augmented_is_atomic(augmented.op):
                 # `a[i] *= v` is a load, then a store: a read of the element (which the store then overwrites)
                 self._note(label, access, read=True)
-                access.reads = access.value_read = True
+                _value_read(access, None)
                 self._note(label, access, store=True)
                 access.stores = access.surely_writes = True
             elif isinstance(augmented, ast.AugAssign):
@@ -508,12 +506,20 @@ class _Visitor(ast.NodeVisitor):
         else:
             self._note(label, access, read=True)
             access.reads = True
-            access.value_read |= self.values is None or self.values.is_needed(outer)
+            if self.values is None or self.values.is_needed(outer):
+                _value_read(access, None if self.values is None else self.values.readers(outer))
+
+
+def _value_read(access: ArgumentAccess, readers: frozenset | None) -> None:
+    """A read whose value the backward reads, by the adjoints of ``readers`` (None: any)."""
+    access.reads = access.value_read = True
+    access.value_readers = None if readers is None or access.value_readers is None else access.value_readers | readers
 
 
 def _anything(access: ArgumentAccess) -> None:
     """The source cannot tell what happens to the array: read and stored, possibly in that order."""
-    access.reads = access.stores = access.reads_after_store = access.value_read = True
+    access.stores = access.reads_after_store = True
+    _value_read(access, None)
 
 
 _CACHE: dict = {}

@@ -144,8 +144,9 @@ class Hazard:
         writer: The launch that changed the values (None: a mutation found at ``backward()``).
         reader: The launch whose backward reads them (stale read, mutation).
         earlier: The launch that wrote them first (overwrite).
-        real: False for an overwrite whose later writer zeroes its store adjoints, and for a stale read whose
-            reader's backward reads no value it loaded (kept, not warned about).
+        real: False for an overwrite whose later writer zeroes its store adjoints or of an array without a
+            gradient, and for a stale read whose reader's backward reads no value it loaded, or only for the
+            adjoints of arrays without a gradient at its launch (kept, not warned about).
         elements: How many elements, where counted.
         cause: For a "read before and after write": ``""`` (one thread read an element before and after writing
             it), ``"aliased"`` (one array under two parameters, with no read twin to order the reads), ``"reads
@@ -534,6 +535,8 @@ def _union(access: ArgumentAccess, other: ArgumentAccess) -> None:
     access.stores |= other.stores
     access.accumulates |= other.accumulates
     access.value_read |= other.value_read
+    if access.value_readers is not None:
+        access.value_readers = None if other.value_readers is None else access.value_readers | other.value_readers
     access.helper_stores |= other.helper_stores
     access.surely_writes |= other.surely_writes
 
@@ -635,6 +638,23 @@ class _Launch:
     def ident(self, label: str) -> tuple:
         """`Site.ident` of ``site(label)``, without building the Site."""
         return (self.kernel.key, label, self.location)
+
+
+def _gradient_reads(launch: _Launch, readers: frozenset | None) -> bool:
+    """Does any of ``readers`` (`ArgumentAccess.value_readers`: parameters and struct paths whose adjoints read a
+    value the launch loaded) reach an array of this launch with a gradient? A scalar parameter has none (Warp's
+    Tape keeps no gradient of it); None: any may."""
+    if readers is None:
+        return True
+    if not readers:
+        return False
+    for use in launch.uses:
+        if not _compat.carries_gradient(use.array):
+            continue
+        for label in use.labels:
+            if any(label == root or label.startswith(root + ".") for root in readers):
+                return True
+    return False
 
 
 class _KernelFacts:
@@ -1142,9 +1162,11 @@ class Tape(_compat.WarpTape):
             read = slots[getattr(use.marks, which)]
         entry = region.reads.get(key)
         if entry is None:
-            # a reader whose backward reads no value it loaded (`value_use`): a stale read of it is not real
+            # a reader whose backward reads no value it loaded (`value_use`), or whose adjoints that read them reach
+            # only arrays of this launch without a gradient: a stale read of it is not real
             site = launch.site(use.label)
-            entry = region.reads[key] = [site, np.zeros(region.writer.size, dtype=bool), use.access.value_read]
+            real = use.access.value_read and _gradient_reads(launch, use.access.value_readers)
+            entry = region.reads[key] = [site, np.zeros(region.writer.size, dtype=bool), real]
         entry[1][read] = True
         region.read_any[read] = True
 
