@@ -6,6 +6,9 @@ assignment) and warn where a backward first runs (`codegen.adjoint_lints`), not 
   not (negative twin: a float local in the same loop, read by a product's adjoint, still is; an int used as an
   index still is).
 * A branch Warp decides when it builds (``if wp.static(...)``) is linted as taken.
+* A ``while`` body that assigns a carried local before reading it reads the value it made (Warp keeps it in a
+  variable of its own): not warned, and right against central differences (negative twin: read before the body
+  assigns it, it is the carried variable: warned, and wrong).
 * A kernel no backward runs is never warned; its first ``Tape.backward`` warns it (once).
 """
 
@@ -69,7 +72,19 @@ def test_the_warning_comes_at_the_first_backward_not_at_build():
     assert at_backward[0].filename.endswith("kernels_loop_types.py")
 
 
-@pytest.mark.parametrize("kernel", [k.integer_into_a_helper, k.float_local_read_by_a_backward])
+def test_a_while_body_reading_a_carried_local_after_assigning_it_is_not_warned():
+    assert messages(k.while_reassigned_then_indexed) == []
+    assert any("reads 'k'" in m for m in messages(k.while_indexed_then_reassigned))  # the negative twin
+
+
+SILENT = [k.integer_into_a_helper, k.while_reassigned_then_indexed]
+
+
+@pytest.mark.parametrize(
+    "kernel",
+    [k.integer_into_a_helper, k.float_local_read_by_a_backward]
+    + [k.while_reassigned_then_indexed, k.while_indexed_then_reassigned],
+)
 def test_the_silent_kernel_is_right_and_the_warned_one_wrong(kernel):
     # what the lints say is what Warp computes: central differences of y[0] with respect to x (n = 3)
     def loss(values):
@@ -78,7 +93,7 @@ def test_the_silent_kernel_is_right_and_the_warned_one_wrong(kernel):
         wp.launch(kernel, dim=1, inputs=[x, 3, y])
         return float(y.numpy()[0])
 
-    values = np.array([0.7, 0.4])
+    values = np.array([0.7, 0.4, -0.9, 1.3, 0.2])
     x = wp.array(values, dtype=float, requires_grad=True)
     y = wp.zeros(1, dtype=float, requires_grad=True)
     tape = wp.Tape()
@@ -87,7 +102,8 @@ def test_the_silent_kernel_is_right_and_the_warned_one_wrong(kernel):
         with tape:
             wp.launch(kernel, dim=1, inputs=[x, 3, y])
         tape.backward(grads={y: wp.ones(1, dtype=float)})
-    h, eye = 1e-3, np.eye(2)
-    central = [(loss(values + h * eye[i]) - loss(values - h * eye[i])) / (2 * h) for i in range(2)]
+    h, eye = 1e-3, np.eye(len(values))
+    central = [(loss(values + h * eye[i]) - loss(values - h * eye[i])) / (2 * h) for i in range(len(values))]
     right = np.allclose(x.grad.numpy(), central, atol=1e-2)
-    assert right is (kernel is k.integer_into_a_helper)
+    assert right is (kernel in SILENT)
+    assert bool(messages(kernel)) is not right

@@ -59,3 +59,30 @@ def never_differentiated(x: wp.array(dtype=float), n: int, y: wp.array(dtype=flo
     for _j in range(n):
         s = s * x[0]
     y[0] = s * s
+
+
+@wp.kernel(zero_store=True)
+def while_reassigned_then_indexed(x: wp.array(dtype=float), n: int, y: wp.array(dtype=float)):
+    # `k` is carried, but the body reads it only after assigning it: the backward reads that value (right)
+    k = int(0)
+    t = int(0)
+    s = float(0.0)
+    while t < n:
+        k = k + 1
+        s += x[k] * x[k]
+        k = k * 1
+        t += 1
+    y[0] = s
+
+
+@wp.kernel(zero_store=True)
+def while_indexed_then_reassigned(x: wp.array(dtype=float), n: int, y: wp.array(dtype=float)):
+    # the negative twin: `k` read as an index before the body assigns it (the carried variable): wrong, warned
+    k = int(1)
+    t = int(0)
+    s = float(0.0)
+    while t < n:
+        s += x[k] * x[k]
+        k = k + 1
+        t += 1
+    y[0] = s

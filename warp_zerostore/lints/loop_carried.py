@@ -304,26 +304,46 @@ class _Checker:
 
     def _while_body(self, loop, wrong: dict, carried: set) -> None:
         """A ``while`` body: Warp's backward replays its iterations in forward order, and each iteration's adjoints
-        then read the locals as the whole iteration left them. So a carried local is wrong only in the statements
-        up to its last assignment in the body (``s = s * x[k]``, ``x[k]`` before ``k += 1``), and its tests are
-        right (the branch taken is replayed).
+        then read the carried variable as the whole iteration left it. So a carried local is wrong only where a
+        statement reads the carried variable: up to its first plain assignment in the body (``s = s * x[k]``,
+        ``x[k]`` before ``k += 1``); after that assignment the body reads the value it made, which Warp keeps in a
+        variable of its own and the replay recomputes (``k = step(k); y = f(k); k += 1``: ``f``'s adjoint reads the
+        right ``k``, checked in the generated code). Its tests are right (the branch taken is replayed).
         """
         self.whiles.add(loop.lineno)
         outer = self.stale
+        fresh: set = set()  # carried locals a plain statement of this body assigned already
         for i, stmt in enumerate(loop.body):
             later = _assigned(loop.body[i:]) - self.arrays
             wrong = dict(wrong)
             stale = set(outer)
             for name in carried:
-                if name in later:
+                if name in later and name not in fresh:
                     wrong[name] = loop.lineno
                     stale.add(name)
                 elif wrong.get(name) == loop.lineno:
                     del wrong[name]
             self.stale = frozenset(stale)
             wrong = self.statement(stmt, wrong)
+            fresh |= _plainly_assigned(stmt)
         self.stale = outer
         self.whiles.discard(loop.lineno)
+
+
+def _plainly_assigned(stmt) -> set:
+    """Locals a statement assigns for certain, as a whole (``k = ...``, ``k += 1``, ``a, k = ...``): not in a branch
+    or a loop, not a component."""
+    if isinstance(stmt, ast.Assign):
+        targets = stmt.targets
+    elif isinstance(stmt, (ast.AugAssign, ast.AnnAssign)):
+        targets = [stmt.target]
+    else:
+        return set()
+    out = set()
+    for target in targets:
+        elements = target.elts if isinstance(target, ast.Tuple) else [target]
+        out.update(e.id for e in elements if isinstance(e, ast.Name))
+    return out
 
 
 def _names(expr) -> list:
