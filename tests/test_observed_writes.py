@@ -17,7 +17,7 @@ import pytest
 import warp_zerostore as wp
 from warp_zerostore import access
 from warp_zerostore.tape import intent
-from warp_zerostore.tape.observe import unchanged
+from warp_zerostore.tape.observe import device_unchanged, unchanged
 from warp_zerostore.tape.tape import OVERWRITE, REPLAY, OverwriteError
 
 
@@ -65,18 +65,22 @@ def test_the_analysis_says_only_may_write_for_the_local():
     assert used.writes and not used.surely_writes
 
 
+@pytest.mark.parametrize("compare", [unchanged, device_unchanged], ids=["host", "compare kernel"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int8])
-def test_unchanged_compares_every_byte(dtype):
+def test_unchanged_compares_every_byte(dtype, compare, device):
     for n in (3, 2049):  # a short array (byte strings) and a long one (words)
-        a = wp.array(np.arange(n).astype(dtype))
+        a = wp.array(np.arange(n).astype(dtype), device=device)
         saved = wp.clone(a)
-        assert unchanged(saved, a)
+        assert compare(saved, a)
         values = a.numpy()
         values[-1] += 1
         a.assign(values)
-        assert not unchanged(saved, a)
-    strided = wp.array(np.arange(12, dtype=np.float32))[::3]
-    assert unchanged(wp.clone(strided), strided)
+        assert not compare(saved, a)
+    strided = wp.array(np.arange(12, dtype=np.float32), device=device)[::3]
+    saved = wp.clone(strided)
+    assert compare(saved, strided)
+    strided.fill_(7.0)
+    assert not compare(saved, strided)
 
 
 def changed_after_record(kernel, tape, declare: bool = False):
