@@ -84,12 +84,17 @@ def test_a_user_file_named_like_warp_is_the_users(tmp_path, monkeypatch):  # neg
 
 @pytest.fixture(scope="module")
 def lint_warnings():
-    """The AdjointWarnings of one launch of the generic kernel (an overload) and one of the kernel from text."""
-    x, y = wp.ones(4, dtype=float), wp.zeros(1, dtype=float)
+    """The AdjointWarnings of the generic kernel (an overload) and of the kernel from text, warned where their
+    backward first runs."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        wp.launch(generic.generic_square_after, dim=1, inputs=[x, 4, y])
-        wp.launch(generic.from_text, dim=1, inputs=[x, 4, y])
+        for kernel in (generic.generic_square_after, generic.from_text):
+            x = wp.ones(4, dtype=float, requires_grad=True)
+            y = wp.zeros(1, dtype=float, requires_grad=True)
+            tape = wp.Tape()
+            with tape:
+                wp.launch(kernel, dim=1, inputs=[x, 4, y])
+            tape.backward(grads={y: wp.ones(1, dtype=float)})
     return [w for w in caught if issubclass(w.category, wp.AdjointWarning)]
 
 
