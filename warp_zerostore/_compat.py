@@ -838,9 +838,29 @@ def prepared_launch(kernel, dim, params: list, device, max_blocks: int, block_di
     )
 
 
+def copy_on_device(dest, src) -> None:
+    """``dest`` takes ``src``'s content (same shape and dtype) on their device, never through the host: one memcpy
+    (Warp's native ``wp_memcpy_h2h`` / ``wp_memcpy_d2d``, named so on every supported version) where both are
+    contiguous on one device, else ``warp.copy`` (recorded on no Tape)."""
+    if dest.is_contiguous and src.is_contiguous and dest.device == src.device and dest.size == src.size:
+        nbytes = src.size * dtype_size_bytes(src.dtype)
+        core = context.runtime.core
+        if not nbytes:
+            return
+        if src.device.is_cpu:
+            done = core.wp_memcpy_h2h(dest.ptr, src.ptr, nbytes)
+        else:
+            done = core.wp_memcpy_d2d(dest.device.context, dest.ptr, src.ptr, nbytes, dest.device.stream.cuda_stream)
+        if done:
+            return
+    with no_active_tape():
+        warp.copy(dest, src)
+
+
 def host_view(arr):
     """A NumPy view of a CPU array's memory, made once per array object (``arr.numpy()`` costs about 15 us a
-    call); for other devices, ``arr.numpy()`` (a copy to the host)."""
+    call); for other devices, ``arr.numpy()`` (a copy to the host). The one way this package reads an array's
+    content on the host (a transfer off the CPU)."""
     cached = arr.__dict__.get("_wzs_host_view")  # only CPU arrays get one
     if cached is not None and cached[0] == arr.ptr:
         return cached[1]

@@ -756,12 +756,9 @@ def _zero(entry) -> None:
 
 
 def _copy(entry, arr) -> None:
-    """The twin's copy of ``arr``: ``entry``'s scratch array gets ``arr``'s values (``arr`` is only read)."""
-    if entry[1] is not None and arr.device.is_cpu:
-        np.copyto(entry[1], _compat.host_view(arr))
-    else:
-        with _compat.no_active_tape():
-            warp.copy(entry[0], arr)
+    """The twin's copy of ``arr``: ``entry``'s scratch array gets ``arr``'s values (``arr`` is only read), on the
+    device (a recorded array's content never crosses to the host)."""
+    _compat.copy_on_device(entry[0], arr)
 
 
 def _same(a, b) -> bool:

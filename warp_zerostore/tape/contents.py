@@ -1,0 +1,357 @@
+"""What the Tape keeps of arrays' contents, computed on each array's own device by Warp kernels (the CPU's or a
+CUDA device's, the same code): fingerprints, copies, and per-element masks of what changed.
+
+* **Fingerprint**: a 64-bit checksum of an array's bytes, element position by element position (the sum of a
+  bijective mix of ``(position, word)``, so a change of any one word always changes it; several changes cancel
+  with odds of about 2**-64). It goes into a slot of a `Ledger` on the device; the slots come back together,
+  once, where the Tape compares them (at ``backward()``): taking one makes no transfer and no synchronisation.
+* **Copy** (`Known`): an array's elements in a contiguous device buffer, kept to compare the array against.
+  `Known.changed` compares, element by element, and can bring the copy up to date in the same pass; the mask
+  it returns comes from a scratch array of this module (on a GPU, one byte per element crosses to the host,
+  never the array).
+* **Blend**: one contiguous copy takes another's elements wherever a mask is 0 (a snapshot of what a launch
+  read: its output where a thread read its own write, its input elsewhere).
+
+Kernels address memory by raw pointer and byte strides (any dtype, any layout, views included), a word at a
+time: 4 bytes where the array's pointer, strides and element size allow it, else 1. They are built once, in
+this module's own Warp module (no user kernel's hash or code changes), and launched through prepared launches
+kept per layout, so a call sets two or three parameters.
+
+Which facts are which: a fingerprint equality is a guess (another content with the same checksum: odds 2**-64),
+used only to refuse or to report (a mutation after record), never to decide what a gradient reads; the masks,
+copies and blends are exact.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import warp
+
+from .. import _compat
+
+# splitmix64's finaliser, with multipliers below 2**63 (a literal above it makes C++ compilers warn); each step is a
+# bijection of 64-bit words, so two different (position, word) keys never mix to the same value
+_MIX1 = warp.constant(warp.uint64(0x5851F42D4C957F2D))
+_MIX2 = warp.constant(warp.uint64(0x14057B7EF767814F))
+
+
+@warp.func
+def _mix(z: warp.uint64):
+    z = (z ^ (z >> warp.uint64(30))) * _MIX1
+    z = (z ^ (z >> warp.uint64(27))) * _MIX2
+    return z ^ (z >> warp.uint64(31))
+
+
+@warp.func
+def _word(address: warp.uint64, wide: int):
+    if wide != 0:
+        return warp.uint64(warp.array(ptr=address, shape=(1,), dtype=warp.uint32)[0])
+    return warp.uint64(warp.array(ptr=address, shape=(1,), dtype=warp.uint8)[0])
+
+
+@warp.func
+def _set_word(address: warp.uint64, wide: int, value: warp.uint64):
+    if wide != 0:
+        wide_word = warp.array(ptr=address, shape=(1,), dtype=warp.uint32)
+        wide_word[0] = warp.uint32(value)
+    else:
+        byte = warp.array(ptr=address, shape=(1,), dtype=warp.uint8)
+        byte[0] = warp.uint8(value)
+
+
+@warp.func
+def _element(ptr: warp.uint64, flat: int, shape: warp.vec4i, strides: warp.vec4l):
+    """The address of element ``flat``, row-major over ``shape`` (four axes; unused ones of size 1)."""
+    rest = flat
+    i3 = rest % shape[3]
+    rest = rest // shape[3]
+    i2 = rest % shape[2]
+    rest = rest // shape[2]
+    i1 = rest % shape[1]
+    i0 = rest // shape[1]
+    offset = (
+        warp.int64(i0) * strides[0]
+        + warp.int64(i1) * strides[1]
+        + warp.int64(i2) * strides[2]
+        + warp.int64(i3) * strides[3]
+    )
+    return ptr + warp.uint64(offset)
+
+
+# Each kernel walks the elements with a stride of its thread count (one thread on the CPU, up to `_GPU_THREADS`
+# on a GPU): a fingerprint then takes one atomic add per thread, not one per element.
+
+
+@warp.kernel(enable_backward=False)
+def _fingerprint(
+    ptr: warp.uint64,
+    size: int,
+    shape: warp.vec4i,
+    strides: warp.vec4l,
+    words: int,
+    wide: int,
+    threads: int,
+    out: warp.array(dtype=warp.uint64),
+    slot: int,
+):
+    e = warp.tid()
+    step = warp.uint64(1)
+    if wide != 0:
+        step = warp.uint64(4)
+    total = warp.uint64(0)
+    while e < size:
+        address = _element(ptr, e, shape, strides)
+        for w in range(words):
+            key = (warp.uint64(e * words + w) << warp.uint64(32)) | _word(address + warp.uint64(w) * step, wide)
+            total += _mix(key)
+        e += threads
+    warp.atomic_add(out, slot, total)
+
+
+@warp.kernel(enable_backward=False)
+def _compare_kernel(
+    ptr: warp.uint64,
+    size: int,
+    shape: warp.vec4i,
+    strides: warp.vec4l,
+    words: int,
+    wide: int,
+    threads: int,
+    known: warp.uint64,
+    mask: warp.uint64,
+    update: int,
+):
+    """``mask[e]``: element ``e`` differs from the copy at ``known`` (none written where ``mask`` is 0); with
+    ``update``, the copy takes the array's element."""
+    e = warp.tid()
+    step = warp.uint64(1)
+    if wide != 0:
+        step = warp.uint64(4)
+    while e < size:
+        address = _element(ptr, e, shape, strides)
+        kept = known + warp.uint64(e * words) * step
+        differs = int(0)
+        for w in range(words):
+            now = _word(address + warp.uint64(w) * step, wide)
+            if now != _word(kept + warp.uint64(w) * step, wide):
+                differs = 1
+                if update != 0:
+                    _set_word(kept + warp.uint64(w) * step, wide, now)
+        if mask != warp.uint64(0):
+            flags = warp.array(ptr=mask, shape=(size,), dtype=warp.uint8)
+            flags[e] = warp.uint8(differs)
+        e += threads
+
+
+@warp.kernel(enable_backward=False)
+def _blend(dest: warp.uint64, src: warp.uint64, mask: warp.uint64, size: int, words: int, wide: int, threads: int):
+    """Contiguous copies: ``dest``'s element ``e`` becomes ``src``'s wherever ``mask[e]`` is 0."""
+    e = warp.tid()
+    step = warp.uint64(1)
+    if wide != 0:
+        step = warp.uint64(4)
+    while e < size:
+        if warp.array(ptr=mask, shape=(size,), dtype=warp.uint8)[e] == warp.uint8(0):
+            base = warp.uint64(e * words) * step
+            for w in range(words):
+                offset = base + warp.uint64(w) * step
+                _set_word(dest + offset, wide, _word(src + offset, wide))
+        e += threads
+
+
+#: threads of a launch on a GPU (each walks every this-many-th element); one on the CPU
+_GPU_THREADS = 1 << 16
+
+
+class Layout:
+    """How to walk an array's elements a word at a time: its shape and byte strides over four axes, the words per
+    element and whether a word is 4 bytes (``wide``) or 1. Made once per array object and pointer."""
+
+    __slots__ = ("size", "shape", "strides", "words", "wide", "nbytes", "key", "device")
+
+    def __init__(self, arr):
+        element = _compat.dtype_size_bytes(arr.dtype)
+        shape, strides = list(arr.shape), [int(s) for s in arr.strides]
+        if arr.is_contiguous:  # one axis: fewer divisions per element
+            shape, strides = [arr.size], [element]
+        wide = element % 4 == 0 and int(arr.ptr or 0) % 4 == 0 and all(s % 4 == 0 for s in strides)
+        self.size = arr.size
+        self.shape = tuple(shape + [1] * (4 - len(shape)))
+        self.strides = tuple(strides + [0] * (4 - len(strides)))
+        self.words = element // 4 if wide else element
+        self.wide = int(wide)
+        self.nbytes = arr.size * element
+        self.device = arr.device
+        self.key = (str(arr.device), self.size, self.shape, self.strides, self.words, self.wide)
+
+
+def layout(arr) -> Layout:
+    cached = arr.__dict__.get("_wzs_layout")
+    if cached is not None and cached[0] == arr.ptr:
+        return cached[1]
+    found = Layout(arr)
+    arr.__dict__["_wzs_layout"] = (arr.ptr, found)
+    return found
+
+
+def _threads(device, size: int) -> int:
+    return 1 if device.is_cpu else max(1, min(size, _GPU_THREADS))
+
+
+_LAUNCHES: dict = {}  # (kernel, layout key) -> a prepared launch, its layout parameters set
+
+
+def _prepared(kernel, shape_of: Layout, params: list):
+    key = (kernel.key, shape_of.key)
+    launch = _LAUNCHES.get(key)
+    if launch is None:
+        if len(_LAUNCHES) > 1024:  # layouts that keep changing: start over rather than grow
+            _LAUNCHES.clear()
+        with _compat.no_active_tape():
+            launch = _LAUNCHES[key] = _compat.prepared_launch(
+                kernel, _threads(shape_of.device, shape_of.size), params, shape_of.device, 0, 256
+            )
+    return launch
+
+
+def _layout_params(shape_of: Layout) -> list:
+    return [
+        shape_of.size,
+        warp.vec4i(*shape_of.shape),
+        warp.vec4l(*shape_of.strides),
+        shape_of.words,
+        shape_of.wide,
+        _threads(shape_of.device, shape_of.size),
+    ]
+
+
+# -- fingerprints
+
+
+class Ledger:
+    """Fingerprint slots on each device, in chunks of `CHUNK` (zeroed when made); read back all at once."""
+
+    CHUNK = 4096
+
+    def __init__(self):
+        self.chunks: dict = {}  # device name -> [device arrays]
+        self.next: dict = {}  # device name -> next free slot
+
+    def take(self, arr) -> tuple:
+        """Launch the fingerprint of ``arr``'s content now into a new slot; returns the slot's handle."""
+        shape_of = layout(arr)
+        device = shape_of.key[0]
+        slot = self.next.get(device, 0)
+        self.next[device] = slot + 1
+        chunks = self.chunks.setdefault(device, [])
+        chunk, index = divmod(slot, self.CHUNK)
+        if chunk == len(chunks):
+            with _compat.no_active_tape():
+                chunks.append(warp.zeros(self.CHUNK, dtype=warp.uint64, device=arr.device))
+        if shape_of.size:
+            out = chunks[chunk]
+            launch = _prepared(_fingerprint, shape_of, [arr.ptr, *_layout_params(shape_of), out, index])
+            launch.set_param_at_index_from_ctype(0, int(arr.ptr))
+            launch.set_param_at_index(7, out)
+            launch.set_param_at_index_from_ctype(8, index)
+            launch.launch()
+        return (device, slot)
+
+    def read(self) -> dict:
+        """Every slot's value: ``{handle: int}``-like lookups through `value`; one transfer per chunk."""
+        return {device: np.concatenate([c.numpy() for c in chunks]) for device, chunks in self.chunks.items()}
+
+
+def value(values: dict, handle: tuple) -> int:
+    """A fingerprint's value from `Ledger.read`."""
+    device, slot = handle
+    return int(values[device][slot])
+
+
+# -- copies and masks
+
+
+class Known:
+    """An array's elements, in a contiguous buffer on its device: what the Tape last knew of its content."""
+
+    __slots__ = ("buffer", "layout")
+
+    def __init__(self, arr):
+        self.layout = layout(arr)
+        with _compat.no_active_tape():
+            self.buffer = warp.empty(max(self.layout.nbytes, 1), dtype=warp.uint8, device=arr.device)
+        self.refresh(arr)
+
+    def refresh(self, arr) -> None:
+        """Take ``arr``'s content now."""
+        _compare(arr, self.buffer.ptr, 0, update=True)
+
+    def changed(self, arr, update: bool = False) -> np.ndarray:
+        """Per element of ``arr`` (its shape): differs from this copy. ``update``: the copy takes ``arr``'s content."""
+        return changed(arr, self.buffer, update)
+
+
+def changed(arr, copy, update: bool = False) -> np.ndarray:
+    """Per element of ``arr`` (a host bool mask of its shape): its bytes differ from ``copy``'s (a contiguous device
+    array or buffer holding ``arr``'s elements, as `warp.clone` and `Known` make). ``update``: ``copy`` takes
+    ``arr``'s content in the same pass."""
+    size = layout(arr).size
+    if not size:
+        return np.zeros(arr.shape, dtype=bool)
+    mask = _mask(arr.device, size)
+    _compare(arr, copy.ptr, mask[0].ptr, update)
+    return np.array(_host(mask), dtype=bool).reshape(arr.shape)
+
+
+def _compare(arr, copy_ptr: int, mask_ptr: int, update: bool) -> None:
+    shape_of = layout(arr)
+    if not shape_of.size:
+        return
+    launch = _prepared(_compare_kernel, shape_of, [arr.ptr, *_layout_params(shape_of), copy_ptr, 0, 0])
+    launch.set_param_at_index_from_ctype(0, int(arr.ptr))
+    launch.set_param_at_index_from_ctype(7, int(copy_ptr))
+    launch.set_param_at_index_from_ctype(8, int(mask_ptr))
+    launch.set_param_at_index_from_ctype(9, int(update))
+    launch.launch()
+
+
+def blend(dest, src, keep) -> None:
+    """``dest`` (a contiguous copy) takes ``src``'s elements (a contiguous copy of the same array) wherever ``keep``
+    (a host bool mask of their shape) is False."""
+    shape_of = layout(dest)
+    if not shape_of.size:
+        return
+    mask = _mask(dest.device, shape_of.size)
+    if mask[1] is not None:
+        np.copyto(mask[1], keep.reshape(-1))
+    else:
+        with _compat.no_active_tape():
+            warp.copy(mask[0], warp.array(keep.reshape(-1).astype(np.uint8), dtype=warp.uint8, device="cpu"))
+    params = [dest.ptr, src.ptr, mask[0].ptr, shape_of.size, shape_of.words, shape_of.wide]
+    launch = _prepared(_blend, shape_of, [*params, _threads(dest.device, shape_of.size)])
+    for index, v in enumerate(params[:3]):
+        launch.set_param_at_index_from_ctype(index, int(v))
+    launch.launch()
+
+
+_MASKS: dict = {}  # (device, size) -> (scratch uint8 array, its host view on the CPU)
+
+
+def _mask(device, size: int) -> tuple:
+    key = (str(device), size)
+    entry = _MASKS.get(key)
+    if entry is None:
+        if len(_MASKS) > 256:
+            _MASKS.clear()
+        with _compat.no_active_tape():
+            scratch = warp.empty(max(size, 1), dtype=warp.uint8, device=device)
+        entry = _MASKS[key] = (scratch, _compat.host_view(scratch)[:size] if scratch.device.is_cpu else None)
+    return entry
+
+
+def _host(mask: tuple) -> np.ndarray:
+    """The scratch mask's bytes on the host (a transfer of the mask only, off the CPU)."""
+    return mask[1] if mask[1] is not None else mask[0].numpy()[: mask[0].size]
+
+
+__all__ = ["Known", "Layout", "Ledger", "blend", "changed", "layout", "value"]
