@@ -178,8 +178,8 @@ def _program(tape, device, guarded: list, mutate: bool = False):
             wp.launch(k.read_back, dim=1, inputs=[y, pair], device=device)
             wp.launch(k.blend_into, dim=3, inputs=[y, y], device=device)
             wp.launch(k.store_row, dim=3, inputs=[y, rows[s]], device=device)
-            if mutate and s == 1:
-                x.fill_(2.0)  # outside any recorded launch: a mutation of what step 1's launch read
+            if mutate and s == 1:  # an untaped launch: a mutation of what the launches before read
+                wp.launch(k.fill, dim=3, inputs=[x, 2.0], device=device, record_tape=False)
             x = y
         wp.launch(k.sum_squares, dim=(3, 3), inputs=[rows, loss], device=device)
     return first, loss
@@ -222,6 +222,6 @@ def test_a_mutation_is_still_found_with_no_host_reads(device, tape_kind):  # neg
                     tape.backward(loss)
             else:
                 tape.backward(loss)
-    # x.fill_ changes step 0's output, which every later kernel of step 0 and step 1's `step` read
+    # the untaped fill changes step 0's output, which every later kernel of step 0 and step 1's `step` read
     readers = {h.reader.kernel for h in tape.hazards if h.kind == "mutated after record"}
     assert readers == {"square_in_place", "read_back", "blend_into", "store_row", "step"}

@@ -802,6 +802,55 @@ def remove_launch_hook() -> None:
         _installed_launch.clear()
 
 
+# Host-side whole-array writes a snapshot Tape records while it is entered: the array methods and the copy function
+# users call (``array.assign`` calls ``warp.copy`` by that name, on every supported version).
+HOST_WRITES = ((warp.array, "zero_"), (warp.array, "fill_"), (warp.array, "assign"), (warp, "copy"))
+_host_write_users = 0
+_installed_host_writes: dict = {}  # (owner, attr) -> (our wrapper, what it wraps)
+
+
+def install_host_write_hook(hook) -> None:
+    """Make each of `HOST_WRITES` call ``hook(name, previous, args, kwargs)`` (``name``: ``"zero_"``, ``"fill_"``,
+    ``"assign"`` or ``"copy"``; ``args`` of a method start with the array); counted, as `install_launch_hook`.
+    Only snapshot Tapes install it, while entered: outside them these calls are Warp's own."""
+    global _host_write_users
+    _host_write_users += 1
+    if _host_write_users > 1:
+        return
+    for owner, attr in HOST_WRITES:
+        previous = getattr(owner, attr)
+
+        def write(*args, _previous=previous, _name=attr, **kwargs):
+            return hook(_name, _previous, args, kwargs)
+
+        write.__wrapped__ = previous  # type: ignore[attr-defined]
+        write.__name__ = write.__qualname__ = attr
+        write.__doc__ = previous.__doc__
+        setattr(owner, attr, write)
+        _installed_host_writes[(owner, attr)] = (write, previous)
+
+
+def remove_host_write_hook() -> None:
+    """Take the host-write hooks out where they are still what the names hold (as `remove_launch_hook`)."""
+    global _host_write_users
+    _host_write_users = max(0, _host_write_users - 1)
+    if _host_write_users == 0:
+        for (owner, attr), (write, previous) in list(_installed_host_writes.items()):
+            if getattr(owner, attr) is write:
+                setattr(owner, attr, previous)
+        _installed_host_writes.clear()
+
+
+_COPY_PARAMETERS = inspect.signature(context.copy)
+
+
+def copy_arguments(args, kwargs) -> dict:
+    """``warp.copy``'s arguments by name (dest, src, dest_offset, src_offset, count, stream)."""
+    bound = _COPY_PARAMETERS.bind(*args, **kwargs)
+    bound.apply_defaults()
+    return dict(bound.arguments)
+
+
 _LAUNCH_NAMES = [name for name, p in _LAUNCH_PARAMETERS.parameters.items() if p.kind is p.POSITIONAL_OR_KEYWORD]
 _LAUNCH_KEYWORDS = frozenset(_LAUNCH_PARAMETERS.parameters)
 _LAUNCH_REQUIRED = frozenset(_LAUNCH_NAMES)

@@ -42,3 +42,8 @@ def store_row(x: wp.array(dtype=f64), row: wp.array(dtype=f64)):
 def sum_squares(rows: wp.array2d(dtype=f64), loss: wp.array(dtype=f64)):
     i, j = wp.tid()
     wp.atomic_add(loss, 0, rows[i, j] * rows[i, j])
+
+
+@wp.kernel
+def fill(x: wp.array(dtype=f64), value: f64):
+    x[wp.tid()] = value

@@ -77,6 +77,18 @@ class Fingerprints:
                     watched.readers[ident] = launch.site(use.label)
             watched.print = self.ledger.take(use.array)
             watched.served = restored(use.array)
+        self._views_changed(views)
+
+    def changed(self, arr, served: bool, views) -> None:
+        """A write the Tape recorded outside a launch (`host_writes`) changed ``arr`` and its ``views``: their
+        fingerprints, ``served`` where the write saved a restore of ``arr``."""
+        watched = self.watched.get(id(arr))
+        if watched is not None and watched.array is arr:
+            watched.print = self.ledger.take(arr)
+            watched.served = served
+        self._views_changed(views)
+
+    def _views_changed(self, views) -> None:
         for other in views:
             watched = self.watched.get(id(other))
             if watched is not None and watched.array is other:

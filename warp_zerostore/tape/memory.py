@@ -94,6 +94,7 @@ class Region:
         #: read-site key -> [Site, bool bitmap, whether its backward reads the values loaded (`value_use`)]
         self.reads: dict = {}
         self.read_any = np.zeros(slots, dtype=bool)
+        self.write_any = np.zeros(slots, dtype=bool)  # a recorded launch wrote the slot (snapshot Tapes)
         self.arrays: dict = {}  # id -> array object located in this region
         self.spans = Spans()  # the same arrays, by the bytes they span (the views a write changes)
         self.alive = True  # False once merged into a larger region
@@ -109,6 +110,7 @@ class Region:
         where = offset + np.arange(other.writer.size) * step
         self.writer[where] = other.writer
         self.read_any[where] |= other.read_any
+        self.write_any[where] |= other.write_any
         for key, (site, bitmap, value_read) in other.reads.items():
             entry = self.reads.setdefault(key, [site, np.zeros(self.writer.size, dtype=bool), value_read])
             entry[1][where] |= bitmap

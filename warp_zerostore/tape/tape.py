@@ -69,7 +69,7 @@ from ..codegen import pre_backward, replays_exactly
 from ..codegen.replay import POST
 from ..config import CheckLevel, validate_check
 from ..options import effective_zero_store, store_adjoints_zero
-from . import contents, read_twin
+from . import contents, host_writes, read_twin
 from .fingerprints import Fingerprints
 from .memory import AddressBook, slot_range
 from .visualize import mark_hazards
@@ -621,6 +621,17 @@ def _launch_hook(original, args, kwargs):
     return original(*args, **kwargs)
 
 
+def _host_write_hook(name, original, args, kwargs):
+    tape = _compat.active_tape()
+    if isinstance(tape, Tape) and tape.snapshot and not _recording.active:
+        _recording.active = True  # assign's own wp.copy is part of the same write
+        try:
+            return tape._recorded_host_write(name, original, args, kwargs)
+        finally:
+            _recording.active = False
+    return original(*args, **kwargs)
+
+
 class Tape(_compat.WarpTape):
     """Warp's Tape, with overwrite checks and snapshots.
 
@@ -665,6 +676,7 @@ class Tape(_compat.WarpTape):
         self.hazards: list[Hazard] = []
         self._hazard_keys: set = set()
         self._hooked = False
+        self._hooked_writes = False
         self._clear_tracking()
 
     def _clear_tracking(self):
@@ -689,6 +701,9 @@ class Tape(_compat.WarpTape):
         if self._intercepts():
             _compat.install_launch_hook(_launch_hook)
             self._hooked = True
+        if self.snapshot:  # zero_, fill_, assign, untaped copies: recorded as writes while this Tape records
+            _compat.install_host_write_hook(_host_write_hook)
+            self._hooked_writes = True
         return result
 
     def __exit__(self, exc_type, exc_value, traceback):
@@ -700,6 +715,9 @@ class Tape(_compat.WarpTape):
             if self._hooked:
                 self._hooked = False
                 _compat.remove_launch_hook()
+            if self._hooked_writes:
+                self._hooked_writes = False
+                _compat.remove_host_write_hook()
 
     # -- recording: the phases of one launch
 
@@ -955,6 +973,9 @@ class Tape(_compat.WarpTape):
             launch.kernel
         )
         for use in launch.uses:
+            if use.access.writes and use.array.size:  # for the host writes after it (`_recorded_host_write`)
+                region, slots, whole = self._locate(use)
+                region.write_any[slots if whole is None else whole] = True
             if use.saved is None:
                 continue
             if use.changed is None and (use.reads_known() or use.crossed):
@@ -1010,6 +1031,44 @@ class Tape(_compat.WarpTape):
             _compat.insert_tape_callback(self, launch.index, _Restore(inputs))
         if found:
             self._report(found)
+
+    # -- host writes inside a recording snapshot Tape (`host_writes`)
+
+    def _recorded_host_write(self, kind: str, original, args, kwargs):
+        """``zero_``, ``fill_``, ``assign`` or an untaped ``wp.copy`` while this snapshot Tape records: where a recorded
+        launch read or wrote the destination's memory before, the write becomes an entry of the Tape that puts its
+        content back in ``backward()`` (if one was read) and zeroes the gradient of what it overwrote."""
+        write = host_writes.described(kind, args, kwargs)
+        dest = None if write is None else write.dest
+        if dest is None or not dest.size or _compat.is_capturing(dest.device):
+            return original(*args, **kwargs)
+        region, slots, _ = self._region(dest)
+        read, written = _any(region.read_any[slots]), _any(region.write_any[slots])
+        if not (read or written):  # nothing recorded touched it: as a write before the Tape
+            return original(*args, **kwargs)
+        saved = _device_copy(dest) if read else None
+        count = _compat.tape_launch_count(self)
+        result = original(*args, **kwargs)
+        if _compat.tape_launch_count(self) > count:  # Warp recorded it (a copy between arrays with gradients)
+            return result
+        grad = None
+        if dest.grad is not None and not _compat.retains_grad(dest):
+            grad = host_writes.elements(dest.grad, write.window)
+        if saved is None and grad is None:
+            return result
+        _compat.append_tape_callback(self, host_writes.Undo(dest, saved, grad))
+        if saved is not None:
+            self._snapshotted[id(dest)] = dest
+            self.snapshot_bytes += saved.size * _compat.dtype_size_bytes(saved.dtype)
+        # its content and its views' changed legitimately: not a mutation
+        views = self._views_of({id(dest)}, [dest])
+        if self.check == "off":
+            self._fingerprints.changed(dest, served=saved is not None, views=views)
+        for arr in [dest, *views]:
+            tracked = self._tracked.get(id(arr))
+            if tracked is not None and tracked.values is not None:
+                tracked.values.refresh(arr)
+        return result
 
     # -- bookkeeping
 
@@ -1148,18 +1207,17 @@ class Tape(_compat.WarpTape):
         launch, (kernel, argument, location) = self._sites[index]
         return Site(launch, kernel, argument, location)
 
-    def _views_of(self, launch: _Launch, written: list) -> list:
-        """The other array objects located over memory of ``written`` (arrays the launch wrote), that the launch did
-        not pass: found through each region's address index, so the cost follows the launch's arrays and what
-        overlaps them, not the arrays seen before."""
+    def _views_of(self, passed, written: list) -> list:
+        """The other array objects located over memory of ``written`` (arrays a launch or a host write wrote), not
+        among ``passed`` (a `_Launch`, whose arrays are left out, or a set of ids): found through each region's
+        address index, so the cost follows the launch's arrays and what overlaps them, not the arrays seen before."""
         found: dict = {}
-        passed = None
         for arr in written:
             region = self._region(arr)[0]
             if len(region.arrays) == 1:
                 continue  # only the array itself
-            if passed is None:
-                passed = {id(use.array) for use in launch.uses}
+            if isinstance(passed, _Launch):
+                passed = {id(use.array) for use in passed.uses}
             for other in region.views(arr):
                 if id(other) not in passed:
                     found[id(other)] = other
