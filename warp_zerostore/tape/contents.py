@@ -91,9 +91,9 @@ def _fingerprint(
     words: int,
     wide: int,
     threads: int,
-    out: warp.array(dtype=warp.uint64),
-    slot: int,
+    slot: warp.uint64,
 ):
+    """Adds the fingerprint of the array at ``ptr`` into the 64-bit slot at address ``slot``."""
     e = warp.tid()
     step = warp.uint64(1)
     if wide != 0:
@@ -105,7 +105,8 @@ def _fingerprint(
             key = (warp.uint64(e * words + w) << warp.uint64(32)) | _word(address + warp.uint64(w) * step, wide)
             total += _mix(key)
         e += threads
-    warp.atomic_add(out, slot, total)
+    out = warp.array(ptr=slot, shape=(1,), dtype=warp.uint64)
+    warp.atomic_add(out, 0, total)
 
 
 @warp.kernel(enable_backward=False)
@@ -165,27 +166,33 @@ _GPU_THREADS = 1 << 16
 
 class Layout:
     """How to walk an array's elements a word at a time: its shape and byte strides over four axes, the words per
-    element and whether a word is 4 bytes (``wide``) or 1. Made once per array object and pointer."""
+    element and whether a word is 4 bytes (``wide``) or 1; and the prepared launches of each kernel for it. Made
+    once per array object and pointer."""
 
-    __slots__ = ("size", "shape", "strides", "words", "wide", "nbytes", "key", "device")
+    __slots__ = ("size", "shape", "strides", "words", "wide", "nbytes", "key", "device", "launches")
 
     def __init__(self, arr):
         element = _compat.dtype_size_bytes(arr.dtype)
-        shape, strides = list(arr.shape), [int(s) for s in arr.strides]
+        size = arr.size
         if arr.is_contiguous:  # one axis: fewer divisions per element
-            shape, strides = [arr.size], [element]
-        wide = element % 4 == 0 and int(arr.ptr or 0) % 4 == 0 and all(s % 4 == 0 for s in strides)
-        self.size = arr.size
-        self.shape = tuple(shape + [1] * (4 - len(shape)))
-        self.strides = tuple(strides + [0] * (4 - len(strides)))
+            shape, strides = (size, 1, 1, 1), (element, 0, 0, 0)
+            wide = element % 4 == 0 and int(arr.ptr or 0) % 4 == 0
+        else:
+            ndim = len(arr.shape)
+            shape = tuple(arr.shape) + (1,) * (4 - ndim)
+            strides = tuple(int(s) for s in arr.strides) + (0,) * (4 - ndim)
+            wide = element % 4 == 0 and int(arr.ptr or 0) % 4 == 0 and all(s % 4 == 0 for s in strides)
+        self.size, self.shape, self.strides = size, shape, strides
         self.words = element // 4 if wide else element
         self.wide = int(wide)
-        self.nbytes = arr.size * element
+        self.nbytes = size * element
         self.device = arr.device
-        self.key = (str(arr.device), self.size, self.shape, self.strides, self.words, self.wide)
+        self.key = (id(arr.device), size, shape, strides, self.words, self.wide)
+        self.launches: dict = {}  # kernel -> its prepared launch for this layout (`_prepared`)
 
 
 def layout(arr) -> Layout:
+    """The array's `Layout`, kept on the array object while its pointer stays."""
     cached = arr.__dict__.get("_wzs_layout")
     if cached is not None and cached[0] == arr.ptr:
         return cached[1]
@@ -198,19 +205,26 @@ def _threads(device, size: int) -> int:
     return 1 if device.is_cpu else max(1, min(size, _GPU_THREADS))
 
 
-_LAUNCHES: dict = {}  # (kernel, layout key) -> a prepared launch, its layout parameters set
+_LAUNCHES: dict = {}  # (kernel key, layout key) -> a prepared launch, its layout parameters set
 
 
-def _prepared(kernel, shape_of: Layout, params: list):
+def _prepared(kernel, shape_of: Layout, params):
+    """The prepared launch of ``kernel`` over arrays of this layout (``params()``, the first time: the layout's own
+    parameters are set once; callers set the pointers)."""
+    launch = shape_of.launches.get(kernel)
+    if launch is not None:
+        return launch
     key = (kernel.key, shape_of.key)
     launch = _LAUNCHES.get(key)
     if launch is None:
         if len(_LAUNCHES) > 1024:  # layouts that keep changing: start over rather than grow
             _LAUNCHES.clear()
+        device = shape_of.device
         with _compat.no_active_tape():
             launch = _LAUNCHES[key] = _compat.prepared_launch(
-                kernel, _threads(shape_of.device, shape_of.size), params, shape_of.device, 0, 256
+                kernel, _threads(device, shape_of.size), params(), device, 0, 1 if device.is_cpu else 256
             )
+    shape_of.launches[kernel] = launch
     return launch
 
 
@@ -234,31 +248,32 @@ class Ledger:
     CHUNK = 4096
 
     def __init__(self):
-        self.chunks: dict = {}  # device name -> [device arrays]
-        self.next: dict = {}  # device name -> next free slot
+        self.chunks: dict = {}  # device alias -> [device arrays of CHUNK slots]
+        self.next: dict = {}  # device alias -> next free slot
 
     def take(self, arr) -> tuple:
         """Launch the fingerprint of ``arr``'s content now into a new slot; returns the slot's handle."""
         shape_of = layout(arr)
-        device = shape_of.key[0]
+        device = shape_of.device.alias
         slot = self.next.get(device, 0)
         self.next[device] = slot + 1
-        chunks = self.chunks.setdefault(device, [])
         chunk, index = divmod(slot, self.CHUNK)
+        chunks = self.chunks.get(device)
+        if chunks is None:
+            chunks = self.chunks[device] = []
         if chunk == len(chunks):
             with _compat.no_active_tape():
-                chunks.append(warp.zeros(self.CHUNK, dtype=warp.uint64, device=arr.device))
+                chunks.append(warp.zeros(self.CHUNK, dtype=warp.uint64, device=shape_of.device))
         if shape_of.size:
-            out = chunks[chunk]
-            launch = _prepared(_fingerprint, shape_of, [arr.ptr, *_layout_params(shape_of), out, index])
-            launch.set_param_at_index_from_ctype(0, int(arr.ptr))
-            launch.set_param_at_index(7, out)
-            launch.set_param_at_index_from_ctype(8, index)
+            address = chunks[chunk].ptr + 8 * index
+            launch = _prepared(_fingerprint, shape_of, lambda: [arr.ptr, *_layout_params(shape_of), address])
+            launch.set_param_at_index_from_ctype(0, arr.ptr)
+            launch.set_param_at_index_from_ctype(7, address)
             launch.launch()
         return (device, slot)
 
     def read(self) -> dict:
-        """Every slot's value: ``{handle: int}``-like lookups through `value`; one transfer per chunk."""
+        """Every slot's value, for `value`: one transfer per chunk (off the CPU)."""
         return {device: np.concatenate([c.numpy() for c in chunks]) for device, chunks in self.chunks.items()}
 
 
@@ -307,10 +322,10 @@ def _compare(arr, copy_ptr: int, mask_ptr: int, update: bool) -> None:
     shape_of = layout(arr)
     if not shape_of.size:
         return
-    launch = _prepared(_compare_kernel, shape_of, [arr.ptr, *_layout_params(shape_of), copy_ptr, 0, 0])
-    launch.set_param_at_index_from_ctype(0, int(arr.ptr))
-    launch.set_param_at_index_from_ctype(7, int(copy_ptr))
-    launch.set_param_at_index_from_ctype(8, int(mask_ptr))
+    launch = _prepared(_compare_kernel, shape_of, lambda: [arr.ptr, *_layout_params(shape_of), copy_ptr, 0, 0])
+    launch.set_param_at_index_from_ctype(0, arr.ptr)
+    launch.set_param_at_index_from_ctype(7, copy_ptr)
+    launch.set_param_at_index_from_ctype(8, mask_ptr)
     launch.set_param_at_index_from_ctype(9, int(update))
     launch.launch()
 
@@ -328,7 +343,7 @@ def blend(dest, src, keep) -> None:
         with _compat.no_active_tape():
             warp.copy(mask[0], warp.array(keep.reshape(-1).astype(np.uint8), dtype=warp.uint8, device="cpu"))
     params = [dest.ptr, src.ptr, mask[0].ptr, shape_of.size, shape_of.words, shape_of.wide]
-    launch = _prepared(_blend, shape_of, [*params, _threads(dest.device, shape_of.size)])
+    launch = _prepared(_blend, shape_of, lambda: [*params, _threads(dest.device, shape_of.size)])
     for index, v in enumerate(params[:3]):
         launch.set_param_at_index_from_ctype(index, int(v))
     launch.launch()

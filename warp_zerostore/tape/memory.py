@@ -95,6 +95,9 @@ class Region:
         self.reads: dict = {}
         self.read_any = np.zeros(slots, dtype=bool)
         self.write_any = np.zeros(slots, dtype=bool)  # a recorded launch wrote the slot (snapshot Tapes)
+        #: snapshot Tapes: a recorded launch read the slot since the last write that saved a restore of it (a
+        #: later write must save it again; readers before that save are served by its restore)
+        self.read_unsaved = np.zeros(slots, dtype=bool)
         self.arrays: dict = {}  # id -> array object located in this region
         self.spans = Spans()  # the same arrays, by the bytes they span (the views a write changes)
         self.alive = True  # False once merged into a larger region
@@ -111,6 +114,7 @@ class Region:
         self.writer[where] = other.writer
         self.read_any[where] |= other.read_any
         self.write_any[where] |= other.write_any
+        self.read_unsaved[where] |= other.read_unsaved
         for key, (site, bitmap, value_read) in other.reads.items():
             entry = self.reads.setdefault(key, [site, np.zeros(self.writer.size, dtype=bool), value_read])
             entry[1][where] |= bitmap

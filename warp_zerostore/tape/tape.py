@@ -467,6 +467,17 @@ def _reads_across_labels(launch) -> bool:
     )
 
 
+def _reads_before_writing(use: _ArrayUse) -> bool:
+    """Does the launch read the array's values from before it wrote them? Not where the twin shows every read
+    follows the thread's own write (``v_out[i] = ...; x_out[i] = x[i] + v_out[i] * dt``): the value then read is
+    the launch's output, which later writers' snapshots keep."""
+    if not use.access.reads:
+        return False
+    if use.reads_known():
+        return use.marks.any("before")
+    return True
+
+
 def _helper_stores_harmless(use: _ArrayUse) -> bool:
     """Warp's backward re-runs an unflagged kernel's helper stores into memory, each writing again what it wrote
     in the forward pass (its inputs restored). Harmless where no element the launch writes is read before the
@@ -832,7 +843,7 @@ class Tape(_compat.WarpTape):
                 self.snapshot
                 and use.access.writes
                 and use.array.size
-                and (use.access.reads or self._read_before(use.array))
+                and (_reads_before_writing(use) or self._read_unsaved(use.array))
             )
             if checking:
                 self._content_before(launch, use, found)
@@ -984,6 +995,7 @@ class Tape(_compat.WarpTape):
                 continue  # a snapshot of an array the launch did not change is not needed (known when compared)
             self._snapshotted[id(use.array)] = use.array
             self._restored_by[id(use.array)] = launch.index
+            self._served_by_restore(use)
             if replays_helper_stores and use.access.helper_stores and not _helper_stores_harmless(use):
                 found.append(Hazard(REPLAY, writer=launch.site(use.label), cause="helper store"))
             saved_bytes = use.saved.size * _compat.dtype_size_bytes(use.saved.dtype)
@@ -1043,7 +1055,7 @@ class Tape(_compat.WarpTape):
         if dest is None or not dest.size or _compat.is_capturing(dest.device):
             return original(*args, **kwargs)
         region, slots, _ = self._region(dest)
-        read, written = _any(region.read_any[slots]), _any(region.write_any[slots])
+        read, written = _any(region.read_unsaved[slots]), _any(region.write_any[slots])
         if not (read or written):  # nothing recorded touched it: as a write before the Tape
             return original(*args, **kwargs)
         saved = _device_copy(dest) if read else None
@@ -1060,6 +1072,7 @@ class Tape(_compat.WarpTape):
         if saved is not None:
             self._snapshotted[id(dest)] = dest
             self.snapshot_bytes += saved.size * _compat.dtype_size_bytes(saved.dtype)
+            region.read_unsaved[slots] = False  # its restore serves the readers before it
         # its content and its views' changed legitimately: not a mutation
         views = self._views_of({id(dest)}, [dest])
         if self.check == "off":
@@ -1099,12 +1112,24 @@ class Tape(_compat.WarpTape):
             use.located = self._region(use.array)
         return use.located
 
-    def _read_before(self, arr) -> bool:
-        """Did a recorded launch read any element of ``arr``?"""
+    def _read_unsaved(self, arr) -> bool:
+        """Did a recorded launch read an element of ``arr`` since the last write that saved a restore of it?"""
         if not arr.size:
             return False
         region, slots, _ = self._region(arr)
-        return _any(region.read_any[slots])
+        return _any(region.read_unsaved[slots])
+
+    def _served_by_restore(self, use: _ArrayUse) -> None:
+        """The launch saved a restore of the whole array: readers of it so far are served (a later write need not
+        save it again for them), but not the launch's own reads of what it wrote (they want its output)."""
+        region, slots, whole = self._locate(use)
+        region.read_unsaved[slots if whole is None else whole] = False
+        if use.access.reads_after_store or use.crossed:
+            if use.reads_known() and not use.crossed:
+                if use.marks.any("after"):
+                    region.read_unsaved[slots[use.marks.after]] = True
+            else:
+                region.read_unsaved[slots if whole is None else whole] = True
 
     def _record_read(self, launch: _Launch, use: _ArrayUse, which: str | None) -> None:
         """``which``: the twin's marks of the elements read, ``"before"`` or ``"after"`` (callers pass only marks
@@ -1124,6 +1149,7 @@ class Tape(_compat.WarpTape):
             entry = region.reads[key] = [site, np.zeros(region.writer.size, dtype=bool), use.access.value_read]
         entry[1][read] = True
         region.read_any[read] = True
+        region.read_unsaved[read] = True
 
     def _write_hazards(self, launch: _Launch, use: _ArrayUse, changed, count: int) -> list:
         """Overwrites and stale reads of the ``count`` elements ``changed`` marks. A hazard the Tape already
