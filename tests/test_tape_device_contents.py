@@ -70,6 +70,7 @@ def test_change_masks_and_fingerprints_follow_the_bytes_of_each_element(device, 
     ledger = contents.Ledger()
     known = contents.Known(view)
     first, again = ledger.take(view), ledger.take(view)
+    (batched,) = ledger.take_many([view])  # the batch kernel (at backward()) agrees with the single one
     assert not contents.changed(view, known.buffer).any()
     changed = values.copy()
     inner = len(DTYPES[name][2])
@@ -85,7 +86,7 @@ def test_change_masks_and_fingerprints_follow_the_bytes_of_each_element(device, 
     np.testing.assert_array_equal(got, expect)
     assert not known.changed(view).any()  # the copy took the content
     values_ = ledger.read()
-    assert contents.value(values_, first) == contents.value(values_, again)
+    assert contents.value(values_, first) == contents.value(values_, again) == contents.value(values_, batched)
     assert (contents.value(values_, after) != contents.value(values_, first)) == bool(expect.any())
 
 

@@ -110,6 +110,35 @@ def _fingerprint(
 
 
 @warp.kernel(enable_backward=False)
+def _fingerprint_many(
+    ptrs: warp.array(dtype=warp.uint64),
+    slots: warp.array(dtype=warp.uint64),
+    size: int,
+    shape: warp.vec4i,
+    strides: warp.vec4l,
+    words: int,
+    wide: int,
+    threads: int,
+):
+    """`_fingerprint` of arrays of one layout at once: array ``j`` (at ``ptrs[j]``) into the slot at ``slots[j]``."""
+    tid = warp.tid()
+    j = tid // threads
+    e = tid - j * threads
+    step = warp.uint64(1)
+    if wide != 0:
+        step = warp.uint64(4)
+    total = warp.uint64(0)
+    while e < size:
+        address = _element(ptrs[j], e, shape, strides)
+        for w in range(words):
+            key = (warp.uint64(e * words + w) << warp.uint64(32)) | _word(address + warp.uint64(w) * step, wide)
+            total += _mix(key)
+        e += threads
+    out = warp.array(ptr=slots[j], shape=(1,), dtype=warp.uint64)
+    warp.atomic_add(out, 0, total)
+
+
+@warp.kernel(enable_backward=False)
 def _compare_kernel(
     ptr: warp.uint64,
     size: int,
@@ -169,7 +198,7 @@ class Layout:
     element and whether a word is 4 bytes (``wide``) or 1; and the prepared launches of each kernel for it. Made
     once per array object and pointer."""
 
-    __slots__ = ("size", "shape", "strides", "words", "wide", "nbytes", "key", "device", "launches")
+    __slots__ = ("size", "shape", "strides", "words", "wide", "nbytes", "key", "device")
 
     def __init__(self, arr):
         element = _compat.dtype_size_bytes(arr.dtype)
@@ -188,7 +217,6 @@ class Layout:
         self.nbytes = size * element
         self.device = arr.device
         self.key = (id(arr.device), size, shape, strides, self.words, self.wide)
-        self.launches: dict = {}  # kernel -> its prepared launch for this layout (`_prepared`)
 
 
 def layout(arr) -> Layout:
@@ -211,9 +239,6 @@ _LAUNCHES: dict = {}  # (kernel key, layout key) -> a prepared launch, its layou
 def _prepared(kernel, shape_of: Layout, params):
     """The prepared launch of ``kernel`` over arrays of this layout (``params()``, the first time: the layout's own
     parameters are set once; callers set the pointers)."""
-    launch = shape_of.launches.get(kernel)
-    if launch is not None:
-        return launch
     key = (kernel.key, shape_of.key)
     launch = _LAUNCHES.get(key)
     if launch is None:
@@ -224,7 +249,6 @@ def _prepared(kernel, shape_of: Layout, params):
             launch = _LAUNCHES[key] = _compat.prepared_launch(
                 kernel, _threads(device, shape_of.size), params(), device, 0, 1 if device.is_cpu else 256
             )
-    shape_of.launches[kernel] = launch
     return launch
 
 
@@ -271,6 +295,41 @@ class Ledger:
             launch.set_param_at_index_from_ctype(7, address)
             launch.launch()
         return (device, slot)
+
+    def take_many(self, arrays: list) -> list:
+        """`take` of each array, in one launch per device and layout (at ``backward()``, where every watched array
+        gets one: a table of their addresses goes to the device, not their content)."""
+        handles, groups = [], {}
+        for arr in arrays:
+            shape_of = layout(arr)
+            device = shape_of.device.alias
+            slot = self.next.get(device, 0)
+            self.next[device] = slot + 1
+            chunk, index = divmod(slot, self.CHUNK)
+            chunks = self.chunks.setdefault(device, [])
+            while chunk >= len(chunks):
+                with _compat.no_active_tape():
+                    chunks.append(warp.zeros(self.CHUNK, dtype=warp.uint64, device=shape_of.device))
+            handles.append((device, slot))
+            if shape_of.size:
+                group = groups.setdefault(shape_of.key, (shape_of, [], []))
+                group[1].append(arr.ptr)
+                group[2].append(chunks[chunk].ptr + 8 * index)
+        for shape_of, ptrs, slots in groups.values():
+            device = shape_of.device
+            threads = _threads(device, shape_of.size)
+            with _compat.no_active_tape():
+                table = warp.array(np.array([ptrs, slots], dtype=np.uint64), dtype=warp.uint64, device=device)
+                layout_params = _layout_params(shape_of)[:-1]
+                _compat.prepared_launch(
+                    _fingerprint_many,
+                    threads * len(ptrs),
+                    [table[0], table[1], *layout_params, threads],
+                    device,
+                    0,
+                    1 if device.is_cpu else 256,
+                ).launch()
+        return handles
 
     def read(self) -> dict:
         """Every slot's value, for `value`: one transfer per chunk (off the CPU)."""

@@ -110,11 +110,8 @@ class Fingerprints:
     def refused(self) -> list:
         """At ``backward()``: ``(array, reader Sites, the launch that found the change or None)`` for each watched
         array that changed outside recorded launches with no restore serving its readers."""
-        now = [
-            (watched, self.ledger.take(watched.array))
-            for watched in self.watched.values()
-            if watched.readers and watched.served is not True
-        ]
+        compared = [watched for watched in self.watched.values() if watched.readers and watched.served is not True]
+        now = list(zip(compared, self.ledger.take_many([watched.array for watched in compared])))
         values = self.ledger.read()
 
         def same(a, b) -> bool:
