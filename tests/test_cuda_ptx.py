@@ -86,5 +86,7 @@ def test_the_tape_contents_kernels_compile_for_cuda(aot_contents, arch):
     entries = _entries(ptx.read_text())
     for kernel in ("_fingerprint", "_fingerprint_many", "_compare_kernel", "_blend"):
         assert any(name.startswith(kernel + "_") and "forward" in name for name in entries), (kernel, list(entries))
-    fingerprint = next(body for name, body in entries.items() if name.startswith("_fingerprint_") and "many" not in name)
+    fingerprint = next(
+        body for name, body in entries.items() if name.startswith("_fingerprint_") and "many" not in name
+    )
     assert re.search(r"\batom\.global\.add\.u64\b|\bred\.global\.add\.u64\b", fingerprint)  # one add per thread
