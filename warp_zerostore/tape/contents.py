@@ -352,9 +352,20 @@ class Known:
 
     def __init__(self, arr):
         self.layout = layout(arr)
-        with _compat.no_active_tape():
-            self.buffer = warp.empty(max(self.layout.nbytes, 1), dtype=warp.uint8, device=arr.device)
+        spare = _SPARE.get((arr.device.alias, self.layout.nbytes))
+        if spare:
+            self.buffer = spare.pop()
+        else:
+            with _compat.no_active_tape():
+                self.buffer = warp.empty(max(self.layout.nbytes, 1), dtype=warp.uint8, device=arr.device)
         self.refresh(arr)
+
+    def release(self) -> None:
+        """The Tape no longer needs this copy: its buffer serves the next one of its size."""
+        spare = _SPARE.setdefault((self.layout.device.alias, self.layout.nbytes), [])
+        if len(spare) < _SPARE_PER_SIZE:
+            spare.append(self.buffer)
+        self.buffer = None
 
     def refresh(self, arr) -> None:
         """Take ``arr``'s content now."""
@@ -363,6 +374,10 @@ class Known:
     def changed(self, arr, update: bool = False) -> np.ndarray:
         """Per element of ``arr`` (its shape): differs from this copy. ``update``: the copy takes ``arr``'s content."""
         return changed(arr, self.buffer, update)
+
+
+_SPARE: dict = {}  # (device alias, bytes) -> buffers of released copies
+_SPARE_PER_SIZE = 16
 
 
 def changed(arr, copy, update: bool = False) -> np.ndarray:

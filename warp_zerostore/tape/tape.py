@@ -945,6 +945,9 @@ class Tape(_compat.WarpTape):
                     changed_regions.append(use.array)
             if tracked is not None:
                 tracked.values = use.before
+            elif not use.known:  # a copy made for this launch only
+                use.before.release()
+                use.before = None
         # A thread's read of its own write: not stale for this launch's writes, but it is for later writers.
         if launch.replayed:
             for use in launch.uses:
