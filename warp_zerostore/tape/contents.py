@@ -174,6 +174,41 @@ def _compare_kernel(
 
 
 @warp.kernel(enable_backward=False)
+def _compare_many(table: warp.array2d(dtype=warp.int64), masks: warp.uint64, threads: int):
+    """`_compare_kernel` of several arrays at once, one row of ``table`` each: pointer, copy, offset of its mask in
+    ``masks``, size, shape (4), byte strides (4), words, wide, update, whether to write its mask."""
+    tid = warp.tid()
+    j = tid // threads
+    e = tid - j * threads
+    ptr = warp.uint64(table[j, 0])
+    known = warp.uint64(table[j, 1])
+    offset = table[j, 2]
+    size = int(table[j, 3])
+    shape = warp.vec4i(int(table[j, 4]), int(table[j, 5]), int(table[j, 6]), int(table[j, 7]))
+    strides = warp.vec4l(table[j, 8], table[j, 9], table[j, 10], table[j, 11])
+    words = int(table[j, 12])
+    wide = int(table[j, 13])
+    update = table[j, 14]
+    step = warp.uint64(1)
+    if wide != 0:
+        step = warp.uint64(4)
+    while e < size:
+        address = _element(ptr, e, shape, strides)
+        kept = known + warp.uint64(e * words) * step
+        differs = int(0)
+        for w in range(words):
+            now = _word(address + warp.uint64(w) * step, wide)
+            if now != _word(kept + warp.uint64(w) * step, wide):
+                differs = 1
+                if update != warp.int64(0):
+                    _set_word(kept + warp.uint64(w) * step, wide, now)
+        if table[j, 15] != warp.int64(0):
+            flags = warp.array(ptr=masks + warp.uint64(offset + warp.int64(e)), shape=(1,), dtype=warp.uint8)
+            flags[0] = warp.uint8(differs)
+        e += threads
+
+
+@warp.kernel(enable_backward=False)
 def _blend(dest: warp.uint64, src: warp.uint64, mask: warp.uint64, size: int, words: int, wide: int, threads: int):
     """Contiguous copies: ``dest``'s element ``e`` becomes ``src``'s wherever ``mask[e]`` is 0."""
     e = warp.tid()
@@ -350,7 +385,7 @@ class Known:
 
     __slots__ = ("buffer", "layout")
 
-    def __init__(self, arr):
+    def __init__(self, arr, refresh: bool = True):
         self.layout = layout(arr)
         spare = _SPARE.get((arr.device.alias, self.layout.nbytes))
         if spare:
@@ -358,7 +393,8 @@ class Known:
         else:
             with _compat.no_active_tape():
                 self.buffer = warp.empty(max(self.layout.nbytes, 1), dtype=warp.uint8, device=arr.device)
-        self.refresh(arr)
+        if refresh:  # else the caller takes the content (`changed_many`)
+            self.refresh(arr)
 
     def release(self) -> None:
         """The Tape no longer needs this copy: its buffer serves the next one of its size."""
@@ -378,6 +414,67 @@ class Known:
 
 _SPARE: dict = {}  # (device alias, bytes) -> buffers of released copies
 _SPARE_PER_SIZE = 16
+
+
+def changed_many(items: list) -> list:
+    """`changed` of several arrays in one launch per device: ``items`` are ``(arr, copy, update, masked)``; returns,
+    per item, its mask (None where not ``masked``: the copy is only brought up to date)."""
+    found: list = [None] * len(items)
+    by_device: dict = {}
+    for k, item in enumerate(items):
+        if layout(item[0]).size:
+            by_device.setdefault(item[0].device.alias, []).append(k)
+        elif item[3]:
+            found[k] = np.zeros(item[0].shape, dtype=bool)
+    for ks in by_device.values():
+        device = items[ks[0]][0].device
+        rows, offset, threads = [], 0, 1
+        for k in ks:
+            arr, copy, update, masked = items[k]
+            shape_of = layout(arr)
+            rows.append(
+                [arr.ptr, copy.ptr, offset, shape_of.size, *shape_of.shape, *shape_of.strides, shape_of.words]
+                + [shape_of.wide, int(update), int(masked)]
+            )
+            offset += shape_of.size if masked else 0
+            threads = max(threads, _threads(device, shape_of.size))
+        table = _table(device, rows)
+        mask = _mask(device, 1 << max(offset - 1, 0).bit_length())  # pooled by capacity
+        with _compat.no_active_tape():
+            _compat.prepared_launch(
+                _compare_many, threads * len(ks), [table, mask[0].ptr, threads], device, 0, 1 if device.is_cpu else 256
+            ).launch()
+        flags = _host(mask)
+        offset = 0
+        for k in ks:
+            arr, _, _, masked = items[k]
+            if masked:
+                size = layout(arr).size
+                found[k] = np.array(flags[offset : offset + size], dtype=bool).reshape(arr.shape)
+                offset += size
+    return found
+
+
+def _table(device, rows: list):
+    """A device array of the rows (int64), through a pooled buffer per device and row count."""
+    values = np.array(rows, dtype=np.int64)
+    key = (device.alias, values.shape[0])
+    entry = _TABLES.get(key)
+    if entry is None:
+        if len(_TABLES) > 256:
+            _TABLES.clear()
+        with _compat.no_active_tape():
+            table = warp.empty(values.shape, dtype=warp.int64, device=device)
+        entry = _TABLES[key] = (table, _compat.host_view(table) if device.is_cpu else None)
+    if entry[1] is not None:
+        np.copyto(entry[1], values)
+    else:
+        with _compat.no_active_tape():
+            warp.copy(entry[0], warp.array(values, dtype=warp.int64, device="cpu"))
+    return entry[0]
+
+
+_TABLES: dict = {}  # (device alias, rows) -> (scratch int64 table, its host view on the CPU)
 
 
 def changed(arr, copy, update: bool = False) -> np.ndarray:
@@ -443,4 +540,4 @@ def _host(mask: tuple) -> np.ndarray:
     return mask[1] if mask[1] is not None else mask[0].numpy()[: mask[0].size]
 
 
-__all__ = ["Known", "Layout", "Ledger", "blend", "changed", "layout", "value"]
+__all__ = ["Known", "Layout", "Ledger", "blend", "changed", "changed_many", "layout", "value"]

@@ -838,6 +838,8 @@ class Tape(_compat.WarpTape):
             access = _facts(launch.kernel).access
             for use in launch.uses:
                 use.marks = _combined_marks(use, marks, access)
+        if checking:
+            self._contents_before(launch, found)
         for use in launch.uses:
             wanted = (
                 self.snapshot
@@ -845,32 +847,39 @@ class Tape(_compat.WarpTape):
                 and use.array.size
                 and (_reads_before_writing(use) or self._read_unsaved(use.array))
             )
-            if checking:
-                self._content_before(launch, use, found)
             if wanted:
                 use.saved = _device_copy(use.array)
         return found
 
-    def _content_before(self, launch: _Launch, use: _ArrayUse, found: list) -> None:
-        """Check mode: ``use.before``, the array's content before the launch, where anything needs it, and the
-        mutations of an array a recorded launch read since the Tape last saw it.
+    def _contents_before(self, launch: _Launch, found: list) -> None:
+        """Check mode: ``use.before``, each array's content before the launch, where anything needs it, and the
+        mutations of an array a recorded launch read since the Tape last saw it (all compared in one launch).
 
         Needed for an array the launch writes (what changed), one that shares memory with such an array (a view
         of it), one a recorded launch reads (a later change is a mutation) or this launch may read (it is replayed).
         An array only read by a kernel without backward, and by no replayed launch before, needs nothing: nothing
         that changes it can be stale or mutated for anyone yet.
         """
-        arr = use.array
-        tracked = self._tracked.get(id(arr))
-        if tracked is not None and tracked.read and tracked.values is not None:
-            changed = tracked.values.changed(arr, update=True)  # the known content becomes the content now
-            use.before = tracked.values
+        compared, items = [], []
+        for use in launch.uses:
+            arr = use.array
+            tracked = self._tracked.get(id(arr))
+            if tracked is not None and tracked.read and tracked.values is not None:
+                use.before = tracked.values  # compared, and brought to the content now
+                compared.append(use)
+                items.append((arr, use.before.buffer, True, True))
+            elif use.access.writes or (launch.replayed and use.access.reads) or self._shares_written(launch, use):
+                use.before = contents.Known(arr, refresh=False)
+                items.append((arr, use.before.buffer, True, False))
+        if not items:
+            return
+        masks = iter(m for m in contents.changed_many(items) if m is not None)
+        for use in compared:
+            changed = next(masks)
             if not _any(changed):  # unchanged (the usual case)
                 use.known = True
-                return
-            found.extend(self._mutations(arr, changed, launch.site(use.label)))
-        elif use.access.writes or (launch.replayed and use.access.reads) or self._shares_written(launch, use):
-            use.before = contents.Known(arr)
+            else:
+                found.extend(self._mutations(use.array, changed, launch.site(use.label)))
 
     def _shares_written(self, launch: _Launch, use: _ArrayUse) -> bool:
         """Does an array the launch does not write lie in a memory region with one it writes (a view of it)? Its
@@ -923,6 +932,16 @@ class Tape(_compat.WarpTape):
                     else:
                         self._record_read(launch, use, None)
         changed_regions = []
+        if checking:  # the written arrays' changes, all compared in one launch (their copies take the content)
+            written = [
+                use
+                for use in launch.uses
+                if use.before is not None and (use.access.writes or self._shares_written(launch, use))
+            ]
+            if written:
+                masks = contents.changed_many([(use.array, use.before.buffer, True, True) for use in written])
+                for use, mask in zip(written, masks):
+                    use.changed = mask
         for use in launch.uses:
             if use.before is None:
                 continue
@@ -936,8 +955,7 @@ class Tape(_compat.WarpTape):
                 tracked = self._track(use.array)
             if not unchanged:
                 # Written: what the twin saw stored (whatever the value), and what changed (stores it cannot see);
-                # the copy of the content before becomes the content after
-                use.changed = use.before.changed(use.array, update=True)
+                # the copy of the content before became the content after (above)
                 changed = use.changed | use.marks.written if use.marks is not None else use.changed
                 count = np.count_nonzero(changed)
                 if count:
