@@ -71,7 +71,7 @@ def test_change_masks_and_fingerprints_follow_the_bytes_of_each_element(device, 
     known = contents.Known(view)
     first, again = ledger.take(view), ledger.take(view)
     (batched,) = ledger.take_many([view])  # the batch kernel (at backward()) agrees with the single one
-    assert not contents.changed(view, known.buffer).any()
+    assert not contents.changed(view, known).any()
     changed = values.copy()
     inner = len(DTYPES[name][2])
     elements = _view_of(changed, shape, kind)  # a NumPy view of the same elements as `view`

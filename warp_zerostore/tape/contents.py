@@ -233,7 +233,7 @@ class Layout:
     element and whether a word is 4 bytes (``wide``) or 1; and the prepared launches of each kernel for it. Made
     once per array object and pointer."""
 
-    __slots__ = ("size", "shape", "strides", "words", "wide", "nbytes", "key", "device")
+    __slots__ = ("size", "shape", "strides", "words", "wide", "nbytes", "key", "device", "row")
 
     def __init__(self, arr):
         element = _compat.dtype_size_bytes(arr.dtype)
@@ -252,6 +252,7 @@ class Layout:
         self.nbytes = size * element
         self.device = arr.device
         self.key = (id(arr.device), size, shape, strides, self.words, self.wide)
+        self.row = [size, *shape, *strides, self.words, self.wide]  # its part of a `_compare_many` row
 
 
 def layout(arr) -> Layout:
@@ -381,39 +382,58 @@ def value(values: dict, handle: tuple) -> int:
 
 
 class Known:
-    """An array's elements, in a contiguous buffer on its device: what the Tape last knew of its content."""
+    """An array's elements, in a contiguous buffer on its device: what the Tape last knew of its content. Its
+    bytes come from a slab (one allocation serves many copies: a rollout makes one per new state)."""
 
-    __slots__ = ("buffer", "layout")
+    __slots__ = ("ptr", "slab", "layout")
 
     def __init__(self, arr, refresh: bool = True):
         self.layout = layout(arr)
-        spare = _SPARE.get((arr.device.alias, self.layout.nbytes))
-        if spare:
-            self.buffer = spare.pop()
-        else:
-            with _compat.no_active_tape():
-                self.buffer = warp.empty(max(self.layout.nbytes, 1), dtype=warp.uint8, device=arr.device)
+        self.slab, self.ptr = _carve(arr.device, self.layout.nbytes)
         if refresh:  # else the caller takes the content (`changed_many`)
             self.refresh(arr)
 
     def release(self) -> None:
-        """The Tape no longer needs this copy: its buffer serves the next one of its size."""
-        spare = _SPARE.setdefault((self.layout.device.alias, self.layout.nbytes), [])
+        """The Tape no longer needs this copy: its bytes serve the next one of its size."""
+        spare = _SPARE.setdefault((self.layout.device.alias, _rounded(self.layout.nbytes)), [])
         if len(spare) < _SPARE_PER_SIZE:
-            spare.append(self.buffer)
-        self.buffer = None
+            spare.append((self.slab, self.ptr))
+        self.slab = None
 
     def refresh(self, arr) -> None:
         """Take ``arr``'s content now."""
-        _compare(arr, self.buffer.ptr, 0, update=True)
+        _compare(arr, self.ptr, 0, update=True)
 
     def changed(self, arr, update: bool = False) -> np.ndarray:
         """Per element of ``arr`` (its shape): differs from this copy. ``update``: the copy takes ``arr``'s content."""
-        return changed(arr, self.buffer, update)
+        return changed(arr, self, update)
 
 
-_SPARE: dict = {}  # (device alias, bytes) -> buffers of released copies
+_SPARE: dict = {}  # (device alias, rounded bytes) -> (slab, address) of released copies
 _SPARE_PER_SIZE = 16
+_SLAB_BYTES = 1 << 20
+_SLABS: dict = {}  # device alias -> [the slab being carved, bytes used]
+
+
+def _rounded(nbytes: int) -> int:
+    return max(16, (nbytes + 15) // 16 * 16)
+
+
+def _carve(device, nbytes: int) -> tuple:
+    """``(slab, address)`` of ``nbytes`` on ``device``: a released copy's, else the next bytes of the current slab
+    (a new slab when it is full; a slab lives while a copy in it does)."""
+    size = _rounded(nbytes)
+    spare = _SPARE.get((device.alias, size))
+    if spare:
+        return spare.pop()
+    current = _SLABS.get(device.alias)
+    if current is None or current[1] + size > current[0].size:
+        with _compat.no_active_tape():
+            slab = warp.empty(max(_SLAB_BYTES, size), dtype=warp.uint8, device=device)
+        current = _SLABS[device.alias] = [slab, 0]
+    address = current[0].ptr + current[1]
+    current[1] += size
+    return current[0], address
 
 
 def changed_many(items: list) -> list:
@@ -432,18 +452,27 @@ def changed_many(items: list) -> list:
         for k in ks:
             arr, copy, update, masked = items[k]
             shape_of = layout(arr)
-            rows.append(
-                [arr.ptr, copy.ptr, offset, shape_of.size, *shape_of.shape, *shape_of.strides, shape_of.words]
-                + [shape_of.wide, int(update), int(masked)]
-            )
+            rows.append([arr.ptr, copy.ptr, offset, *shape_of.row, int(update), int(masked)])
             offset += shape_of.size if masked else 0
             threads = max(threads, _threads(device, shape_of.size))
         table = _table(device, rows)
         mask = _mask(device, 1 << max(offset - 1, 0).bit_length())  # pooled by capacity
-        with _compat.no_active_tape():
-            _compat.prepared_launch(
-                _compare_many, threads * len(ks), [table, mask[0].ptr, threads], device, 0, 1 if device.is_cpu else 256
-            ).launch()
+        key = ("many", device.alias, len(ks), threads)
+        launch = _LAUNCHES.get(key)
+        if launch is None:
+            with _compat.no_active_tape():
+                launch = _LAUNCHES[key] = _compat.prepared_launch(
+                    _compare_many,
+                    threads * len(ks),
+                    [table, mask[0].ptr, threads],
+                    device,
+                    0,
+                    1 if device.is_cpu else 256,
+                )
+        else:
+            launch.set_param_at_index(0, table)
+            launch.set_param_at_index_from_ctype(1, mask[0].ptr)
+        launch.launch()
         flags = _host(mask)
         offset = 0
         for k in ks:
@@ -485,7 +514,7 @@ def changed(arr, copy, update: bool = False) -> np.ndarray:
     if not size:
         return np.zeros(arr.shape, dtype=bool)
     mask = _mask(arr.device, size)
-    _compare(arr, copy.ptr, mask[0].ptr, update)
+    _compare(arr, copy.ptr, mask[0].ptr, update)  # a warp array or a `Known`
     return np.array(_host(mask), dtype=bool).reshape(arr.shape)
 
 

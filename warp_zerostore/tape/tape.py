@@ -867,10 +867,10 @@ class Tape(_compat.WarpTape):
             if tracked is not None and tracked.read and tracked.values is not None:
                 use.before = tracked.values  # compared, and brought to the content now
                 compared.append(use)
-                items.append((arr, use.before.buffer, True, True))
+                items.append((arr, use.before, True, True))
             elif use.access.writes or (launch.replayed and use.access.reads) or self._shares_written(launch, use):
                 use.before = contents.Known(arr, refresh=False)
-                items.append((arr, use.before.buffer, True, False))
+                items.append((arr, use.before, True, False))
         if not items:
             return
         masks = iter(m for m in contents.changed_many(items) if m is not None)
@@ -939,7 +939,7 @@ class Tape(_compat.WarpTape):
                 if use.before is not None and (use.access.writes or self._shares_written(launch, use))
             ]
             if written:
-                masks = contents.changed_many([(use.array, use.before.buffer, True, True) for use in written])
+                masks = contents.changed_many([(use.array, use.before, True, True) for use in written])
                 for use, mask in zip(written, masks):
                     use.changed = mask
         for use in launch.uses:
