@@ -17,7 +17,15 @@ from warp_zerostore import _compat
 from warp_zerostore._memory import byte_span, overlap
 from warp_zerostore.tape import contents
 
-# -- contents against NumPy
+# -- contents against NumPy; every test runs both ways on the CPU: in place (NumPy on the CPU's memory) and through
+# the device kernels (the path a GPU takes)
+
+
+@pytest.fixture(params=["in place", "kernels"], autouse=True)
+def path(request, monkeypatch):
+    monkeypatch.setattr(contents, "IN_PLACE_ON_CPU", request.param == "in place")
+    return request.param
+
 
 DTYPES = {
     "float32": (wp.float32, np.float32, ()),

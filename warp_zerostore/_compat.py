@@ -888,9 +888,14 @@ def prepared_launch(kernel, dim, params: list, device, max_blocks: int, block_di
 
 
 def copy_on_device(dest, src) -> None:
-    """``dest`` takes ``src``'s content (same shape and dtype) on their device, never through the host: one memcpy
-    (Warp's native ``wp_memcpy_h2h`` / ``wp_memcpy_d2d``, named so on every supported version) where both are
-    contiguous on one device, else ``warp.copy`` (recorded on no Tape)."""
+    """``dest`` takes ``src``'s content (same shape and dtype) on their device, never through the host: on the CPU
+    with NumPy on the memory in place (`cpu_view`), else one memcpy (Warp's native ``wp_memcpy_d2d``, named so on
+    every supported version) where both are contiguous on one device, else ``warp.copy`` (recorded on no Tape)."""
+    if src.device.is_cpu and dest.device.is_cpu and dest.shape == src.shape:
+        import numpy as np  # noqa: PLC0415
+
+        np.copyto(cpu_view(dest), cpu_view(src))  # the CPU's memory, in place (a third of a memcpy call's cost)
+        return
     if dest.is_contiguous and src.is_contiguous and dest.device == src.device and dest.size == src.size:
         nbytes = src.size * dtype_size_bytes(src.dtype)
         core = context.runtime.core
@@ -904,6 +909,21 @@ def copy_on_device(dest, src) -> None:
             return
     with no_active_tape():
         warp.copy(dest, src)
+
+
+def cpu_view(arr):
+    """A NumPy view of a CPU array's own memory, in place (the CPU device's memory is the host's: nothing is
+    transferred); made once per array object. Only for CPU arrays."""
+    if not arr.device.is_cpu:
+        raise ValueError(f"cpu_view of an array on {arr.device}: its memory is not the host's")
+    cached = arr.__dict__.get("_wzs_cpu_view")
+    if cached is not None and cached[0] == arr.ptr:
+        return cached[1]
+    import numpy as np  # noqa: PLC0415
+
+    view = np.asarray(arr)  # through the array interface, in place (what ``arr.numpy()`` does on the CPU)
+    arr.__dict__["_wzs_cpu_view"] = (arr.ptr, view)
+    return view
 
 
 def host_view(arr):

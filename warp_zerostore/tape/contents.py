@@ -393,6 +393,11 @@ class Known:
         if refresh:  # else the caller takes the content (`changed_many`)
             self.refresh(arr)
 
+    def host_bytes(self) -> np.ndarray:
+        """Its bytes in place, on the CPU (the slab's memory is the host's)."""
+        start = self.ptr - self.slab.ptr
+        return _compat.cpu_view(self.slab)[start : start + self.layout.nbytes]
+
     def release(self) -> None:
         """The Tape no longer needs this copy: its bytes serve the next one of its size."""
         spare = _SPARE.setdefault((self.layout.device.alias, _rounded(self.layout.nbytes)), [])
@@ -402,7 +407,7 @@ class Known:
 
     def refresh(self, arr) -> None:
         """Take ``arr``'s content now."""
-        _compare(arr, self.ptr, 0, update=True)
+        changed_many([(arr, self, True, False)])
 
     def changed(self, arr, update: bool = False) -> np.ndarray:
         """Per element of ``arr`` (its shape): differs from this copy. ``update``: the copy takes ``arr``'s content."""
@@ -436,16 +441,24 @@ def _carve(device, nbytes: int) -> tuple:
     return current[0], address
 
 
+#: CPU arrays are compared and copied in place with NumPy (their memory is the host's: nothing crosses), the same
+#: result as the kernels at a fraction of the cost per launch; tests turn it off to run the device path on the CPU
+IN_PLACE_ON_CPU = True
+
+
 def changed_many(items: list) -> list:
     """`changed` of several arrays in one launch per device: ``items`` are ``(arr, copy, update, masked)``; returns,
     per item, its mask (None where not ``masked``: the copy is only brought up to date)."""
     found: list = [None] * len(items)
     by_device: dict = {}
     for k, item in enumerate(items):
-        if layout(item[0]).size:
+        if not layout(item[0]).size:
+            if item[3]:
+                found[k] = np.zeros(item[0].shape, dtype=bool)
+        elif IN_PLACE_ON_CPU and item[0].device.is_cpu:
+            found[k] = _changed_in_place(*item)
+        else:
             by_device.setdefault(item[0].device.alias, []).append(k)
-        elif item[3]:
-            found[k] = np.zeros(item[0].shape, dtype=bool)
     for ks in by_device.values():
         device = items[ks[0]][0].device
         rows, offset, threads = [], 0, 1
@@ -484,6 +497,38 @@ def changed_many(items: list) -> list:
     return found
 
 
+def _changed_in_place(arr, copy, update: bool, masked: bool):
+    """`changed_many` of one CPU array, with NumPy on its memory in place."""
+    now = _compat.cpu_view(arr)
+    kept = copy.host_bytes() if isinstance(copy, Known) else _compat.cpu_view(copy).reshape(-1).view(np.uint8)
+    kept = kept.view(now.dtype).reshape(now.shape)
+    if kept.tobytes() == now.tobytes():  # unchanged (the usual case): no mask to work out, nothing to copy
+        return np.zeros(arr.shape, dtype=bool) if masked else None
+    mask = _differing(kept, now, arr.shape) if masked else None
+    if update:
+        np.copyto(kept, now)
+    return mask
+
+
+_UNSIGNED = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+_VOIDS: dict = {}  # element size in bytes -> its void dtype
+
+
+def _differing(before: np.ndarray, after: np.ndarray, shape: tuple) -> np.ndarray:
+    """Bool per Warp element (a vec3 is one element): its bytes differ."""
+    shape = tuple(shape)
+    if before.shape == shape and before.dtype.itemsize in _UNSIGNED:  # scalars: one compare per element
+        unsigned = _UNSIGNED[before.dtype.itemsize]
+        return np.ascontiguousarray(before).view(unsigned) != np.ascontiguousarray(after).view(unsigned)
+    flat_before = np.ascontiguousarray(before).reshape(shape + (-1,))
+    flat_after = np.ascontiguousarray(after).reshape(shape + (-1,))
+    size = flat_before.shape[-1] * flat_before.itemsize
+    void = _VOIDS.get(size)
+    if void is None:
+        void = _VOIDS[size] = np.dtype((np.void, size))
+    return flat_before.view(void).reshape(shape) != flat_after.view(void).reshape(shape)
+
+
 def _table(device, rows: list):
     """A device array of the rows (int64), through a pooled buffer per device and row count."""
     values = np.array(rows, dtype=np.int64)
@@ -508,14 +553,9 @@ _TABLES: dict = {}  # (device alias, rows) -> (scratch int64 table, its host vie
 
 def changed(arr, copy, update: bool = False) -> np.ndarray:
     """Per element of ``arr`` (a host bool mask of its shape): its bytes differ from ``copy``'s (a contiguous device
-    array or buffer holding ``arr``'s elements, as `warp.clone` and `Known` make). ``update``: ``copy`` takes
-    ``arr``'s content in the same pass."""
-    size = layout(arr).size
-    if not size:
-        return np.zeros(arr.shape, dtype=bool)
-    mask = _mask(arr.device, size)
-    _compare(arr, copy.ptr, mask[0].ptr, update)  # a warp array or a `Known`
-    return np.array(_host(mask), dtype=bool).reshape(arr.shape)
+    array holding ``arr``'s elements, as `warp.clone` makes, or a `Known`). ``update``: ``copy`` takes ``arr``'s
+    content in the same pass."""
+    return changed_many([(arr, copy, update, True)])[0]
 
 
 def _compare(arr, copy_ptr: int, mask_ptr: int, update: bool) -> None:
