@@ -932,12 +932,14 @@ class Tape(_compat.WarpTape):
                     else:
                         self._record_read(launch, use, None)
         changed_regions = []
-        if checking:  # the written arrays' changes, all compared in one launch (their copies take the content)
-            written = [
-                use
-                for use in launch.uses
-                if use.before is not None and (use.access.writes or self._shares_written(launch, use))
-            ]
+        # the arrays the launch may have changed: written, or over memory it wrote (views)
+        may_change = {
+            id(use): use.access.writes or self._shares_written(launch, use)
+            for use in launch.uses
+            if use.before is not None
+        }
+        if checking:  # their changes, all compared in one launch (their copies take the content)
+            written = [use for use in launch.uses if may_change.get(id(use))]
             if written:
                 masks = contents.changed_many([(use.array, use.before, True, True) for use in written])
                 for use, mask in zip(written, masks):
@@ -945,7 +947,7 @@ class Tape(_compat.WarpTape):
         for use in launch.uses:
             if use.before is None:
                 continue
-            unchanged = not use.access.writes and not self._shares_written(launch, use)
+            unchanged = not may_change[id(use)]
             if not checking or (unchanged and use.known):  # known and unchanged: nothing to refresh
                 continue
             # Known content matters for arrays a recorded launch reads (this one's included: its reads after its own
