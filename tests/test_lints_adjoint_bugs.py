@@ -14,17 +14,25 @@ import numpy as np
 import pytest
 
 import warp_zerostore as wp
+from warp_zerostore.codegen import adjoint_lints
 
 X = np.array([[0.5, -0.7, 0.9], [1.1, 0.3, -0.4]])
 
 
 def _loaded(name: str):
-    """``(module, AdjointWarnings)``: the helper module ``tests.helpers.<name>`` imported afresh and loaded."""
+    """``(module, AdjointWarnings)``: the helper module ``tests.helpers.<name>`` imported afresh and loaded (no
+    warning then), and the warnings its kernels get where their backward first runs (`warn_backward`, what
+    ``Tape.backward`` calls for every recorded kernel)."""
     sys.modules.pop(f"tests.helpers.{name}", None)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         module = importlib.import_module(f"tests.helpers.{name}")
         wp.load_module(module, device="cpu")
+        assert not [w for w in caught if issubclass(w.category, wp.AdjointWarning)]
+        adjoint_lints.forget_warnings()
+        for kernel in vars(module).values():
+            if isinstance(kernel, wp.Kernel):
+                adjoint_lints.warn_backward(kernel)
     return module, [w for w in caught if issubclass(w.category, wp.AdjointWarning)]
 
 

@@ -126,7 +126,8 @@ def test_reads_through_helpers_are_followed_element_by_element(device):
 
 def test_an_unmarkable_read_still_counts_the_whole_array(device):
     assert read_twin.marked_reads(k.read_a_row) == []
-    a, b = wp.zeros((2, 2), dtype=float, device=device), farr([0.0, 0.0], device)
+    # (`a` with a gradient: a stale read whose values reach only arrays without one would not be real)
+    a, b = wp.zeros((2, 2), dtype=float, device=device, requires_grad=True), farr([0.0, 0.0], device)
     with pytest.warns(wp.OverwriteWarning, match="stale read: kernel 'fill_2d'.*read_a_row"):
         with wp.Tape(check="warn"):
             wp.launch(k.read_a_row, dim=2, inputs=[a, b], device=device)  # reads row 0 only

@@ -47,6 +47,7 @@ a kernel's parsed source             ``kernel.adj.tree`` (the ``ast.Module`` War
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import dataclasses
 import inspect
@@ -491,6 +492,58 @@ def is_float(dtype) -> bool:
         return False
 
 
+def value_kind(t) -> str | None:
+    """``"integer"`` for a type whose values carry no gradient (an integer or bool scalar, vector or matrix; a struct
+    of such fields and arrays), ``"float"`` for one that does, None where it cannot tell (a tuple, an unknown)."""
+    if t is bool or t is int or t is getattr(wtypes, "bool", None):
+        return "integer"
+    if t is float:
+        return "float"
+    if is_struct_type(t):
+        kinds = {value_kind(var.type) for var in t.vars.values() if not is_array_type(var.type)}
+        return "float" if "float" in kinds else None if None in kinds else "integer"
+    try:
+        scalar = wtypes.type_scalar_type(t)
+    except Exception:  # noqa: BLE001 - not a Warp value type
+        return None
+    if scalar in wtypes.int_types or scalar is bool or scalar is getattr(wtypes, "bool", None):
+        return "integer"
+    if scalar in wtypes.float_types:
+        return "float"
+    return None
+
+
+def is_value_type(t) -> bool:
+    """A Warp scalar, vector, matrix, quaternion or transform type (a constructor of values)."""
+    return (
+        t in wtypes.scalar_types
+        or wtypes.type_is_vector(t)
+        or wtypes.type_is_matrix(t)
+        or t is getattr(wtypes, "bool", None)
+    )
+
+
+def component_type(t):
+    """The type of ``v.x`` or ``v[0]`` of a vector (a scalar), of ``m[0]`` of a matrix (its row vector); None."""
+    if wtypes.type_is_vector(t):
+        return wtypes.type_scalar_type(t)
+    if wtypes.type_is_matrix(t):
+        return wtypes.vector(length=t._shape_[1], dtype=wtypes.type_scalar_type(t))
+    return None
+
+
+def struct_field_type(t, name: str):
+    """The type of field ``name`` of a ``@wp.struct`` type, or None."""
+    var = t.vars.get(name) if is_struct_type(t) else None
+    return None if var is None else var.type
+
+
+def carries_gradient(array) -> bool:
+    """Does the array have a gradient a store adjoint could leak into: a float dtype and ``requires_grad`` (an
+    integer or bool array has no adjoint; one without ``.grad`` gets none)?"""
+    return bool(getattr(array, "requires_grad", False)) and is_float(array.dtype)
+
+
 def with_scalar_type(dtype, scalar):
     """The same kind of Warp dtype (scalar, vector, matrix, quaternion, transform) over another scalar."""
     if dtype in (wtypes.float16, wtypes.float32, wtypes.float64):
@@ -531,6 +584,11 @@ def struct_array_fields(struct_type) -> list:
     return out
 
 
+def struct_field_names(struct_type) -> list:
+    """The fields of a ``@wp.struct`` type, in the order its constructor takes them."""
+    return list(struct_type.vars)
+
+
 def struct_field(instance, path: tuple):
     """The value at ``path`` (`struct_array_fields`) in a struct instance."""
     for name in path:
@@ -547,6 +605,32 @@ def struct_arrays(instance) -> list:
             out.append(value)
         elif is_struct_instance(value):
             out.extend(struct_arrays(value))
+    return out
+
+
+def struct_array_paths(instance) -> list:
+    """``[(path, array)]`` of the ``wp.array`` fields of a struct instance, nested structs followed."""
+    out = []
+    for name in instance._cls.vars:
+        value = getattr(instance, name)
+        if isinstance(value, warp.array):
+            out.append(((name,), value))
+        elif is_struct_instance(value):
+            out.extend(((name, *path), arr) for path, arr in struct_array_paths(value))
+    return out
+
+
+def struct_copy(instance, arrays: dict):
+    """A new instance of the struct's type with the same values, each array field replaced by ``arrays[id(it)]``
+    (nested structs copied the same way): what the read twin passes, so no real array is reachable through it."""
+    out = instance._cls()
+    for name in instance._cls.vars:
+        value = getattr(instance, name)
+        if isinstance(value, warp.array):
+            value = arrays[id(value)]
+        elif is_struct_instance(value):
+            value = struct_copy(value, arrays)
+        setattr(out, name, value)
     return out
 
 
@@ -1034,16 +1118,55 @@ def has_custom_adjoint(obj) -> bool:
 
 
 def user_function(obj):
-    """The Python function of a user ``@wp.func`` (one overload), or None for builtins and anything else."""
+    """A user ``@wp.func`` as Warp keeps it (``wp.Function``), or None for builtins and anything else."""
     function_class = getattr(context, "Function", None)
     if function_class is None or not isinstance(obj, function_class):
         return None
     if obj.is_builtin() or getattr(obj, "func", None) is None:
         return None
-    overloads = getattr(obj, "user_overloads", None) or {}
-    if len(overloads) > 1:
-        return None  # several overloads: which one a call picks is decided by types at build time
-    return obj.func
+    return obj
+
+
+def function_overloads(function) -> list:
+    """The overloads of a user ``@wp.func`` (`user_function`), each with its own parsed source (warp.fem makes one
+    per field type); which one a call picks is decided by argument types when the module is built."""
+    overloads = getattr(function, "user_overloads", None) or {}
+    return list(overloads.values()) or [function]
+
+
+def function_namespace(func) -> dict:
+    """The names a kernel's or helper's Python function resolves, as Warp resolves them: its module's globals and
+    its closure's variables (warp.fem makes kernels inside functions: ``quadrature.point_coords(...)``)."""
+    out = dict(func.__globals__)
+    if func.__closure__:
+        for name, cell in zip(func.__code__.co_freevars, func.__closure__):
+            try:
+                out[name] = cell.cell_contents
+            except ValueError:  # a cell not filled yet
+                continue
+    return out
+
+
+def function_python(function):
+    """The Python function a user ``@wp.func`` (`user_function`) was made from: its signature, globals, closure."""
+    return function.func
+
+
+def function_argument_types(function) -> dict:
+    """``{parameter: type}`` a user ``@wp.func`` (one overload) is built with (warp.fem gives its integrands concrete
+    field types their source does not spell)."""
+    return {name: t for name, t in function.adj.arg_types.items() if name != "return"}
+
+
+def function_tree(function) -> ast.Module:
+    """The source of a user ``@wp.func`` (`user_function`) as Warp compiles it: parsed, after the code transformers
+    it was made with (warp.fem rewrites its integrands' field calls), one ``FunctionDef``. Shared with Warp: copy it
+    before changing it. Raises ``OSError`` where Warp holds no source."""
+    adj = getattr(function, "adj", None)
+    tree = getattr(adj, "tree", None)
+    if tree is None:
+        raise OSError(f"no source for @wp.func {getattr(function, 'key', function)!r}")
+    return tree
 
 
 def is_builtin_function(obj) -> bool:

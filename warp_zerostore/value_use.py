@@ -12,8 +12,14 @@ kernel's replay forwards it there): it is needed when a load through that array 
 (``f[i] = f[i] - g``, ``f[i] = 0.5 * f[i] + g``: every spelling alike) reads no value of ``f``, while
 ``f[i] = f[i] * g`` does, and so does ``f[i] = f[i] + g`` followed by ``h = f[i] * f[i]``.
 
-Its one user: `access` (``ArgumentAccess.value_read``), from which the Tape's check labels a stale read of an
-argument whose loaded values no adjoint reads ``real=False``.
+`ValueUses.readers` goes one step further: the roots (parameters, struct paths ``"s.q"``) whose adjoints read a
+needed value (the other factor of a product, the arguments of a builtin; None where an index, a branch or a helper
+may reach any gradient), with `ValueUses.sources` saying where each operand's gradient goes. The launch decides
+the rest: a value read only by adjoints of arrays that have no gradient at that launch changes no gradient.
+
+Its one user: `access` (``ArgumentAccess.value_read``, ``value_readers``), from which the Tape's check labels a
+stale read of an argument whose loaded values no adjoint reads, or only adjoints of arrays without a gradient,
+``real=False``.
 """
 
 from __future__ import annotations
@@ -86,10 +92,13 @@ class ValueUses:
         self.live: set = set()
         #: parameters a needed value is loaded through: a value stored into one is needed (see read_back)
         self.loaded_needed: set = set()
+        self._function = function
+        self._sources: dict | None = None  # local -> roots its value comes from (`sources`), made when first asked
+        self._readers: dict | None = None  # local -> roots whose adjoints read its value (`readers`)
         loads = [
             n
             for n in ast.walk(function)
-            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id not in parameters
+            if isinstance(n, ast.Name) and not isinstance(getattr(n, "ctx", None), ast.Store) and n.id not in parameters
         ]
         parameter_loads = [
             n
@@ -120,7 +129,7 @@ class ValueUses:
         while True:
             parent = self.parents.get(child)
             if isinstance(parent, (ast.Subscript, ast.Attribute)) and parent.value is child:
-                if isinstance(parent.ctx, ast.Store):
+                if isinstance(getattr(parent, "ctx", None), ast.Store):
                     return True
                 child = parent
                 continue
@@ -133,6 +142,171 @@ class ValueUses:
         """Does the backward pass read the value of ``node`` (an expression of this function)? Yes wherever the
         source has no function definition to read its parameters from."""
         return self.unknown or self._uses(node)[0]
+
+    # -- whose gradient reads a value: a launch-time fact needs the source's part of it
+
+    def sources(self, expr) -> frozenset:
+        """The roots ``expr``'s value comes from, where a gradient could go: parameters (``"x"``) and the paths of
+        what struct parameters hold (``"s.q"``), through locals (every assignment, flow-insensitive). An index, a
+        comparison or a branch's test passes no gradient, so what they read is not a source."""
+        if self._sources is None:
+            self._sources = self._local_sources()
+        return self._expr_sources(expr, self._sources)
+
+    def _expr_sources(self, expr, local: dict) -> frozenset:
+        if expr is None or isinstance(expr, (ast.Constant, ast.Compare, ast.BoolOp)):
+            return frozenset()
+        if isinstance(expr, ast.Name):
+            if expr.id in self.parameters:
+                return frozenset((expr.id,))
+            return frozenset(local.get(expr.id, ()))
+        if isinstance(expr, ast.Attribute):
+            path, base = [], expr
+            while isinstance(base, ast.Attribute):
+                path.append(base.attr)
+                base = base.value
+            if isinstance(base, ast.Name) and base.id in self.parameters:
+                return frozenset((".".join((base.id, *reversed(path))),))
+            return self._expr_sources(base, local)
+        if isinstance(expr, ast.Subscript):
+            return self._expr_sources(expr.value, local)
+        if isinstance(expr, ast.IfExp):
+            return self._expr_sources(expr.body, local) | self._expr_sources(expr.orelse, local)
+        if isinstance(expr, ast.Call):
+            parts = list(expr.args) + [k.value for k in expr.keywords]
+            return frozenset().union(*(self._expr_sources(p, local) for p in parts))
+        return frozenset().union(*(self._expr_sources(c, local) for c in ast.iter_child_nodes(expr)))
+
+    def _local_sources(self) -> dict:
+        """``{local: roots}``, to a fixed point over every assignment."""
+        bindings = []
+        for node in ast.walk(self._function):
+            if isinstance(node, ast.Assign):
+                bindings.extend((t, node.value) for t in node.targets)
+            elif isinstance(node, (ast.AnnAssign, ast.AugAssign)) and node.value is not None:
+                bindings.append((node.target, node.value))
+            elif isinstance(node, ast.For):
+                bindings.append((node.target, node.iter))
+        local: dict = {}
+        changed = True
+        while changed:
+            changed = False
+            for target, value in bindings:
+                found = self._expr_sources(value, local)
+                for name in [n.id for n in ast.walk(target) if isinstance(n, ast.Name)]:
+                    if name in self.parameters and isinstance(target, ast.Name):
+                        continue
+                    if not found <= local.setdefault(name, set()):
+                        local[name] |= found
+                        changed = True
+        return local
+
+    def readers(self, node) -> frozenset | None:
+        """The roots whose adjoints read ``node``'s value (`sources` of its partners in products, of the arguments
+        of a builtin it is passed to, ...): a wrong value there reaches only their gradients. None: any gradient,
+        or the analysis cannot tell (an index, a branch, a helper, ...)."""
+        if self.unknown:
+            return None
+        if self._readers is None:
+            self._readers = self._local_readers()
+        return self._node_readers(node, self._readers)
+
+    def _local_readers(self) -> dict:
+        """``{local: roots or None}`` whose adjoints read the local's value, to a fixed point over its loads."""
+        loads: dict = {}
+        for n in ast.walk(self._function):
+            if isinstance(n, ast.Name) and not isinstance(getattr(n, "ctx", None), ast.Store):
+                if n.id not in self.parameters:
+                    loads.setdefault(n.id, []).append(n)
+        found: dict = {name: frozenset() for name in loads}
+        changed = True
+        while changed:
+            changed = False
+            for name, uses in loads.items():
+                if found[name] is None:
+                    continue
+                mine: frozenset | None = found[name]
+                for use in uses:
+                    more = self._node_readers(use, found)
+                    mine = None if more is None else mine | more
+                    if mine is None:
+                        break
+                if mine != found[name]:
+                    found[name] = mine
+                    changed = True
+        return found
+
+    def _node_readers(self, node, local_readers: dict) -> frozenset | None:
+        child, found = node, set()
+        sources = self.sources
+        while True:
+            parent = self.parents.get(child)
+            if parent is None:
+                return None
+            if isinstance(parent, ast.BinOp):
+                other = parent.right if child is parent.left else parent.left
+                if isinstance(parent.op, (ast.Mult, ast.MatMult)):
+                    if not _constant(other, self.is_builtin):
+                        found |= sources(other)  # the other factor's adjoint reads this value
+                elif isinstance(parent.op, ast.Div):
+                    if child is parent.left:
+                        if not _constant(parent.right, self.is_builtin):
+                            found |= sources(parent.right)
+                    else:  # a divisor: both adjoints read it
+                        found |= sources(parent.left) | sources(child)
+                elif not isinstance(parent.op, (ast.Add, ast.Sub)):
+                    found |= sources(parent.left) | sources(parent.right)
+            elif isinstance(parent, ast.UnaryOp) and isinstance(parent.op, (ast.USub, ast.UAdd)):
+                pass
+            elif isinstance(parent, (ast.Subscript, ast.Attribute)) and parent.value is child:
+                if isinstance(getattr(parent, "ctx", None), ast.Store):
+                    return frozenset()
+            elif isinstance(parent, ast.Call):
+                name = call_name(parent)
+                if child not in parent.args:
+                    return None
+                position = parent.args.index(child)
+                if name in _LINEAR_CALLS or (name in _SELECTIONS and position > 0):
+                    pass
+                elif name in _ACCUMULATIONS and position >= 2:
+                    into = _base_name(parent.args[0])
+                    return None if into is None or into in self.read_back else frozenset(found)
+                elif name in _CONTROL or name in _SELECTIONS or name in STORING or name in ACCUMULATING:
+                    return None
+                elif self.is_builtin(parent):
+                    for arg in list(parent.args) + [k.value for k in parent.keywords]:
+                        found |= sources(arg)  # a builtin's adjoint reads its arguments for each of them
+                else:
+                    return None
+            elif isinstance(parent, ast.IfExp) and parent.test is not child:
+                pass
+            elif isinstance(parent, (ast.Assign, ast.AnnAssign)):
+                target = parent.targets[0] if isinstance(parent, ast.Assign) and len(parent.targets) == 1 else None
+                target = parent.target if isinstance(parent, ast.AnnAssign) else target
+                return self._stored_readers(target, found, local_readers)
+            elif isinstance(parent, ast.AugAssign):
+                if child is parent.target:
+                    return None
+                if not isinstance(parent.op, (ast.Add, ast.Sub)):
+                    found |= sources(parent.target)  # `t *= v`: t's adjoint reads v
+                return self._stored_readers(parent.target, found, local_readers)
+            elif isinstance(parent, ast.Expr):
+                return frozenset()
+            else:
+                return None
+            child = parent
+
+    def _stored_readers(self, target, found: set, local_readers: dict) -> frozenset | None:
+        """`readers` of a value stored into ``target``: what the way there read, and what reads the local after."""
+        base = _base_name(target) if target is not None else None
+        if base is None:
+            return None
+        if base in self.parameters and not isinstance(target, ast.Name):
+            return None if base in self.read_back else frozenset(found)  # an array element (see read_back)
+        if base not in self.live:
+            return frozenset()  # no adjoint reaches a value nothing uses
+        later = local_readers.get(base, frozenset())
+        return None if later is None else frozenset(found) | later
 
     def _target(self, target, op, nonlinear: bool) -> tuple:
         """``(needed, live)`` of a value stored into ``target`` (``op``: an augmented assignment's operator)."""
@@ -165,7 +339,7 @@ class ValueUses:
             elif isinstance(parent, ast.UnaryOp) and isinstance(parent.op, (ast.USub, ast.UAdd)):
                 pass
             elif isinstance(parent, (ast.Subscript, ast.Attribute)) and parent.value is child:
-                if isinstance(parent.ctx, ast.Store):
+                if isinstance(getattr(parent, "ctx", None), ast.Store):
                     return False, False  # the base of a store (`v[0] = ...`): a definition, not a use
                 # a component of the value (where ``child`` is the index instead, it is needed: below)
             elif isinstance(parent, ast.Call):

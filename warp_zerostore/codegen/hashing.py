@@ -1,9 +1,8 @@
 """Hashing of flagged kernels: a kernel whose effective mode is True or False gets Warp's hash salted with the
 mode, the native header's digest and the code generator's source, so flipping a flag (kernel, module or process)
 or changing what generates flagged code rebuilds; an unflagged kernel keeps Warp's hash. A flagged kernel's build
-is remembered by its salted hash (`replay_records`), and Warp's own wrong adjoints in its source are warned
-(`warp_zerostore.lints`) when its module is hashed to be built or loaded: they are wrong whatever memory the
-backward sees, so they need no Tape to say so.
+is remembered by its salted hash (`replay_records`); Warp's own wrong adjoints in its source are warned where its
+backward first runs (`adjoint_lints`), not here: a kernel no backward runs has no wrong gradient to warn about.
 """
 
 from __future__ import annotations
@@ -11,9 +10,8 @@ from __future__ import annotations
 import hashlib
 import logging
 import pathlib
-import warnings
 
-from .. import _compat, lints
+from .. import _compat
 from ..options import effective_zero_store
 from . import building, generation, native, replay, replay_records, store_rewrite
 from .pre_twin import replay_memory
@@ -46,8 +44,6 @@ def wrap_hash_kernel(original):
         salted = _salt(kernel_hash, mode, memory)
         if mode is True:
             replay_records.remember_build(kernel, salted.hex())
-            if memory == replay.POST:  # a PRE twin's build warns nothing its kernel's build has not
-                _warn_adjoint_bugs(kernel, salted.hex())
         unique = _compat.hasher_unique_kernels(self)
         if unique.get(kernel_hash) is kernel:
             if kernel_hash in stock:
@@ -58,25 +54,3 @@ def wrap_hash_kernel(original):
         return salted
 
     return hash_kernel
-
-
-_ADJOINT_WARNED: set = set()
-
-
-def _warn_adjoint_bugs(kernel, build: str) -> None:
-    """Warn, once per build and process, about constructs whose adjoint Warp itself gets wrong
-    (`warp_zerostore.lints`): at each one's line, when the module is hashed to build or load it."""
-    if build in _ADJOINT_WARNED or not _compat.kernel_has_backward(kernel):
-        return  # once per build; and a kernel never differentiated has no wrong gradient to warn about
-    _ADJOINT_WARNED.add(build)
-    try:
-        found = lints.find(_compat.kernel_tree(kernel))
-    except (AttributeError, StopIteration, SyntaxError) as error:  # no source tree: nothing to look at
-        _log.debug("kernel %s: no source tree to check for Warp's wrong adjoints (%s)", kernel, error)
-        return
-    location = _compat.kernel_source_location(kernel)
-    filename, first = location.rsplit(":", 1)
-    for f in found:
-        line = int(first) + f.line - 1
-        message = f.message(_compat.kernel_key(kernel), location)
-        warnings.warn_explicit(lints.AdjointWarning(message), lints.AdjointWarning, filename, line)

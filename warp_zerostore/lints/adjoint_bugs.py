@@ -130,10 +130,11 @@ def _statements(body: list) -> list:
     return out
 
 
-def find(tree: ast.AST) -> list:
-    """The `UpdateAfterUse`s and `JumpFinding`s in a kernel's ``ast.Module`` (as Warp parsed it), then `loop_carried`'s."""
+def find(tree: ast.AST, typing=None) -> list:
+    """The `UpdateAfterUse`s and `JumpFinding`s in a kernel's ``ast.Module`` (as Warp parsed it), then `loop_carried`'s
+    (``typing``: the kernel's types from its source, `local_types.Typing`)."""
     function = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef))
-    found = _component_findings(function) + _jump_findings(function) + loop_carried.find(function)
+    found = _component_findings(function) + _jump_findings(function) + loop_carried.find(function, typing)
     if _compat.TERNARY_WITHOUT_ADJOINT:
         found += [TernaryFinding("ternary", n.lineno) for n in ast.walk(function) if isinstance(n, ast.IfExp)]
     return sorted(found, key=lambda f: (f.line, f.name))

@@ -9,7 +9,8 @@ recorded launches that read it. A change outside recorded launches is found by c
   since the last launch passing it);
 * after record: the fingerprint at ``backward()`` of every watched array a reader depends on.
 
-A change is refused at ``backward()``, naming the readers, unless a restore serves them: the last launch that
+A change is refused at ``backward()``, naming the readers, unless the user declared that the backward reads the
+new values (`intent.read_at_backward`, when the change is found or at ``backward()``) or a restore serves them: the last launch that
 passed the array before the change saved a restore of it (it wrote the array in place), or the Tape was left
 since (`Fingerprints.at_exit`: an array a launch restores, read by launches after its last restoring writer, gets
 one restore more, of its content then; "served" then holds only where the content did not change between that
@@ -23,6 +24,7 @@ watched, and one per watched view of memory it writes: the launch's own arrays, 
 from __future__ import annotations
 
 from .contents import Ledger, value
+from .intent import is_declared
 
 
 class Watched:
@@ -56,6 +58,8 @@ class Fingerprints:
             watched = self.watched.get(id(use.array))
             if watched is None or watched.array is not use.array or not watched.readers:
                 continue
+            if is_declared(use.array):
+                continue  # its backward reads the new values: the user said so (`intent.read_at_backward`)
             now = self.ledger.take(use.array)
             readers = list(watched.readers.values())
             self.between.append((use.array, readers, launch.site(use.label), watched.served, watched.print, now))
@@ -123,10 +127,10 @@ class Fingerprints:
         found = [
             (arr, readers, writer)
             for arr, readers, writer, flag, known, seen in self.between
-            if not same(known, seen) and not served(flag)
+            if not same(known, seen) and not served(flag) and not is_declared(arr)
         ]
         for watched, seen in now:
-            if not served(watched.served) and not same(watched.print, seen):
+            if not served(watched.served) and not same(watched.print, seen) and not is_declared(watched.array):
                 found.append((watched.array, list(watched.readers.values()), None))
         return found
 

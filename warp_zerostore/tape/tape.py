@@ -69,8 +69,9 @@ from ..codegen import pre_backward, replays_exactly
 from ..codegen.replay import POST
 from ..config import CheckLevel, validate_check
 from ..options import effective_zero_store, store_adjoints_zero
-from . import contents, host_writes, read_twin
+from . import contents, host_writes, observe, read_twin
 from .fingerprints import Fingerprints
+from .intent import is_declared
 from .memory import AddressBook, slot_range
 from .visualize import mark_hazards
 
@@ -148,15 +149,19 @@ class Hazard:
         writer: The launch that changed the values (None: a mutation found at ``backward()``).
         reader: The launch whose backward reads them (stale read, mutation).
         earlier: The launch that wrote them first (overwrite).
-        real: False for an overwrite whose later writer zeroes its store adjoints, and for a stale read whose
-            reader's backward reads no value it loaded (kept, not warned about).
+        real: False for an overwrite whose later writer zeroes its store adjoints or of an array without a
+            gradient, and for a stale read whose reader's backward reads no value it loaded, or only for the
+            adjoints of arrays without a gradient at its launch (kept, not warned about).
         elements: How many elements, where counted.
         cause: For a "read before and after write": ``""`` (one thread read an element before and after writing
             it), ``"aliased"`` (one array under two parameters, with no read twin to order the reads), ``"reads
             unknown"`` (a thread may read what it wrote, through reads the read twin does not follow), ``"reread"``
             (a thread read an element between two writes of the launch: no Tape can serve it) or
-            ``"helper store"`` (an unflagged kernel's ``@wp.func`` helper stores into it). For an "overwrite":
-            ``"no backward"`` (the later kernel is built with ``enable_backward=False``: always real).
+            ``"helper store"`` (a ``@wp.func`` helper stores into it, which Warp's backward runs again: an unflagged
+            kernel's helper, or any kernel's helper storing through a ``@wp.struct`` it is passed). For an "overwrite":
+            ``"no backward"`` (the later kernel is built with ``enable_backward=False``: always real) or ``"no
+            gradient"`` (the array has none to leak: an integer or bool dtype, or ``requires_grad=False`` when the
+            later launch was recorded; never real).
     """
 
     kind: str
@@ -196,6 +201,10 @@ class Hazard:
                 if self.real
                 else "safe: the later kernel zeroes its store adjoints"
             )
+            if self.cause == "no gradient":
+                verdict = (
+                    "safe: the array has no gradient (an integer or bool dtype, or requires_grad=False), so none leaks"
+                )
             if self.cause == "no backward":
                 verdict = (
                     "a real error: the later kernel is built with enable_backward=False, so no adjoint of its "
@@ -220,8 +229,9 @@ class Hazard:
                 f"read before and after write: in {self.writer.describe()}, a @wp.func helper stores into the "
                 "array, which a recorded launch reads. Warp's backward re-runs the helper's stores into memory, "
                 "so the snapshot's restore does not hold for the rest of that backward launch and the gradient "
-                "may be off. Decorate the kernel with @wp.kernel(zero_store=True) (its replay sends helper stores "
-                "to a log, never to memory), or store from the kernel itself."
+                "may be off. Decorate the kernel with @wp.kernel(zero_store=True) (its replay sends the stores of "
+                "a helper's array parameters to a log, never to memory; pass a struct's array to the helper as a "
+                "parameter of its own), or store from the kernel itself."
             )
         if self.kind == REPLAY and self.cause == "reread":
             return (
@@ -274,7 +284,10 @@ class Hazard:
             f"mutated after record: the array read by {self.reader.describe()} changed after the launch was "
             f"recorded, outside any recorded kernel launch (wp.copy, assign, fill_, NumPy or Torch writes, untaped launches; "
             f"found {'at launch #' + str(self.writer.launch) + ' at ' + self.writer.location if self.writer else 'at backward()'}); "
-            "its backward pass will read the new values. Do not modify arrays a Tape will re-read, or copy them."
+            "its backward pass will read the new values. If that is a bug (an alias of the array written in place, "
+            "an untaped write-back), record the change on the Tape or give the launch a copy; if the backward must "
+            "read the new values (the adjoint method: a solve after the residual was recorded), declare it with "
+            "warp_zerostore.read_at_backward(array)."
         )
 
 
@@ -455,6 +468,10 @@ def _union(access: ArgumentAccess, other: ArgumentAccess) -> None:
     access.stores |= other.stores
     access.accumulates |= other.accumulates
     access.value_read |= other.value_read
+    if access.value_readers is not None:
+        access.value_readers = None if other.value_readers is None else access.value_readers | other.value_readers
+    access.helper_stores |= other.helper_stores
+    access.surely_writes |= other.surely_writes
 
 
 def _reads_across_labels(launch) -> bool:
@@ -574,6 +591,23 @@ class _Launch:
     def ident(self, label: str) -> tuple:
         """`Site.ident` of ``site(label)``, without building the Site."""
         return (self.kernel.key, label, self.location)
+
+
+def _gradient_reads(launch: _Launch, readers: frozenset | None) -> bool:
+    """Does any of ``readers`` (`ArgumentAccess.value_readers`: parameters and struct paths whose adjoints read a
+    value the launch loaded) reach an array of this launch with a gradient? A scalar parameter has none (Warp's
+    Tape keeps no gradient of it); None: any may."""
+    if readers is None:
+        return True
+    if not readers:
+        return False
+    for use in launch.uses:
+        if not _compat.carries_gradient(use.array):
+            continue
+        for label in use.labels:
+            if any(label == root or label.startswith(root + ".") for root in readers):
+                return True
+    return False
 
 
 class _KernelFacts:
@@ -904,6 +938,8 @@ class Tape(_compat.WarpTape):
     def _mutations(self, arr, changed: np.ndarray, writer: Site | None) -> list:
         """Mutation hazards for the readers of the elements ``changed`` marks (changed since the Tape last saw
         ``arr``)."""
+        if is_declared(arr):
+            return []  # the backward must read the new values: the user said so (`read_at_backward`)
         if not _any(changed):
             return []
         region, slots, _ = self._region(arr)
@@ -1002,10 +1038,10 @@ class Tape(_compat.WarpTape):
         exact = replays_exactly(launch.kernel)
         pre = pre_backward(launch.kernel) if exact and not _reads_across_labels(launch) else None
         exact = pre is not None
-        # Stock Warp's backward re-runs an unflagged kernel's helper stores into memory.
-        replays_helper_stores = effective_zero_store(launch.kernel) is not True and _compat.kernel_has_backward(
-            launch.kernel
-        )
+        # Stock Warp's backward re-runs an unflagged kernel's helper stores into memory; a flagged kernel's replay
+        # sends those of array parameters to its log, not those through a struct a helper is passed.
+        backward = _compat.kernel_has_backward(launch.kernel)
+        replays_helper_stores = effective_zero_store(launch.kernel) is not True and backward
         for use in launch.uses:
             if use.access.writes and use.array.size:  # for the host writes after it (`_recorded_host_write`)
                 region, slots, whole = self._locate(use)
@@ -1016,10 +1052,14 @@ class Tape(_compat.WarpTape):
                 use.changed = contents.changed(use.array, use.saved)  # the launch's changes, on the device
             if use.changed is not None and not _any(use.changed):
                 continue  # a snapshot of an array the launch did not change is not needed (known when compared)
+            if use.before is None and not use.access.surely_writes and observe.unchanged(use.saved, use.array):
+                continue  # the source only says "may write" (`access`): the launch changed no byte, so no restore
             self._snapshotted[id(use.array)] = use.array
             self._restored_by[id(use.array)] = launch.index
             self._served_by_restore(use)
-            if replays_helper_stores and use.access.helper_stores and not _helper_stores_harmless(use):
+            through_struct = backward and any("." in label for label in use.labels)
+            reruns = (replays_helper_stores or through_struct) and use.access.helper_stores
+            if reruns and not _helper_stores_harmless(use):
                 found.append(Hazard(REPLAY, writer=launch.site(use.label), cause="helper store"))
             saved_bytes = use.saved.size * _compat.dtype_size_bytes(use.saved.dtype)
             if use.crossed and not use.reads_known():
@@ -1046,6 +1086,8 @@ class Tape(_compat.WarpTape):
             if after is None or not _any(after):
                 read_values.append((use.array, use.saved))
                 self.snapshot_bytes += saved_bytes
+                if reruns:  # the adjoint writes the array again: put the input back for the earlier launches
+                    inputs.append((use.array, use.saved))
                 continue
             both = after & use.marks.before
             written = after & ~both if exact else after
@@ -1167,9 +1209,11 @@ class Tape(_compat.WarpTape):
             read = slots[getattr(use.marks, which)]
         entry = region.reads.get(key)
         if entry is None:
-            # a reader whose backward reads no value it loaded (`value_use`): a stale read of it is not real
+            # a reader whose backward reads no value it loaded (`value_use`), or whose adjoints that read them reach
+            # only arrays of this launch without a gradient: a stale read of it is not real
             site = launch.site(use.label)
-            entry = region.reads[key] = [site, np.zeros(region.writer.size, dtype=bool), use.access.value_read]
+            real = use.access.value_read and _gradient_reads(launch, use.access.value_readers)
+            entry = region.reads[key] = [site, np.zeros(region.writer.size, dtype=bool), real]
         entry[1][read] = True
         region.read_any[read] = True
         region.read_unsaved[read] = True
@@ -1215,13 +1259,16 @@ class Tape(_compat.WarpTape):
                     sites = np.flatnonzero(counts)
                     sites, counts = sites.tolist(), counts[sites].tolist()
             real = None
+            gradient = _compat.carries_gradient(use.array)
             for site, elements in zip(sites, counts):
                 if real is None:
                     # safe only where the store adjoint zeroes this array's gradient: never one made with
                     # retain_grad=True (Warp >= 1.13 skips zeroing it, stock and flagged alike). Real even where
                     # the earlier writer has no backward: what leaks stays in the gradient, and reaches whatever
-                    # that writer wrote over (an input a recorded copy read, say)
-                    real = not store_adjoints_zero(launch.kernel) or _compat.retains_grad(use.array)
+                    # that writer wrote over (an input a recorded copy read, say). Never real for an array without
+                    # a gradient (an integer or bool dtype, requires_grad=False when the later launch is recorded):
+                    # there is no adjoint to leak
+                    real = gradient and (not store_adjoints_zero(launch.kernel) or _compat.retains_grad(use.array))
                 if (OVERWRITE, writer, None, self._sites[site][1], real) in known:
                     continue
                 found.append(
@@ -1231,7 +1278,7 @@ class Tape(_compat.WarpTape):
                         earlier=self._site(site),
                         real=real,
                         elements=int(elements),
-                        cause="" if backward else "no backward",
+                        cause="no gradient" if not gradient else "" if backward else "no backward",
                     )
                 )
         if region.reads and _any(region.read_any[written]):  # else no read site can have read them

@@ -26,7 +26,7 @@ import numpy as np
 import warp
 
 from ... import _compat, codegen
-from ...codegen import replay, replay_records
+from ...codegen import adjoint_lints, replay, replay_records
 from . import oracle
 from .nodes import THREADS
 from .printer import VEC_TYPE, Printer
@@ -85,7 +85,7 @@ class Failure:
     worst: float = float("inf")  # |warp - reference| / tolerance at the worst element
     array: str = ""  # the input (gradient) or output (forward) holding the worst element
     detail: str = ""
-    warned: str = ""  # a warning the package gave for this kernel at build time (the failure is not silent)
+    warned: str = ""  # a ReplayWarning or AdjointWarning the package gave for this kernel (not a silent failure)
     warp_value: dict = field(default_factory=dict)  # what Warp computed, by array
     reference: dict = field(default_factory=dict)  # what the reference computed, by array
     tape: str = ""  # "plain" or "snapshot" (`TAPES`); "" means the variant's `DEFAULT_TAPE`
@@ -157,7 +157,7 @@ def check_batch(cases, device: str = "cpu", prelude: str = "", parts: int | None
     parts = max(1, min(parts or parallel_builds(), len(cases) // MIN_PART or 1))
     workdir = tempfile.mkdtemp(prefix="warp_zerostore_fuzz_")
     try:
-        with warnings.catch_warnings(record=True) as caught:  # the package's build-time warnings, per kernel
+        with warnings.catch_warnings(record=True) as caught:  # the package's warnings while building, per kernel
             warnings.simplefilter("always")
             size = -(-len(cases) // parts)
             chunks = [(cases[k : k + size], k) for k in range(0, len(cases), size)]
@@ -241,8 +241,10 @@ def _check_module(cases, first, module, caught, device) -> list:
             if (variant, tape) == STOCK_PATH:
                 stock_right = failure is None
             if failure is not None:
-                failure.warned = _replay_warning(kernel, tape) or next(
-                    (str(w.message) for w in caught if f"'c{j}_{variant}'" in str(w.message)), ""
+                failure.warned = (
+                    _replay_warning(kernel, tape)
+                    or next((message for message, _, _ in adjoint_lints.messages(kernel)), "")
+                    or next((str(w.message) for w in caught if f"'c{j}_{variant}'" in str(w.message)), "")
                 )
                 if stock_right and (variant, tape) != STOCK_PATH:
                     failure.worse, failure.stock = True, stock_values.get(failure.kind, {})

@@ -5,9 +5,9 @@ same variant, Tape, kind and verdict already filed counts toward it unshrunk; an
 under its shrunk constructs (``shrink.constructs``) with a standalone repro script.
 
 Verdicts: a failure **worse than stock** (`batch.Failure.worse`: a package path wrong where stock Warp on a
-plain Tape is right) is this package's defect, never known; a build-time warning excuses it on the snapshot Tape
+plain Tape is right) is this package's defect, never known; a package warning excuses it on the snapshot Tape
 only (counted apart), never on a plain Tape, which must give what stock gives. Any other failure is known
-(`known`), warned about at build time, or new.
+(`known`), warned about by the package, or new.
 """
 
 from __future__ import annotations
@@ -33,13 +33,13 @@ class KernelFinding:
     count: int = 1
     repro_path: str = ""
     known: str = ""  # the known-issue id it matches, or ""
-    warned: bool = False  # the package warned about this kernel at build time: not a silent failure
+    warned: bool = False  # the package warned about this kernel (ReplayWarning, AdjointWarning): not a silent failure
     tape: str = "plain"  # the Tape it failed on: "plain" or "snapshot"
     worse: bool = False  # worse than stock: wrong where stock Warp on a plain Tape is right
 
     @property
     def explained(self) -> bool:
-        """Known, or warned about at build time; a warning never excuses a plain Tape worse than stock."""
+        """Known, or warned about by the package; a warning never excuses a plain Tape worse than stock."""
         return bool(self.known) or (self.warned and not (self.worse and self.tape == "plain"))
 
     @property
@@ -58,7 +58,7 @@ class Summary:
 
     @property
     def new(self) -> list:
-        """Findings neither known nor excused by a build-time warning (worse-than-stock ones among them)."""
+        """Findings neither known nor excused by a package warning (worse-than-stock ones among them)."""
         return [f for f in self.findings if not f.explained]
 
     @property
@@ -194,7 +194,7 @@ def table(summary: Summary) -> str:
     excused = sum(f.explained for f in summary.worse)
     lines.append(
         f"worse than stock (a package path wrong where stock on a plain Tape is right): {len(summary.worse)} "
-        f"distinct ({sum(f.count for f in summary.worse)} failures), {excused} of them warned at build time "
+        f"distinct ({sum(f.count for f in summary.worse)} failures), {excused} of them warned by the package "
         "(snapshot Tape)"
     )
     return "\n".join(lines)
