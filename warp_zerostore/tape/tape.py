@@ -862,7 +862,10 @@ class Tape(_compat.WarpTape):
                 self.snapshot
                 and any(
                     use.access.reads_after_store
-                    or (use.access.helper_stores and effective_zero_store(launch.kernel) is not True)
+                    or (
+                        use.access.helper_stores  # re-run into memory: unflagged, or through a struct (`reruns`)
+                        and (effective_zero_store(launch.kernel) is not True or any("." in x for x in use.labels))
+                    )
                     for use in launch.uses
                 )
             )
