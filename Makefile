@@ -151,6 +151,7 @@ bench: install
 	$(BIN)/python benchmarks/bench_torch_bridge.py
 	$(BIN)/python benchmarks/bench_jax_bridge.py
 	$(BIN)/python benchmarks/bench_tape_safety.py
+	$(BIN)/python benchmarks/bench_tape_scale.py
 	$(BIN)/python benchmarks/bench_checkpoint.py
 
 # On a machine with CUDA: the suite on cuda:0 and the benchmarks on the GPU, one summary (JSON too). Without

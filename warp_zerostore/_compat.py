@@ -946,6 +946,55 @@ def remove_launch_hook() -> None:
         _installed_launch.clear()
 
 
+# Host-side whole-array writes a snapshot Tape records while it is entered: the array methods and the copy function
+# users call (``array.assign`` calls ``warp.copy`` by that name, on every supported version).
+HOST_WRITES = ((warp.array, "zero_"), (warp.array, "fill_"), (warp.array, "assign"), (warp, "copy"))
+_host_write_users = 0
+_installed_host_writes: dict = {}  # (owner, attr) -> (our wrapper, what it wraps)
+
+
+def install_host_write_hook(hook) -> None:
+    """Make each of `HOST_WRITES` call ``hook(name, previous, args, kwargs)`` (``name``: ``"zero_"``, ``"fill_"``,
+    ``"assign"`` or ``"copy"``; ``args`` of a method start with the array); counted, as `install_launch_hook`.
+    Only snapshot Tapes install it, while entered: outside them these calls are Warp's own."""
+    global _host_write_users
+    _host_write_users += 1
+    if _host_write_users > 1:
+        return
+    for owner, attr in HOST_WRITES:
+        previous = getattr(owner, attr)
+
+        def write(*args, _previous=previous, _name=attr, **kwargs):
+            return hook(_name, _previous, args, kwargs)
+
+        write.__wrapped__ = previous  # type: ignore[attr-defined]
+        write.__name__ = write.__qualname__ = attr
+        write.__doc__ = previous.__doc__
+        setattr(owner, attr, write)
+        _installed_host_writes[(owner, attr)] = (write, previous)
+
+
+def remove_host_write_hook() -> None:
+    """Take the host-write hooks out where they are still what the names hold (as `remove_launch_hook`)."""
+    global _host_write_users
+    _host_write_users = max(0, _host_write_users - 1)
+    if _host_write_users == 0:
+        for (owner, attr), (write, previous) in list(_installed_host_writes.items()):
+            if getattr(owner, attr) is write:
+                setattr(owner, attr, previous)
+        _installed_host_writes.clear()
+
+
+_COPY_PARAMETERS = inspect.signature(context.copy)
+
+
+def copy_arguments(args, kwargs) -> dict:
+    """``warp.copy``'s arguments by name (dest, src, dest_offset, src_offset, count, stream)."""
+    bound = _COPY_PARAMETERS.bind(*args, **kwargs)
+    bound.apply_defaults()
+    return dict(bound.arguments)
+
+
 _LAUNCH_NAMES = [name for name, p in _LAUNCH_PARAMETERS.parameters.items() if p.kind is p.POSITIONAL_OR_KEYWORD]
 _LAUNCH_KEYWORDS = frozenset(_LAUNCH_PARAMETERS.parameters)
 _LAUNCH_REQUIRED = frozenset(_LAUNCH_NAMES)
@@ -982,9 +1031,49 @@ def prepared_launch(kernel, dim, params: list, device, max_blocks: int, block_di
     )
 
 
+def copy_on_device(dest, src) -> None:
+    """``dest`` takes ``src``'s content (same shape and dtype) on their device, never through the host: on the CPU
+    with NumPy on the memory in place (`cpu_view`), else one memcpy (Warp's native ``wp_memcpy_d2d``, named so on
+    every supported version) where both are contiguous on one device, else ``warp.copy`` (recorded on no Tape)."""
+    if src.device.is_cpu and dest.device.is_cpu and dest.shape == src.shape:
+        import numpy as np  # noqa: PLC0415
+
+        np.copyto(cpu_view(dest), cpu_view(src))  # the CPU's memory, in place (a third of a memcpy call's cost)
+        return
+    if dest.is_contiguous and src.is_contiguous and dest.device == src.device and dest.size == src.size:
+        nbytes = src.size * dtype_size_bytes(src.dtype)
+        core = context.runtime.core
+        if not nbytes:
+            return
+        if src.device.is_cpu:
+            done = core.wp_memcpy_h2h(dest.ptr, src.ptr, nbytes)
+        else:
+            done = core.wp_memcpy_d2d(dest.device.context, dest.ptr, src.ptr, nbytes, dest.device.stream.cuda_stream)
+        if done:
+            return
+    with no_active_tape():
+        warp.copy(dest, src)
+
+
+def cpu_view(arr):
+    """A NumPy view of a CPU array's own memory, in place (the CPU device's memory is the host's: nothing is
+    transferred); made once per array object. Only for CPU arrays."""
+    if not arr.device.is_cpu:
+        raise ValueError(f"cpu_view of an array on {arr.device}: its memory is not the host's")
+    cached = arr.__dict__.get("_wzs_cpu_view")
+    if cached is not None and cached[0] == arr.ptr:
+        return cached[1]
+    import numpy as np  # noqa: PLC0415
+
+    view = np.asarray(arr)  # through the array interface, in place (what ``arr.numpy()`` does on the CPU)
+    arr.__dict__["_wzs_cpu_view"] = (arr.ptr, view)
+    return view
+
+
 def host_view(arr):
     """A NumPy view of a CPU array's memory, made once per array object (``arr.numpy()`` costs about 15 us a
-    call); for other devices, ``arr.numpy()`` (a copy to the host)."""
+    call); for other devices, ``arr.numpy()`` (a copy to the host). The one way this package reads an array's
+    content on the host (a transfer off the CPU)."""
     cached = arr.__dict__.get("_wzs_host_view")  # only CPU arrays get one
     if cached is not None and cached[0] == arr.ptr:
         return cached[1]

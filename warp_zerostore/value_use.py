@@ -8,6 +8,11 @@ same. Any other use (a product of two variables, a builtin such as ``wp.sin``, a
 test, an index, a ``@wp.func`` call, a return) makes the value needed. The analysis is flow-insensitive and
 conservative: a local is needed when any of its uses is, and whatever it does not know is needed.
 
+A value stored into an array the function also loads from may come back through one of those loads (a flagged
+kernel's replay forwards it there): it is needed when a load through that array is. So an in-place linear update
+(``f[i] = f[i] - g``, ``f[i] = 0.5 * f[i] + g``: every spelling alike) reads no value of ``f``, while
+``f[i] = f[i] * g`` does, and so does ``f[i] = f[i] + g`` followed by ``h = f[i] * f[i]``.
+
 `ValueUses.readers` goes one step further: the roots (parameters, struct paths ``"s.q"``) whose adjoints read a
 needed value (the other factor of a product, the arguments of a builtin; None where an index, a branch or a helper
 may reach any gradient), with `ValueUses.sources` saying where each operand's gradient goes. The launch decides
@@ -92,6 +97,8 @@ class ValueUses:
         )
         self.needed: set = set()
         self.live: set = set()
+        #: parameters a needed value is loaded through: a value stored into one is needed (see read_back)
+        self.loaded_needed: set = set()
         self._function = function
         self._sources: dict | None = None  # local -> roots its value comes from (`sources`), made when first asked
         self._readers: dict | None = None  # local -> roots whose adjoints read its value (`readers`)
@@ -100,8 +107,13 @@ class ValueUses:
             for n in ast.walk(function)
             if isinstance(n, ast.Name) and not isinstance(getattr(n, "ctx", None), ast.Store) and n.id not in parameters
         ]
+        parameter_loads = [
+            n
+            for n in ast.walk(function)
+            if isinstance(n, ast.Name) and n.id in self.read_back and not self._stored_into(n)
+        ]
         changed = True
-        while changed:  # a local is live (needed) when one of its uses is: to a fixed point
+        while changed:  # a local (a parameter's loads) is needed when one of its uses is: to a fixed point
             changed = False
             for name in loads:
                 if name.id in self.needed:
@@ -112,6 +124,10 @@ class ValueUses:
                     changed = True
                 if needed:
                     self.needed.add(name.id)
+                    changed = True
+            for name in parameter_loads:
+                if name.id not in self.loaded_needed and self._uses(name)[0]:
+                    self.loaded_needed.add(name.id)
                     changed = True
 
     def _statement(self, node):
@@ -331,9 +347,9 @@ class ValueUses:
         if op is not None and not isinstance(op, (ast.Add, ast.Sub)):
             nonlinear = True  # `t *= v`: the product's adjoint reads v
         if base in self.parameters and not isinstance(target, ast.Name):
-            if base in self.read_back:
-                return _NEEDED  # stored, then loaded: the load's uses decide, and this does not follow them
-            return nonlinear, True  # an array element: the store's (accumulation's) adjoint reads nothing
+            # an array element: the store's (accumulation's) adjoint reads nothing; where the function loads from
+            # the array too, the value may come back through a load, whose uses then decide
+            return nonlinear or base in self.loaded_needed, True
         return base in self.needed or (nonlinear and base in self.live), base in self.live
 
     def _uses(self, node) -> tuple:
@@ -373,9 +389,10 @@ class ValueUses:
                     nonlinear |= not all(_constant(other, self.is_builtin) for other in others)
                 elif name in _ACCUMULATIONS and position >= 2:
                     into = _base_name(parent.args[0])
-                    if into is None or into in self.read_back:
-                        return _NEEDED  # accumulated into an array the function loads from (see read_back)
-                    return nonlinear, True  # accumulated into an array: its adjoint reads nothing
+                    if into is None:
+                        return _NEEDED
+                    # accumulated into an array: its adjoint reads nothing, unless a load through it needs it
+                    return nonlinear or into in self.loaded_needed, True
                 elif name in _CONTROL or name in _SELECTIONS or name in STORING or name in ACCUMULATING:
                     return _NEEDED
                 elif self.is_builtin(parent):

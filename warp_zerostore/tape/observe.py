@@ -71,7 +71,7 @@ def unchanged(saved, arr) -> bool:
 
 def _host_unchanged(saved, arr) -> bool:
     nbytes = arr.size * _compat.dtype_size_bytes(arr.dtype)
-    before, after = _compat.host_view(saved), _compat.host_view(arr)
+    before, after = _compat.cpu_view(saved), _compat.cpu_view(arr)  # the CPU's memory, in place
     if nbytes <= _SMALL or not after.flags.c_contiguous:
         return before.tobytes() == after.tobytes()
     word = np.uint64 if nbytes % 8 == 0 else np.uint8  # one compare per word, no copy

@@ -806,12 +806,12 @@ def _zero(entry) -> None:
 
 
 def _copy(entry, arr) -> None:
-    """The twin's copy of ``arr``: ``entry``'s scratch array gets ``arr``'s values (``arr`` is only read)."""
+    """The twin's copy of ``arr``: ``entry``'s scratch array gets ``arr``'s values (``arr`` is only read), on the
+    device (a recorded array's content never crosses to the host; on the CPU, NumPy on its memory in place)."""
     if entry[1] is not None and arr.device.is_cpu:
-        np.copyto(entry[1], _compat.host_view(arr))
+        np.copyto(entry[1], _compat.cpu_view(arr))
     else:
-        with _compat.no_active_tape():
-            warp.copy(entry[0], arr)
+        _compat.copy_on_device(entry[0], arr)
 
 
 def _same(a, b) -> bool:
