@@ -4,8 +4,9 @@ On a machine with CUDA it runs, each step in its own process and none stopping t
 
 1. the test suite with ``WARP_ZEROSTORE_TEST_DEVICES=cuda:0`` (tests/conftest.py parametrises every
    ``device`` test over that list; PyTorch-bridge tests skip on the GPU when PyTorch is a CPU build);
-2. the store, zeroing, tile, PyTorch-bridge and checkpoint benchmarks with ``--device cuda:0`` (the bridge one only
-   when PyTorch has CUDA);
+2. the store, zeroing, tile, PyTorch-bridge, checkpoint and Tape-at-scale benchmarks with ``--device cuda:0`` (the
+   bridge one only when PyTorch has CUDA; the Tape one times the snapshot and checking Tapes' bookkeeping on the
+   device, which records with no host transfer per launch);
 
 then prints one summary table and its JSON (also written to
 ``benchmarks/results/gpu-check-warp<version>-<device>.json``) and exits 1 if a step failed. Without a CUDA
@@ -40,6 +41,8 @@ BENCHMARKS = {
     "tiles": ("bench_tiles.py", [], ["--repeats", "5"], False),
     "torch_bridge": ("bench_torch_bridge.py", [], ["--repeats", "7"], True),
     "checkpoint": ("bench_checkpoint.py", ["--repeats", "3"], ["--repeats", "3", "--steps", "200"], False),
+    # the Tape's bookkeeping on the GPU: fingerprints and contents on the device, no transfer per launch
+    "tape_scale": ("bench_tape_scale.py", ["--repeats", "5"], ["--quick"], False),
 }
 
 

@@ -68,3 +68,25 @@ def test_ptx_tile_store_zeroes(aot_tiles, arch):
     accumulate = next(b for n, b in entries.items() if n.startswith("ptx_tile_accumulate") and n.endswith("backward"))
     stores = [len(re.findall(r"\bst\.global\.", body)) for body in (zero, accumulate)]
     assert stores[0] > stores[1], stores
+
+
+# -- the Tape's contents kernels (fingerprints, compares, blends) on CUDA: the same code as on the CPU
+
+
+@pytest.fixture(scope="module")
+def aot_contents(tmp_path_factory):
+    from warp_zerostore.tape import contents
+
+    return compile_to_ptx(contents, tmp_path_factory.mktemp("ptx_contents"))
+
+
+@pytest.mark.parametrize("arch", [75, 90])
+def test_the_tape_contents_kernels_compile_for_cuda(aot_contents, arch):
+    (ptx,) = pathlib.Path(aot_contents).glob(f"*.sm{arch}.ptx")
+    entries = _entries(ptx.read_text())
+    for kernel in ("_fingerprint", "_fingerprint_many", "_compare_kernel", "_blend"):
+        assert any(name.startswith(kernel + "_") and "forward" in name for name in entries), (kernel, list(entries))
+    fingerprint = next(
+        body for name, body in entries.items() if name.startswith("_fingerprint_") and "many" not in name
+    )
+    assert re.search(r"\batom\.global\.add\.u64\b|\bred\.global\.add\.u64\b", fingerprint)  # one add per thread

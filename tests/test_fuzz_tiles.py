@@ -219,10 +219,22 @@ def test_a_tile_read_after_a_write_is_reported_for_the_backward_that_needs_it_an
 KERNELS = (read_after_write, read_before_write, store_then_tile_load, read_in_runtime_loop, other_array_in_runtime_loop)
 
 
+#: What the snapshot Tape says, by name, where it cannot restore a tile read both before and after a write.
+TAPE_LIMIT = "read before and after write"
+
+
 @pytest.mark.matrix
 def test_fixed_seed_campaign_over_tiles_finds_nothing_unknown(tmp_path):
     """Tiles among stores, atomics, read-backs and smooth math: one small build, stock and flagged, each failure
-    known (an in-place tile update on a plain Tape) or warned at build time (a tile read after a tile write)."""
+    known (an in-place tile update on a plain Tape) or warned at build time (a tile read after a tile write), or
+    the snapshot Tape's limit it names as the case runs: the third kernel tile-loads ``yt`` before and after a
+    ``wp.tile_atomic_add`` into it, the Tape warns "read before and after write" (it cannot follow a tile load),
+    and the flagged kernel there gives what it gives on a plain Tape."""
     # seed 25: no wp.tile_map(wp.tanh, ...) among the 12, which Warp <= 1.12 cannot build (a known build error,
     # matched below): a build error bisects the batch, a minute more on each old version
-    _assert_nothing_unknown(_small_campaign(BASE | {"tiles"}, tmp_path, seed=25), 12)
+    summary = _small_campaign(BASE | {"tiles"}, tmp_path, seed=25)
+    named = [f for f in summary.new if f.failure.tape_warned.startswith(TAPE_LIMIT)]
+    assert [(f.variant, f.tape, f.worse) for f in named] == [("zero_store", "snapshot", False)]
+    assert {"tile readback yt", "tile_atomic_add"} <= set(named[0].constructs)
+    summary.findings = [f for f in summary.findings if f not in named]
+    _assert_nothing_unknown(summary, 12)

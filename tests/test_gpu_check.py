@@ -31,6 +31,7 @@ def test_with_a_device_it_lists_the_steps_instead():
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "no CUDA device" not in proc.stdout
     steps = [line for line in proc.stdout.splitlines() if line.startswith("$ ")]
-    assert len(steps) == 6 and "WARP_ZEROSTORE_TEST_DEVICES=cpu" in steps[0] and "pytest" in steps[0]
+    assert len(steps) == 7 and "WARP_ZEROSTORE_TEST_DEVICES=cpu" in steps[0] and "pytest" in steps[0]
     assert all("--device cpu" in step for step in steps[1:])
     assert any("bench_checkpoint.py" in step for step in steps)
+    assert any("bench_tape_scale.py" in step for step in steps)  # the Tape's bookkeeping on the device

@@ -7,33 +7,21 @@ computes."""
 
 from __future__ import annotations
 
-import importlib
 import inspect
-import sys
-import warnings
 
 import numpy as np
 import pytest
+from helpers import backward_warnings
 
 import warp_zerostore as wp
 
 X = np.array([[0.5, -0.7, 0.9], [1.1, 0.3, -0.4]])
 
 
-def _loaded(name: str):
-    """``(module, AdjointWarnings)``: the helper module ``tests.helpers.<name>`` imported afresh and loaded."""
-    sys.modules.pop(f"tests.helpers.{name}", None)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        module = importlib.import_module(f"tests.helpers.{name}")
-        wp.load_module(module, device="cpu")
-    return module, [w for w in caught if issubclass(w.category, wp.AdjointWarning)]
-
-
 @pytest.fixture(scope="module")
 def built():
     """The helper module imported and loaded once, with the warnings its load gave."""
-    return _loaded("kernels_adjoint_bugs")
+    return backward_warnings.loaded("kernels_adjoint_bugs")
 
 
 def _gradient(kernel, x):
@@ -118,7 +106,7 @@ XS = np.array([0.5, -0.7, 1.1])
 
 @pytest.fixture(scope="module")
 def jumps():
-    return _loaded("kernels_loop_jumps")
+    return backward_warnings.loaded("kernels_loop_jumps")
 
 
 def _jump_gradient(kernel, x, n=3):

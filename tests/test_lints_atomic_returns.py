@@ -6,13 +6,11 @@ gradients are compared with the exact ones, so each warning is backed by what Wa
 
 from __future__ import annotations
 
-import importlib
 import inspect
-import sys
-import warnings
 
 import numpy as np
 import pytest
+from helpers import backward_warnings
 
 import warp_zerostore as wp
 
@@ -21,12 +19,7 @@ X = np.array([1.0, 2.0, 3.0, 4.0])
 
 @pytest.fixture(scope="module")
 def built():
-    sys.modules.pop("tests.helpers.kernels_atomic_returns", None)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        module = importlib.import_module("tests.helpers.kernels_atomic_returns")
-        wp.load_module(module, device="cpu")
-    return module, [w for w in caught if issubclass(w.category, wp.AdjointWarning)]
+    return backward_warnings.loaded("kernels_atomic_returns")
 
 
 def _warnings_of(caught, kernel: str) -> list:

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import warp_zerostore as wp
+from warp_zerostore.codegen import adjoint_lints
 
 X = np.array([0.3, 0.7, -0.4, 0.9])
 SEED = np.array([1.0, 0.5, -2.0, 0.25])  # a different seed per element: a wrong index shows
@@ -39,16 +40,31 @@ SILENT = [
 ]
 
 
+def backward_warnings(module) -> list:
+    """The AdjointWarnings each kernel of ``module`` gets where its backward first runs (`warn_backward`, what
+    ``Tape.backward`` calls for every recorded kernel), afresh."""
+    adjoint_lints.forget_warnings()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for kernel in vars(module).values():
+            if isinstance(kernel, wp.Kernel):
+                adjoint_lints.warn_backward(kernel)
+    return [w for w in caught if issubclass(w.category, wp.AdjointWarning)]
+
+
 @pytest.fixture(scope="module")
 def built():
-    """Both helper modules imported and loaded once, with the warnings their loads gave."""
-    with warnings.catch_warnings(record=True) as caught:
+    """Both helper modules imported and loaded once (no warning: nothing is differentiated yet), with the warnings
+    their kernels' backwards get."""
+    with warnings.catch_warnings(record=True) as loading:
         warnings.simplefilter("always")
         for name in ("kernels_loop_carried_forward_only", "kernels_loop_carried"):
             sys.modules.pop(f"tests.helpers.{name}", None)
             module = importlib.import_module(f"tests.helpers.{name}")
             wp.load_module(module, device="cpu")
-    return module, [w for w in caught if issubclass(w.category, wp.AdjointWarning)]
+    assert not [w for w in loading if issubclass(w.category, wp.AdjointWarning)]
+    forward_only = sys.modules["tests.helpers.kernels_loop_carried_forward_only"]
+    return module, backward_warnings(forward_only) + backward_warnings(module)
 
 
 def _loss(kernel, x):

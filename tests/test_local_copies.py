@@ -5,17 +5,16 @@ does not unroll, a component of a field) keep Warp's code and are warned at thei
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import pathlib
 import re
 import sys
 import tempfile
-import warnings
 
 import numpy as np
 import pytest
 import warp
+from helpers import backward_warnings
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -27,14 +26,9 @@ ROWS = 3
 
 @pytest.fixture(scope="module")
 def built():
-    """``(module, AdjointWarnings)``: the helper module imported afresh and both of its modules loaded once."""
-    sys.modules.pop("tests.helpers.kernels_local_copies", None)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        module = importlib.import_module("tests.helpers.kernels_local_copies")
-        wp.load_module(module, device="cpu")
-        wp.load_module(module.STOCK_MODULE, device="cpu")
-    return module, [w for w in caught if issubclass(w.category, wp.AdjointWarning)]
+    """``(module, AdjointWarnings)``: the helper module imported afresh and both of its modules loaded once, with the
+    warnings its kernels get where their backward first runs."""
+    return backward_warnings.loaded("kernels_local_copies", also=lambda module: [module.STOCK_MODULE])
 
 
 def _gradient(kernel, x: np.ndarray, *extra) -> np.ndarray:

@@ -47,7 +47,7 @@ def test_a_helper_without_source_is_logged(monkeypatch, caplog):
     def unreadable(func):
         raise OSError("could not get source code")
 
-    monkeypatch.setattr(access._compat, "function_source", unreadable)
+    monkeypatch.setattr(access._compat, "function_tree", unreadable)
     monkeypatch.setattr(access, "_HELPER_CACHE", {})
     with caplog.at_level(logging.INFO, logger="warp_zerostore"):
         assert access._helper_access(k.first, "a", 0) is None

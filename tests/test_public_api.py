@@ -23,6 +23,7 @@ FACADE = {
     "AdjointWarning",
     "OverwriteError",
     "HeaderNotFoundError",
+    "read_at_backward",
     "__version__",
 }
 TESTING = {

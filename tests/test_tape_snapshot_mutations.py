@@ -1,7 +1,7 @@
 """The snapshot Tape and values changed outside its recorded launches: right, or refused by name.
 
-* A launch reads an array; the array is changed outside any recorded launch (``fill_``); a later launch
-  updates it in place. The later launch's restores put back what it read (the new values), so the first launch's
+* A launch reads an array; the array is changed outside any recorded launch (an untaped launch; a ``fill_``
+  inside the recording is a recorded write: tests/test_tape_host_writes.py); a later launch updates it in place. The later launch's restores put back what it read (the new values), so the first launch's
   backward would read them: refused at ``backward()`` (it was silently wrong), and the negative twin without the
   change is right.
 * A scratch array updated in place, then read (a solver's force array), then changed after the Tape is left (the
@@ -23,13 +23,13 @@ def _f64(values):
 
 
 def _read_change_update(change: bool):
-    """b += a*a; (a.fill_(5)); a += b. Loss: sum(b), so d/da = 2a at the recorded a."""
+    """b += a*a; (a set to 5 by an untaped launch); a += b. Loss: sum(b), so d/da = 2a at the recorded a."""
     a, b = _f64(X0), _f64(B0)
     tape = wp.Tape(snapshot=True)
     with tape:
         wp.launch(k.add_square, dim=2, inputs=[a, b])
         if change:
-            a.fill_(5.0)
+            wp.launch(k.set_to, dim=2, inputs=[a, wp.float64(5.0)], record_tape=False)
         wp.launch(k.add, dim=2, inputs=[b, a])
     return tape, a, b
 
@@ -84,10 +84,12 @@ def test_a_plain_tape_reads_the_changed_scratch_array():
 
 
 def test_a_change_inside_the_recording_after_the_last_reader_is_refused():
-    """f changed inside the ``with`` block after the cube read it: nothing holds what the cube read. (Changed
-    after the Tape was left and entered again, it is served: the restore was taken when it was left.)"""
+    """f changed inside the ``with`` block after the cube read it, by an untaped launch: nothing holds what the
+    cube read. (Changed after the Tape was left and entered again, it is served: the restore was taken when it was
+    left; changed by ``fill_``, the write is recorded: tests/test_tape_host_writes.py.)"""
     x, f, out = _f64(X0), _f64([0.0, 0.0]), _f64([0.0, 0.0])
     tape = wp.Tape(snapshot=True)
-    _scratch_step(tape, x, f, out, inside=lambda: f.fill_(7.0))
+    untaped = lambda: wp.launch(k.set_to, dim=2, inputs=[f, wp.float64(7.0)], record_tape=False)  # noqa: E731
+    _scratch_step(tape, x, f, out, inside=untaped)
     with pytest.raises(wp.OverwriteError, match="mutated after record.*kernel 'cube_into'"):
         tape.backward(grads={out: wp.ones(2, dtype=wp.float64)})

@@ -3,7 +3,8 @@
 Use it in place of Warp: ``import warp_zerostore as wp``. Everything ``warp`` offers is here unchanged;
 this package adds ``@wp.kernel(zero_store=...)``, the ``zero_store`` module option, the process default
 ``warp_zerostore.config.zero_store``, `effective_zero_store`, `copy_zero_store`, and a
-`Tape` with overwrite checks and snapshots (``check=``, ``snapshot=``), and `jax_kernel` (Warp's, with
+`Tape` with overwrite checks and snapshots (``check=``, ``snapshot=``), `read_at_backward` (the adjoint method's
+state, changed after record on purpose), and `jax_kernel` (Warp's, with
 differentiable ``zero_store=True`` kernels bridged by `warp_zerostore.jax`). With every default left at None,
 importing it changes nothing for any kernel.
 """
@@ -25,7 +26,7 @@ from . import options as _options
 from .codegen import HeaderNotFoundError, ReplayWarning
 from .lints import AdjointWarning
 from .options import copy_zero_store, effective_zero_store, get_module_options, kernel, set_module_options
-from .tape import OverwriteError, OverwriteWarning, Tape
+from .tape import OverwriteError, OverwriteWarning, Tape, read_at_backward
 
 __version__ = "0.2.0"
 
@@ -74,6 +75,7 @@ __all__ = [
     "get_module_options",
     "jax_kernel",
     "kernel",
+    "read_at_backward",
     "set_module_options",
 ]
 

@@ -19,6 +19,7 @@ from .options import set_module_options as set_module_options
 from .tape import OverwriteError as OverwriteError
 from .tape import OverwriteWarning as OverwriteWarning
 from .tape import Tape as Tape
+from .tape import read_at_backward as read_at_backward
 
 __version__: _builtins.str
 

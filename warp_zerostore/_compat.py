@@ -47,6 +47,7 @@ a kernel's parsed source             ``kernel.adj.tree`` (the ``ast.Module`` War
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import dataclasses
 import inspect
@@ -273,9 +274,30 @@ def kernel_adjoint(kernel):
     return kernel.adj
 
 
-def kernel_source_location(kernel) -> str:
+def kernel_source_line(kernel) -> tuple:
+    """``(file, line of the kernel's first source line)``, the line None where it cannot be known. Warp builds an
+    overload of a generic kernel (warp.fem's, warp.optim's) from the generic kernel's source text and gives it no
+    line (``fun_lineno`` 0, every version): the function's own first line is the same text's, where the file holds
+    it there; a kernel built from other text has no line."""
+    import linecache  # noqa: PLC0415
+
     adj = kernel.adj
-    return f"{adj.filename}:{adj.fun_lineno}"
+    if adj.fun_lineno:
+        return adj.filename, adj.fun_lineno
+    code = getattr(inspect.unwrap(kernel.func), "__code__", None)
+    first = (adj.source or "").lstrip("\n").splitlines()[:1]
+    if code is not None and first and os.path.abspath(code.co_filename) == os.path.abspath(adj.filename):
+        if linecache.getline(code.co_filename, code.co_firstlineno).strip() == first[0].strip():
+            return adj.filename, code.co_firstlineno
+    return adj.filename, None
+
+
+def kernel_source_location(kernel) -> str:
+    """``file:line`` of a kernel's source (`kernel_source_line`), or ``file (line unknown: ...)``."""
+    filename, line = kernel_source_line(kernel)
+    if line is None:
+        return f"{filename} (line unknown: a kernel built from source text)"
+    return f"{filename}:{line}"
 
 
 def kernel_function(kernel):
@@ -362,8 +384,16 @@ def caller_module_name(stack_level: int) -> str:
 
 
 def warp_package_dirs() -> tuple:
-    """Folders of Warp's own Python files (call sites inside them are not the user's)."""
+    """Folders of Warp's own Python files (call sites inside them are not the user's, except in
+    `warp_user_code_dirs`)."""
     return (os.path.dirname(warp.__file__) + os.sep,)
+
+
+def warp_user_code_dirs() -> tuple:
+    """Folders inside Warp's package that hold programs written as a user writes them, not Warp's runtime: its
+    examples and its tests (a launch made from them is the user's)."""
+    base = os.path.dirname(warp.__file__)
+    return tuple(os.path.join(base, name) + os.sep for name in ("examples", "tests"))
 
 
 def builtin_function(name: str):
@@ -472,12 +502,6 @@ def is_int_var(var) -> bool:
     return wtypes.type_is_int(codegen.strip_reference(var.type))
 
 
-def struct_field_type(struct_type, field: str):
-    """The type of a ``@wp.struct`` type's field, or None where it has no such field."""
-    var = struct_type.vars.get(field)
-    return None if var is None else var.type
-
-
 def store_struct_field(adj, aggregate, field: str, rhs) -> None:
     """``aggregate.field = rhs`` on a struct local, generated as Warp >= 1.15 generates it (the store in the forward
     body, which the backward replays; in reverse, the field's adjoint added to ``rhs``'s, then zeroed), for the
@@ -571,6 +595,58 @@ def is_float(dtype) -> bool:
         return False
 
 
+def value_kind(t) -> str | None:
+    """``"integer"`` for a type whose values carry no gradient (an integer or bool scalar, vector or matrix; a struct
+    of such fields and arrays), ``"float"`` for one that does, None where it cannot tell (a tuple, an unknown)."""
+    if t is bool or t is int or t is getattr(wtypes, "bool", None):
+        return "integer"
+    if t is float:
+        return "float"
+    if is_struct_type(t):
+        kinds = {value_kind(var.type) for var in t.vars.values() if not is_array_type(var.type)}
+        return "float" if "float" in kinds else None if None in kinds else "integer"
+    try:
+        scalar = wtypes.type_scalar_type(t)
+    except Exception:  # noqa: BLE001 - not a Warp value type
+        return None
+    if scalar in wtypes.int_types or scalar is bool or scalar is getattr(wtypes, "bool", None):
+        return "integer"
+    if scalar in wtypes.float_types:
+        return "float"
+    return None
+
+
+def is_value_type(t) -> bool:
+    """A Warp scalar, vector, matrix, quaternion or transform type (a constructor of values)."""
+    return (
+        t in wtypes.scalar_types
+        or wtypes.type_is_vector(t)
+        or wtypes.type_is_matrix(t)
+        or t is getattr(wtypes, "bool", None)
+    )
+
+
+def component_type(t):
+    """The type of ``v.x`` or ``v[0]`` of a vector (a scalar), of ``m[0]`` of a matrix (its row vector); None."""
+    if wtypes.type_is_vector(t):
+        return wtypes.type_scalar_type(t)
+    if wtypes.type_is_matrix(t):
+        return wtypes.vector(length=t._shape_[1], dtype=wtypes.type_scalar_type(t))
+    return None
+
+
+def struct_field_type(t, name: str):
+    """The type of field ``name`` of a ``@wp.struct`` type, or None."""
+    var = t.vars.get(name) if is_struct_type(t) else None
+    return None if var is None else var.type
+
+
+def carries_gradient(array) -> bool:
+    """Does the array have a gradient a store adjoint could leak into: a float dtype and ``requires_grad`` (an
+    integer or bool array has no adjoint; one without ``.grad`` gets none)?"""
+    return bool(getattr(array, "requires_grad", False)) and is_float(array.dtype)
+
+
 def with_scalar_type(dtype, scalar):
     """The same kind of Warp dtype (scalar, vector, matrix, quaternion, transform) over another scalar."""
     if dtype in (wtypes.float16, wtypes.float32, wtypes.float64):
@@ -611,6 +687,11 @@ def struct_array_fields(struct_type) -> list:
     return out
 
 
+def struct_field_names(struct_type) -> list:
+    """The fields of a ``@wp.struct`` type, in the order its constructor takes them."""
+    return list(struct_type.vars)
+
+
 def struct_field(instance, path: tuple):
     """The value at ``path`` (`struct_array_fields`) in a struct instance."""
     for name in path:
@@ -627,6 +708,32 @@ def struct_arrays(instance) -> list:
             out.append(value)
         elif is_struct_instance(value):
             out.extend(struct_arrays(value))
+    return out
+
+
+def struct_array_paths(instance) -> list:
+    """``[(path, array)]`` of the ``wp.array`` fields of a struct instance, nested structs followed."""
+    out = []
+    for name in instance._cls.vars:
+        value = getattr(instance, name)
+        if isinstance(value, warp.array):
+            out.append(((name,), value))
+        elif is_struct_instance(value):
+            out.extend(((name, *path), arr) for path, arr in struct_array_paths(value))
+    return out
+
+
+def struct_copy(instance, arrays: dict):
+    """A new instance of the struct's type with the same values, each array field replaced by ``arrays[id(it)]``
+    (nested structs copied the same way): what the read twin passes, so no real array is reachable through it."""
+    out = instance._cls()
+    for name in instance._cls.vars:
+        value = getattr(instance, name)
+        if isinstance(value, warp.array):
+            value = arrays[id(value)]
+        elif is_struct_instance(value):
+            value = struct_copy(value, arrays)
+        setattr(out, name, value)
     return out
 
 
@@ -691,6 +798,21 @@ def launch_dim(entry) -> tuple:
 def tape_entries(tape) -> list:
     """A Tape's recorded entries, in recording order: kernel launches and ``record_func`` callables."""
     return list(tape.launches)
+
+
+def relaunch_forward(entry) -> None:
+    """Run a recorded kernel launch's forward again with the arguments it was recorded with, recorded on no
+    Tape (a tiled launch's recorded ``dim`` already ends with its block dimension)."""
+    _LAUNCH_ORIGINAL(
+        entry[0],
+        dim=entry[1],
+        inputs=entry[3],
+        outputs=entry[4],
+        device=entry[5],
+        max_blocks=entry[2],
+        block_dim=entry[6],
+        record_tape=False,
+    )
 
 
 def hold_source(array, source, storage_base: int, storage_nbytes: int) -> None:
@@ -817,6 +939,22 @@ def no_active_tape():
         context.runtime.tape = saved
 
 
+@contextlib.contextmanager
+def autograd_array_access_unverified():
+    """Within the block, ``warp.config.verify_autograd_array_access`` is off: this package's own instrument kernels
+    (the read twin) and their scratch copies are built and run without Warp's read and write flags, whose
+    warnings would name the package's kernels and mark the user's arrays read. The user's launches keep them."""
+    saved = getattr(warp.config, "verify_autograd_array_access", None)
+    if not saved:
+        yield
+        return
+    warp.config.verify_autograd_array_access = False
+    try:
+        yield
+    finally:
+        warp.config.verify_autograd_array_access = saved
+
+
 def _tape_namespaces() -> list:
     """Every ``(owner, "Tape")`` a user script may take Warp's Tape class from."""
     owners = [(warp, "Tape"), (tape_module, "Tape")]
@@ -882,6 +1020,55 @@ def remove_launch_hook() -> None:
         _installed_launch.clear()
 
 
+# Host-side whole-array writes a snapshot Tape records while it is entered: the array methods and the copy function
+# users call (``array.assign`` calls ``warp.copy`` by that name, on every supported version).
+HOST_WRITES = ((warp.array, "zero_"), (warp.array, "fill_"), (warp.array, "assign"), (warp, "copy"))
+_host_write_users = 0
+_installed_host_writes: dict = {}  # (owner, attr) -> (our wrapper, what it wraps)
+
+
+def install_host_write_hook(hook) -> None:
+    """Make each of `HOST_WRITES` call ``hook(name, previous, args, kwargs)`` (``name``: ``"zero_"``, ``"fill_"``,
+    ``"assign"`` or ``"copy"``; ``args`` of a method start with the array); counted, as `install_launch_hook`.
+    Only snapshot Tapes install it, while entered: outside them these calls are Warp's own."""
+    global _host_write_users
+    _host_write_users += 1
+    if _host_write_users > 1:
+        return
+    for owner, attr in HOST_WRITES:
+        previous = getattr(owner, attr)
+
+        def write(*args, _previous=previous, _name=attr, **kwargs):
+            return hook(_name, _previous, args, kwargs)
+
+        write.__wrapped__ = previous  # type: ignore[attr-defined]
+        write.__name__ = write.__qualname__ = attr
+        write.__doc__ = previous.__doc__
+        setattr(owner, attr, write)
+        _installed_host_writes[(owner, attr)] = (write, previous)
+
+
+def remove_host_write_hook() -> None:
+    """Take the host-write hooks out where they are still what the names hold (as `remove_launch_hook`)."""
+    global _host_write_users
+    _host_write_users = max(0, _host_write_users - 1)
+    if _host_write_users == 0:
+        for (owner, attr), (write, previous) in list(_installed_host_writes.items()):
+            if getattr(owner, attr) is write:
+                setattr(owner, attr, previous)
+        _installed_host_writes.clear()
+
+
+_COPY_PARAMETERS = inspect.signature(context.copy)
+
+
+def copy_arguments(args, kwargs) -> dict:
+    """``warp.copy``'s arguments by name (dest, src, dest_offset, src_offset, count, stream)."""
+    bound = _COPY_PARAMETERS.bind(*args, **kwargs)
+    bound.apply_defaults()
+    return dict(bound.arguments)
+
+
 _LAUNCH_NAMES = [name for name, p in _LAUNCH_PARAMETERS.parameters.items() if p.kind is p.POSITIONAL_OR_KEYWORD]
 _LAUNCH_KEYWORDS = frozenset(_LAUNCH_PARAMETERS.parameters)
 _LAUNCH_REQUIRED = frozenset(_LAUNCH_NAMES)
@@ -918,9 +1105,49 @@ def prepared_launch(kernel, dim, params: list, device, max_blocks: int, block_di
     )
 
 
+def copy_on_device(dest, src) -> None:
+    """``dest`` takes ``src``'s content (same shape and dtype) on their device, never through the host: on the CPU
+    with NumPy on the memory in place (`cpu_view`), else one memcpy (Warp's native ``wp_memcpy_d2d``, named so on
+    every supported version) where both are contiguous on one device, else ``warp.copy`` (recorded on no Tape)."""
+    if src.device.is_cpu and dest.device.is_cpu and dest.shape == src.shape:
+        import numpy as np  # noqa: PLC0415
+
+        np.copyto(cpu_view(dest), cpu_view(src))  # the CPU's memory, in place (a third of a memcpy call's cost)
+        return
+    if dest.is_contiguous and src.is_contiguous and dest.device == src.device and dest.size == src.size:
+        nbytes = src.size * dtype_size_bytes(src.dtype)
+        core = context.runtime.core
+        if not nbytes:
+            return
+        if src.device.is_cpu:
+            done = core.wp_memcpy_h2h(dest.ptr, src.ptr, nbytes)
+        else:
+            done = core.wp_memcpy_d2d(dest.device.context, dest.ptr, src.ptr, nbytes, dest.device.stream.cuda_stream)
+        if done:
+            return
+    with no_active_tape():
+        warp.copy(dest, src)
+
+
+def cpu_view(arr):
+    """A NumPy view of a CPU array's own memory, in place (the CPU device's memory is the host's: nothing is
+    transferred); made once per array object. Only for CPU arrays."""
+    if not arr.device.is_cpu:
+        raise ValueError(f"cpu_view of an array on {arr.device}: its memory is not the host's")
+    cached = arr.__dict__.get("_wzs_cpu_view")
+    if cached is not None and cached[0] == arr.ptr:
+        return cached[1]
+    import numpy as np  # noqa: PLC0415
+
+    view = np.asarray(arr)  # through the array interface, in place (what ``arr.numpy()`` does on the CPU)
+    arr.__dict__["_wzs_cpu_view"] = (arr.ptr, view)
+    return view
+
+
 def host_view(arr):
     """A NumPy view of a CPU array's memory, made once per array object (``arr.numpy()`` costs about 15 us a
-    call); for other devices, ``arr.numpy()`` (a copy to the host)."""
+    call); for other devices, ``arr.numpy()`` (a copy to the host). The one way this package reads an array's
+    content on the host (a transfer off the CPU)."""
     cached = arr.__dict__.get("_wzs_host_view")  # only CPU arrays get one
     if cached is not None and cached[0] == arr.ptr:
         return cached[1]
@@ -1025,16 +1252,67 @@ def has_custom_adjoint(obj) -> bool:
 
 
 def user_function(obj):
-    """The Python function of a user ``@wp.func`` (one overload), or None for builtins and anything else."""
+    """A user ``@wp.func`` as Warp keeps it (``wp.Function``), or None for builtins and anything else."""
     function_class = getattr(context, "Function", None)
     if function_class is None or not isinstance(obj, function_class):
         return None
     if obj.is_builtin() or getattr(obj, "func", None) is None:
         return None
-    overloads = getattr(obj, "user_overloads", None) or {}
-    if len(overloads) > 1:
-        return None  # several overloads: which one a call picks is decided by types at build time
-    return obj.func
+    return obj
+
+
+def function_overloads(function) -> list:
+    """The overloads of a user ``@wp.func`` (`user_function`), each with its own parsed source (warp.fem makes one
+    per field type); which one a call picks is decided by argument types when the module is built."""
+    overloads = getattr(function, "user_overloads", None) or {}
+    return list(overloads.values()) or [function]
+
+
+def function_namespace(func) -> dict:
+    """The names a kernel's or helper's Python function resolves, as Warp resolves them: its module's globals and
+    its closure's variables (warp.fem makes kernels inside functions: ``quadrature.point_coords(...)``)."""
+    out = dict(func.__globals__)
+    if func.__closure__:
+        for name, cell in zip(func.__code__.co_freevars, func.__closure__):
+            try:
+                out[name] = cell.cell_contents
+            except ValueError:  # a cell not filled yet
+                continue
+    return out
+
+
+def function_python(function):
+    """The Python function a user ``@wp.func`` (`user_function`) was made from: its signature, globals, closure."""
+    return function.func
+
+
+def function_argument_types(function) -> dict:
+    """``{parameter: type}`` a user ``@wp.func`` (one overload) is built with (warp.fem gives its integrands concrete
+    field types their source does not spell)."""
+    return {name: t for name, t in function.adj.arg_types.items() if name != "return"}
+
+
+def function_tree(function) -> ast.Module:
+    """The source of a user ``@wp.func`` (`user_function`) as Warp compiles it: parsed, after the code transformers
+    it was made with (warp.fem rewrites its integrands' field calls), one ``FunctionDef``. Shared with Warp: copy it
+    before changing it. Raises ``OSError`` where Warp holds no source."""
+    adj = getattr(function, "adj", None)
+    tree = getattr(adj, "tree", None)
+    if tree is None:
+        raise OSError(f"no source for @wp.func {getattr(function, 'key', function)!r}")
+    return tree
+
+
+def reference_parameters(obj) -> frozenset:
+    """Positions of a Warp function's parameters annotated ``wp.ref[T]`` (warp-lang >= 1.15; a native or a Python
+    ``@wp.func``): an argument passed there, an array element included, may be written by the callee. Empty for
+    anything else, and on a Warp without references."""
+    function_class = getattr(context, "Function", None)
+    is_reference = getattr(wtypes, "is_reference", None)
+    if is_reference is None or function_class is None or not isinstance(obj, function_class):
+        return frozenset()
+    types = getattr(obj, "input_types", None) or {}
+    return frozenset(position for position, t in enumerate(types.values()) if is_reference(t))
 
 
 def is_builtin_function(obj) -> bool:

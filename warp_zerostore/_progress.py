@@ -1,4 +1,5 @@
-"""Progress bars (tqdm) for long work: finite differences in ``check_gradients``, a checkpointed rollout's sweeps.
+"""Progress bars (tqdm) for long work: finite differences in ``check_gradients``, a checkpointed rollout's sweeps,
+a fuzzing campaign's budget.
 
 On by default only when stderr is a terminal; ``warp_zerostore.config.progress`` (None: that default, True,
 False) turns them on or off for the process, and a call's own ``progress=`` wins over it. Bars not asked for by
@@ -29,12 +30,23 @@ class _NoBar:
     def update(self, n: int = 1) -> None:
         pass
 
+    def set_postfix_str(self, s: str = "", refresh: bool = True) -> None:
+        pass
+
     def close(self) -> None:
         pass
 
 
-def bar(total: int | None, description: str, unit: str, requested: bool | None = None, leave: bool = True):
-    """A tqdm bar on stderr, or an object with the same ``update``/``close`` that shows nothing."""
+def bar(
+    total: int | None,
+    description: str,
+    unit: str,
+    requested: bool | None = None,
+    leave: bool = True,
+    bar_format: str | None = None,
+):
+    """A tqdm bar on stderr (``bar_format``: tqdm's, default its own), or an object with the same ``update``/
+    ``set_postfix_str``/``close`` that shows nothing."""
     if not enabled(requested):
         return _NoBar()
     try:
@@ -45,4 +57,6 @@ def bar(total: int | None, description: str, unit: str, requested: bool | None =
         _log.debug("%s: no progress bar (tqdm is not installed)", description)
         return _NoBar()
     delay = 0.0 if requested else 1.0  # a bar asked for by name shows at once, even for short work
-    return tqdm(total=total, desc=description, unit=unit, leave=leave, delay=delay, file=sys.stderr)
+    return tqdm(
+        total=total, desc=description, unit=unit, leave=leave, delay=delay, file=sys.stderr, bar_format=bar_format
+    )

@@ -11,8 +11,14 @@ adjoint is exact). Warp's own ``is_read``/``is_write`` marks exist only when the
 ``verify_autograd_array_access``; this reads the kernel's AST instead. An array passed to a user ``@wp.func``
 is followed into the helper's source (the helper's use of its parameter counts). A local bound to a part of an
 array argument (a row ``row = a[w]`` of a 2-D array, whose ``row[j] = v`` stores into ``a``) is an alias: its uses
-count as uses of the argument. An array passed to anything else, bound to another name or used as a view in any
-other way, counts as read and stored (conservative: never read-only where the source cannot tell).
+count as uses of the argument. The arrays a ``@wp.struct`` parameter holds are arguments of their own, labelled by
+their path (``"s.q"``); a struct passed whole to a helper is followed into it as an array is, and so are a local
+bound to a struct, a struct made from one (``S(a, s.q)``) and what a helper returns. A helper is read as Warp
+compiles it (its parsed source after code transformers, as warp.fem's integrands), every overload of it; names
+resolve in the function's globals and closure (warp.fem makes kernels inside functions). An array passed to
+anything else, bound to another name or used as a view in any other way, counts as read and stored
+(conservative: never read-only where the source cannot tell: ``surely_writes`` stays False for such a use, and
+the snapshot Tape then asks what the launch changed, `tape.tape`).
 
 Granularity is the whole argument: "reads ``x``" means some element of ``x`` (not which ones).
 """
@@ -24,7 +30,15 @@ import dataclasses
 import logging
 
 from . import _compat
-from .builtin_facts import ACCUMULATING, READING, STORING, augmented_is_atomic, call_name
+from .builtin_facts import (
+    ACCUMULATING,
+    ADJOINT_READS_RESULT,
+    READING,
+    RESULT_IS_READ,
+    STORING,
+    augmented_is_atomic,
+    call_name,
+)
 from .value_use import ValueUses
 
 _log = logging.getLogger(__name__)
@@ -33,6 +47,9 @@ _log = logging.getLogger(__name__)
 METADATA_ATTRIBUTES = frozenset({"shape", "ndim", "strides", "size", "dtype", "ptr"})
 # How deep helpers calling helpers are followed before an argument counts as read and stored.
 HELPER_DEPTH = 8
+BY_REFERENCE = (
+    "passed by reference"  # an element passed to a wp.ref[T] parameter (`ArgumentAccess.adjoint_reads_result`)
+)
 
 
 @dataclasses.dataclass
@@ -55,13 +72,21 @@ class ArgumentAccess:
     #: the backward pass may read the value of an element it reads (a use other than a linear one, `value_use`):
     #: where False, a change of the array before ``backward()`` leaves the gradient as it is
     value_read: bool = False
+    #: where ``value_read``: the roots (parameters, struct paths ``"s.q"``) whose adjoints read the values loaded
+    #: (`value_use.ValueUses.readers`); None: any gradient may (an index, a branch, a helper, a use not followed).
+    #: A stale read whose readers' arrays all have no gradient at the launch changes no gradient
+    value_readers: frozenset | None = frozenset()
+    #: every use is one builtin whose adjoint reads the element as the launch left it (``wp.atomic_min`` alone, or
+    #: ``wp.atomic_max`` alone: which value won), or passes elements by reference (``wp.ref[T]``: written in place):
+    #: the launch's own writes are what its backward must read
+    adjoint_reads_result: bool = False
 
     @property
     def writes(self) -> bool:
         return self.stores or self.accumulates
 
 
-def _called(call: ast.Call, namespace: dict):
+def called(call: ast.Call, namespace: dict):
     """The object a call names (``f(...)`` or ``module.f(...)``) in ``namespace``, or None."""
     func = call.func
     path = []
@@ -77,25 +102,25 @@ def _called(call: ast.Call, namespace: dict):
 
 
 def resolve_helper(call: ast.Call, namespace: dict):
-    """The Python function of the user ``@wp.func`` a call names (``f(...)`` or ``module.f(...)``), or None."""
-    return _compat.user_function(_called(call, namespace))
+    """The user ``@wp.func`` a call names (``f(...)``, ``module.f(...)``, ``obj.attr.f(...)``), or None."""
+    return _compat.user_function(called(call, namespace))
 
 
 def _builtin_test(namespace: dict):
     """A test whether a call names one of Warp's builtins (`value_use`: a pure function of its arguments)."""
-    return lambda call: _compat.is_builtin_function(_called(call, namespace))
+    return lambda call: _compat.is_builtin_function(called(call, namespace))
 
 
 def has_custom_adjoint(call: ast.Call, namespace: dict) -> bool:
     """Whether the user ``@wp.func`` a call names has a ``@wp.func_grad`` (its own adjoint is never run)."""
-    return _compat.has_custom_adjoint(_called(call, namespace))
+    return _compat.has_custom_adjoint(called(call, namespace))
 
 
 def helper_parameter(helper, call: ast.Call, node) -> str | None:
     """The helper's parameter that receives ``node`` (a positional or keyword argument of ``call``), or None."""
     import inspect  # noqa: PLC0415
 
-    names = list(inspect.signature(helper).parameters)
+    names = list(inspect.signature(_compat.function_python(helper)).parameters)
     for position, arg in enumerate(call.args):
         if arg is node:
             return names[position] if position < len(names) else None
@@ -105,26 +130,87 @@ def helper_parameter(helper, call: ast.Call, node) -> str | None:
     return None
 
 
+#: the names a kernel's or helper's source resolves (globals and closure)
+namespace = _compat.function_namespace
+
+
 def _helper_access(helper, parameter: str, depth: int, ndim: int | None = None) -> ArgumentAccess | None:
-    key = (id(helper), parameter, ndim)
+    """What a helper does with its array parameter ``parameter`` (None: its source cannot be read)."""
+    found = _helper_use(helper, parameter, depth, ((None, ndim),))
+    return None if found is None else found.access[None]
+
+
+@dataclasses.dataclass
+class _HelperUse:
+    """What a helper does with one parameter: an array (path None) or the arrays a ``@wp.struct`` holds (their
+    paths below it), and which of them its return value holds (``{path in the value: {parameter paths}}``; path
+    ``()``: the value is that array)."""
+
+    access: dict
+    returns: dict
+
+
+def _helper_use(helper, parameter: str, depth: int, fields: tuple) -> _HelperUse | None:
+    """`_HelperUse` of the helper's ``parameter`` (``fields``: ``((path, ndim), ...)``), over every overload a call
+    may pick; None where a source cannot be read."""
+    key = (id(helper), parameter, fields)
     cached = _HELPER_CACHE.get(key)
     if cached is not None and cached[0] is helper:
         return cached[1]
-    try:
-        tree = ast.parse(_compat.function_source(helper))
-    except (OSError, TypeError, SyntaxError) as error:
-        _log.info(
-            "helper %r: source not readable (%s); the arrays passed to it count as read and written in whole",
-            getattr(helper, "__name__", helper),
-            error,
-        )
-        return None
-    visitor = _Visitor([parameter], helper.__globals__, depth + 1, {parameter: ndim})
-    visitor.values = ValueUses(tree.body[0], _builtin_test(helper.__globals__))
+    found = None
+    seen: set = set()
+    for overload in _compat.function_overloads(helper):  # the call may pick any: what any of them does
+        try:
+            tree = _compat.function_tree(overload)
+        except (OSError, TypeError, SyntaxError) as error:
+            _log.info(
+                "helper %r: source not readable (%s); the arrays passed to it count as read and written in whole",
+                getattr(helper, "key", helper),
+                error,
+            )
+            found = None
+            break
+        if ast.dump(tree) in seen:
+            continue  # overloads of one source (other argument types): the same uses
+        seen.add(ast.dump(tree))
+        mine = _visit_helper(overload, tree, parameter, depth, fields)
+        if found is not None:
+            mine.access = {path: _either(found.access[path], mine.access[path]) for path in found.access}
+            for path, held in found.returns.items():
+                mine.returns[path] = mine.returns.get(path, frozenset()) | held
+        found = mine
+    _HELPER_CACHE[key] = (helper, found)
+    return found
+
+
+def _visit_helper(helper, tree, parameter: str, depth: int, fields: tuple) -> _HelperUse:
+    names = namespace(_compat.function_python(helper))
+    if len(fields) == 1 and fields[0][0] is None:
+        labels = {None: parameter}
+        visitor = _Visitor([parameter], names, depth + 1, {parameter: fields[0][1]})
+    else:
+        labels = {path: ".".join((parameter, *path)) for path, _ in fields}
+        ndims = {labels[path]: ndim for path, ndim in fields}
+        visitor = _Visitor(list(labels.values()), names, depth + 1, ndims, {parameter: {p: labels[p] for p in labels}})
+    visitor.values = ValueUses(tree.body[0], _builtin_test(names))
     visitor.visit(tree.body[0])
-    access = visitor.access[parameter]
-    _HELPER_CACHE[key] = (helper, access)
-    return access
+    path_of = {label: path for path, label in labels.items()}
+    return _HelperUse(
+        {path: visitor.access[label] for path, label in labels.items()},
+        {path: frozenset(path_of[label] for label in held) for path, held in visitor.returned.items()},
+    )
+
+
+def _either(one: ArgumentAccess, other: ArgumentAccess) -> ArgumentAccess:
+    """What a call that runs ``one`` or ``other`` does: any use of either; a sure write only where both write."""
+    either = ArgumentAccess(
+        **{f.name: getattr(one, f.name) or getattr(other, f.name) for f in dataclasses.fields(ArgumentAccess)}
+    )
+    either.surely_writes = one.surely_writes and other.surely_writes
+    either.adjoint_reads_result = one.adjoint_reads_result and other.adjoint_reads_result
+    readers = None if one.value_readers is None or other.value_readers is None else one.value_readers
+    either.value_readers = readers if readers is None else readers | other.value_readers
+    return either
 
 
 _HELPER_CACHE: dict = {}
@@ -151,8 +237,11 @@ class _Visitor(ast.NodeVisitor):
         self.namespace = namespace or {}
         self.depth = depth
         self.loops: list = []  # per enclosing loop: {name: set of "read" / "store" seen in its body}
+        self.uses: dict = {}  # label -> the builtins it is passed to first (`ADJOINT_READS_RESULT`), or "other"
         #: the function's value uses (`value_use`), set by whoever visits it; None: every value read is needed
         self.values: ValueUses | None = None
+        #: what a helper's return value holds: ``{path in the value: {labels}}`` (path ``()``: the value is an array)
+        self.returned: dict = {}
 
     def generic_visit(self, node):
         for child in ast.iter_child_nodes(node):
@@ -218,9 +307,9 @@ class _Visitor(ast.NodeVisitor):
         if label is not None:
             self._use(node, self.parents.get(node), label, self.ndims.get(label))
             return
-        for field, label in fields.items():  # a nested struct holding arrays, used whole: anything may happen
-            if field[: len(path)] == path:
-                _anything(self.access[label])
+        held = {field[len(path) :]: label for field, label in fields.items() if field[: len(path)] == path}
+        if held:  # a nested struct holding arrays, used whole (passed to a helper, ...)
+            self._struct_use(node, held)
         # otherwise a scalar field, or metadata (``s.q.shape``): no element value
 
     def _struct_path(self, node) -> tuple | None:
@@ -233,15 +322,106 @@ class _Visitor(ast.NodeVisitor):
             return node.id, tuple(reversed(path))
         return None
 
+    def _struct_use(self, node, fields: dict) -> None:
+        """A struct holding arrays (``fields``: {path below it: label}) used whole: passed to a ``@wp.func`` helper,
+        its arrays are followed into the helper's source as far as arrays are; any other use (bound to a local,
+        returned, passed to a builtin or a helper whose source cannot be read) may do anything with them."""
+        parent = self.parents.get(node)
+        local = self._bound_to(node)
+        if local is not None:  # d = domain: later uses of `d` are uses of its arrays
+            held = self.structs.setdefault(local, {})
+            for path, label in fields.items():
+                held.setdefault(path, label)
+            return
+        if isinstance(parent, ast.Call) and (node in parent.args or node in [k.value for k in parent.keywords]):
+            field = self._constructor_field(parent, node)
+            if field is not None:  # S(a, s.b): a new struct holding them, followed as the struct it is
+                self._struct_use(parent, {(field, *path): label for path, label in fields.items()})
+                return
+            if self._follow(parent, node, fields):
+                return
+        elif isinstance(parent, ast.Return):  # the caller follows what the value holds (`_HelperUse.returns`)
+            for path, label in fields.items():
+                self.returned.setdefault(path, set()).add(label)
+            return
+        elif is_truth_test(node, parent):
+            return
+        for label in fields.values():
+            _anything(self.access[label])
+
+    def _follow(self, call: ast.Call, node, fields: dict) -> bool:
+        """``node`` passed to a user ``@wp.func``: what the helper does with it (``fields``: ``{None: label}`` for an
+        array, else ``{path below the struct: label}``), and what its return value holds, followed where it goes;
+        False where the helper or its source is not known (or helpers nest deeper than `HELPER_DEPTH`)."""
+        helper = resolve_helper(call, self.namespace) if self.depth < HELPER_DEPTH else None
+        parameter = helper_parameter(helper, call, node) if helper is not None else None
+        if parameter is None:
+            return False
+        shape = tuple(sorted(((path, self.ndims.get(label)) for path, label in fields.items()), key=repr))
+        use = _helper_use(helper, parameter, self.depth, shape)
+        if use is None:
+            return False
+        for path, label in fields.items():
+            self._merge(label, use.access[path])
+        held = {}
+        for path, from_paths in use.returns.items():
+            labels = {fields[p] for p in from_paths}
+            if len(labels) == 1:
+                held[path] = labels.pop()
+            else:  # one place in the value, several arrays (returned in different branches): not followed
+                for label in labels:
+                    _anything(self.access[label])
+        if () in held:  # the value is the array itself: its uses are uses of the array
+            self._use(call, self.parents.get(call), held[()], self.ndims.get(held[()]))
+        elif held:
+            self._struct_use(call, held)
+        return True
+
+    def _constructor_field(self, call: ast.Call, node) -> str | None:
+        """The field ``node`` fills where ``call`` makes a ``@wp.struct`` (``S(a, b)``, ``S(q=a)``), else None."""
+        struct = called(call, self.namespace)
+        if not _compat.is_struct_type(struct):
+            return None
+        fields = list(_compat.struct_field_names(struct))
+        for position, arg in enumerate(call.args):
+            if arg is node:
+                return fields[position] if position < len(fields) else None
+        return next((k.arg for k in call.keywords if k.value is node), None)
+
+    def visit_If(self, node):  # noqa: N802 - ast API
+        """``if True:`` / ``if False:`` (warp.fem writes them): Warp builds only the branch taken."""
+        if not (isinstance(node.test, ast.Constant) and isinstance(node.test.value, (bool, int))):
+            self.generic_visit(node)
+            return
+        for child in ast.iter_child_nodes(node):
+            self.parents[child] = node
+        for statement in node.body if node.test.value else node.orelse:
+            self.visit(statement)
+
+    def _merge(self, label: str, inner: ArgumentAccess) -> None:
+        """What a ``@wp.func`` helper does with the array it was passed, as a use of ``label``."""
+        access = self.access[label]
+        self._note(label, access, read=inner.reads, store=inner.writes)
+        access.reads |= inner.reads
+        access.stores |= inner.stores
+        access.accumulates |= inner.accumulates
+        access.reads_after_store |= inner.reads_after_store
+        access.helper_stores |= inner.writes
+        access.surely_writes |= inner.surely_writes
+        if inner.value_read:  # the helper's readers are its own names: any gradient, for the caller
+            _value_read(access, None)
+
     def visit_Name(self, node):  # noqa: N802 - ast API
-        if node.id in self.structs:  # the struct itself (passed on, bound to a local): its arrays may do anything
-            for label in self.structs[node.id].values():
-                _anything(self.access[label])
+        if node.id in self.structs:  # the struct itself, used whole
+            if not isinstance(
+                getattr(node, "ctx", None), ast.Store
+            ):  # (bound anew: what it is bound to is analysed where it is bound)
+                self._struct_use(node, self.structs[node.id])
             return
         targets = self._targets(node)
         if not targets:
             return
-        if isinstance(node.ctx, ast.Store) and node.id not in self.access:
+        if isinstance(getattr(node, "ctx", None), ast.Store) and node.id not in self.access:
             return  # an alias rebound: what it is bound to is analysed where it is bound
         parent = self.parents.get(node)
         for label, ndim in targets:
@@ -249,41 +429,50 @@ class _Visitor(ast.NodeVisitor):
 
     def _use(self, node, parent, label: str, ndim) -> None:
         access = self.access[label]
+        if not (isinstance(parent, ast.Subscript) and parent.value is node):  # an element's use: `_element`
+            by = call_name(parent) if isinstance(parent, ast.Call) and parent.args and parent.args[0] is node else ""
+            self.uses.setdefault(label, set()).add(by if by in ADJOINT_READS_RESULT else "other")
         if isinstance(parent, ast.Subscript) and parent.value is node:
             self._element(parent, label, ndim)
         elif isinstance(parent, ast.Attribute) and parent.attr in METADATA_ATTRIBUTES:
             pass
         elif is_truth_test(node, parent):
             pass  # `if x:` / `not x` asks whether an optional array was passed, not its values
+        elif isinstance(parent, ast.Call) and self._constructor_field(parent, node) is not None:
+            self._struct_use(parent, {(self._constructor_field(parent, node),): label})  # S(a): a struct holding it
         elif isinstance(parent, ast.Call) and (node in parent.args or node in [k.value for k in parent.keywords]):
-            name = call_name(parent)
-            helper = resolve_helper(parent, self.namespace) if self.depth < HELPER_DEPTH else None
-            parameter = helper_parameter(helper, parent, node) if helper is not None else None
-            inner = _helper_access(helper, parameter, self.depth, ndim) if parameter is not None else None
-            if inner is not None:  # a @wp.func: what it does with its parameter
-                self._note(label, access, read=inner.reads, store=inner.writes)
-                access.reads |= inner.reads
-                access.stores |= inner.stores
-                access.accumulates |= inner.accumulates
-                access.reads_after_store |= inner.reads_after_store
-                access.helper_stores |= inner.writes
-                access.surely_writes |= inner.surely_writes
-                access.value_read |= inner.value_read
-            elif name in ACCUMULATING:
-                self._note(label, access, store=True)
-                access.accumulates = access.surely_writes = True
-            elif name in READING:
-                self._note(label, access, read=True)
-                access.reads = access.value_read = True
-            elif name in STORING:
-                self._note(label, access, store=True)
-                access.stores = access.surely_writes = True
-            else:  # another builtin, or a helper whose source cannot be read: it may do anything with the array
-                _anything(access)
-        elif isinstance(node.ctx, ast.Load) and isinstance(parent, (ast.Return, ast.Expr)):
+            if self._follow(parent, node, {None: label}):  # a @wp.func: what it does with its parameter
+                pass
+            elif not self._builtin_effect(label, access, parent):
+                _anything(access)  # another builtin, or a helper whose source cannot be read: anything
+        elif isinstance(parent, ast.Return):  # the caller follows the value (`_HelperUse.returns`)
+            self.returned.setdefault((), set()).add(label)
+        elif isinstance(parent, ast.Expr):
             pass
         else:  # bound to a local, compared, ...: conservative
             _anything(access)
+
+    def _builtin_effect(self, label: str, access: ArgumentAccess, call) -> bool:
+        """The effect `builtin_facts` states for an array passed to ``call`` (a read, a store or an accumulation);
+        False where the table states none (the caller counts anything)."""
+        name = call_name(call)
+        if name in ACCUMULATING:
+            self._note(label, access, store=True)
+            access.accumulates = access.surely_writes = True
+        elif name in READING:
+            self._note(label, access, read=True)
+            access.reads = True
+            # a tile load's result is the values it read: its uses decide whether a backward reads them
+            if name not in RESULT_IS_READ or self.values is None:
+                _value_read(access, None)
+            elif self.values.is_needed(call):
+                _value_read(access, self.values.readers(call))
+        elif name in STORING:
+            self._note(label, access, store=True)
+            access.stores = access.surely_writes = True
+        else:
+            return False
+        return True
 
     def _bound_to(self, node) -> str | None:
         """The local name ``node`` is bound to (``name = node``), or None."""
@@ -318,7 +507,7 @@ class _Visitor(ast.NodeVisitor):
             node = parent
         outer = node
         view = indices < 0 or ndim is None or indices < ndim
-        if view and isinstance(outer, ast.Subscript) and isinstance(outer.ctx, ast.Load):
+        if view and isinstance(outer, ast.Subscript) and not isinstance(getattr(outer, "ctx", None), ast.Store):
             local = self._bound_to(outer)
             if local is not None:  # row = a[w]: later uses of `row` are uses of `a`
                 remaining = None if ndim is None or indices < 0 else ndim - indices
@@ -327,17 +516,31 @@ class _Visitor(ast.NodeVisitor):
                     aliases.append((label, remaining))
                 if ndim is None:  # a helper's parameter of unknown shape: it may be an element's value, a read
                     self._note(label, access, read=True)
-                    access.reads = access.value_read = True
+                    _value_read(access, None)
                 return
+            call = self.parents.get(outer)
+            if isinstance(call, ast.Call) and call.args and call.args[0] is outer:
+                if self._builtin_effect(label, access, call):  # wp.tile_store(a[i], t): the row, as the array
+                    self.uses.setdefault(label, set()).add("other")
+                    return
             if ndim is not None:  # a view passed on, compared, ...: it may be stored into
                 _anything(access)
                 return
-        if isinstance(outer.ctx, ast.Store):
+        call = self.parents.get(outer)
+        if isinstance(call, ast.Call) and outer in call.args:
+            if call.args.index(outer) in _compat.reference_parameters(called(call, self.namespace)):
+                # passed by reference (wp.ref[T]): the callee may read and write the element in place, and its
+                # adjoint sees it as the launch left it
+                _anything(access)
+                self.uses.setdefault(label, set()).add(BY_REFERENCE)
+                return
+        self.uses.setdefault(label, set()).add("other")
+        if isinstance(getattr(outer, "ctx", None), ast.Store):
             augmented = self.parents.get(outer)
             if isinstance(augmented, ast.AugAssign) and not augmented_is_atomic(augmented.op):
                 # `a[i] *= v` is a load, then a store: a read of the element (which the store then overwrites)
                 self._note(label, access, read=True)
-                access.reads = access.value_read = True
+                _value_read(access, None)
                 self._note(label, access, store=True)
                 access.stores = access.surely_writes = True
             elif isinstance(augmented, ast.AugAssign):
@@ -349,12 +552,20 @@ class _Visitor(ast.NodeVisitor):
         else:
             self._note(label, access, read=True)
             access.reads = True
-            access.value_read |= self.values is None or self.values.is_needed(outer)
+            if self.values is None or self.values.is_needed(outer):
+                _value_read(access, None if self.values is None else self.values.readers(outer))
+
+
+def _value_read(access: ArgumentAccess, readers: frozenset | None) -> None:
+    """A read whose value the backward reads, by the adjoints of ``readers`` (None: any)."""
+    access.reads = access.value_read = True
+    access.value_readers = None if readers is None or access.value_readers is None else access.value_readers | readers
 
 
 def _anything(access: ArgumentAccess) -> None:
     """The source cannot tell what happens to the array: read and stored, possibly in that order."""
-    access.reads = access.stores = access.reads_after_store = access.value_read = True
+    access.stores = access.reads_after_store = True
+    _value_read(access, None)
 
 
 _CACHE: dict = {}
@@ -427,10 +638,13 @@ def _analysis(kernel) -> tuple:
             fields[name] = (position, path)
             ndims[name] = getattr(field_type, "ndim", None)
     names = [label for label, _ in arrays] + list(fields)
-    visitor = _Visitor(names, _compat.kernel_function(kernel).__globals__, 0, ndims, structs)
-    tree, namespace = _compat.kernel_tree(kernel), _compat.kernel_function(kernel).__globals__
-    visitor.values = ValueUses(tree, _builtin_test(namespace))
+    names_in_scope = namespace(_compat.kernel_function(kernel))
+    visitor = _Visitor(names, names_in_scope, 0, ndims, structs)
+    tree = _compat.kernel_tree(kernel)
+    visitor.values = ValueUses(tree, _builtin_test(names_in_scope))
     visitor.visit(tree)
+    for label, kinds in visitor.uses.items():
+        visitor.access[label].adjoint_reads_result = len(kinds) == 1 and kinds <= ADJOINT_READS_RESULT | {BY_REFERENCE}
     found = (
         {label: visitor.access[label] for label, _ in arrays},
         {name: (position, path, visitor.access[name]) for name, (position, path) in fields.items()},
@@ -463,7 +677,7 @@ def _read_somewhere(function, names: set) -> set:
         if (
             isinstance(parent, ast.Subscript)
             and parent.value is node
-            and isinstance(parent.ctx, ast.Store)
+            and isinstance(getattr(parent, "ctx", None), ast.Store)
             and isinstance(parents.get(parent), ast.Assign)
         ):
             continue
@@ -501,7 +715,7 @@ def fully_stored(kernel) -> dict:
     names -= _read_somewhere(function, names)
     rebound = {}  # name -> how many statements bind it
     for statement in ast.walk(function):
-        if isinstance(statement, ast.Name) and isinstance(statement.ctx, ast.Store):
+        if isinstance(statement, ast.Name) and isinstance(getattr(statement, "ctx", None), ast.Store):
             rebound[statement.id] = rebound.get(statement.id, 0) + 1
     found: dict = {}
     tid: tuple | None = None

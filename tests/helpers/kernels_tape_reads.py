@@ -110,3 +110,45 @@ def store_then_read_through_a_helper(y: wp.array(dtype=float)):
 def square_in_place_zeroing(x: wp.array(dtype=float)):
     i = wp.tid()
     x[i] = x[i] * x[i]
+
+
+# Inverse kinematics through @wp.func helpers: one thread walks a chain, each link's pose from its parent's, stored
+# by a helper (stock Warp's backward re-runs the store into memory); `chain_through_helpers` reads a link only after
+# computing it, `chain_rereading_through_helpers` reads each link's old pose before storing the new one.
+
+
+@wp.func
+def link_pose(pose: wp.array(dtype=wp.float64), parent: int, angle: wp.float64):
+    base = wp.float64(0.0)
+    if parent >= 0:
+        base = pose[parent]
+    return base + wp.sin(angle)
+
+
+@wp.func
+def store_link(pose: wp.array(dtype=wp.float64), i: int, value: wp.float64):
+    pose[i] = value
+
+
+@wp.kernel
+def chain_through_helpers(angles: wp.array(dtype=wp.float64), pose: wp.array(dtype=wp.float64)):
+    for i in range(pose.shape[0]):
+        store_link(pose, i, link_pose(pose, i - 1, angles[i]))
+
+
+@wp.kernel
+def chain_rereading_through_helpers(angles: wp.array(dtype=wp.float64), pose: wp.array(dtype=wp.float64)):
+    for i in range(pose.shape[0]):
+        store_link(pose, i, link_pose(pose, i - 1, angles[i]) + wp.float64(0.5) * pose[i])
+
+
+@wp.kernel
+def ik_step(
+    angles: wp.array(dtype=wp.float64),
+    pose: wp.array(dtype=wp.float64),
+    loss: wp.array(dtype=wp.float64),
+    angles_out: wp.array(dtype=wp.float64),
+):
+    i = wp.tid()
+    wp.atomic_add(loss, 0, pose[i] * pose[i])
+    angles_out[i] = angles[i] - wp.float64(0.1) * pose[i] * pose[i]

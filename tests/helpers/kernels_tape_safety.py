@@ -22,6 +22,13 @@ def double_into(x: wp.array(dtype=f64), y: wp.array(dtype=f64)):
 
 
 @wp.kernel
+def square_into(x: wp.array(dtype=f64), y: wp.array(dtype=f64)):
+    # its backward reads the x it loaded (double_into's, linear, does not: a stale read of it is not real)
+    i = wp.tid()
+    y[i] = x[i] * x[i]
+
+
+@wp.kernel
 def accumulate(x: wp.array(dtype=f64), loss: wp.array(dtype=f64)):
     wp.atomic_add(loss, 0, x[wp.tid()] * x[wp.tid()])
 

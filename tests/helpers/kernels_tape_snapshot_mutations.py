@@ -31,3 +31,8 @@ def cube_into(f: wp.array(dtype=wp.float64), out: wp.array(dtype=wp.float64)):
 def square_into(x: wp.array(dtype=wp.float64), f: wp.array(dtype=wp.float64)):
     i = wp.tid()
     f[i] = x[i] * x[i]
+
+
+@wp.kernel
+def set_to(x: wp.array(dtype=wp.float64), v: wp.float64):
+    x[wp.tid()] = v

@@ -32,3 +32,45 @@ def forwarded_reader(x: wp.array(dtype=f64), v: wp.array(dtype=f64), y: wp.array
 def overwrite(x: wp.array(dtype=f64)):
     i = wp.tid()
     x[i] = f64(5.0)
+
+
+# A force buffer summed in place, as simulators write it (the buffer is reset by `gravity` at every step, so each
+# step's readers of `f` are stale on a plain Tape): `contact_force` reads `f` linearly, `contact_scale` does not.
+# Flagged, so that their overwrites of `f` are safe on every Warp (stock store adjoints accumulate up to 1.12).
+
+
+@wp.kernel(zero_store=True)
+def gravity(f: wp.array(dtype=f64), step: f64):
+    f[wp.tid()] = f64(-9.8) * step
+
+
+@wp.kernel(zero_store=True)
+def contact_force(x: wp.array(dtype=f64), f: wp.array(dtype=f64)):
+    i = wp.tid()
+    c = wp.min(x[i] - wp.float64(1.0), wp.float64(0.0))
+    f[i] = f[i] - wp.float64(10.0) * c * c
+
+
+@wp.kernel(zero_store=True)
+def contact_scale(x: wp.array(dtype=f64), f: wp.array(dtype=f64)):
+    i = wp.tid()
+    c = wp.min(x[i] - wp.float64(1.0), wp.float64(0.0))
+    f[i] = f[i] * (wp.float64(1.0) + c * c)
+
+
+@wp.kernel
+def integrate(
+    x: wp.array(dtype=f64),
+    v: wp.array(dtype=f64),
+    f: wp.array(dtype=f64),
+    x_out: wp.array(dtype=f64),
+    v_out: wp.array(dtype=f64),
+):
+    i = wp.tid()
+    v_out[i] = v[i] + f[i] * wp.float64(0.01)
+    x_out[i] = x[i] + v_out[i] * wp.float64(0.01)
+
+
+@wp.kernel
+def square_sum(x: wp.array(dtype=f64), loss: wp.array(dtype=f64)):
+    wp.atomic_add(loss, 0, x[wp.tid()] * x[wp.tid()])

@@ -10,6 +10,8 @@ import collections
 import json
 import warnings
 
+from .. import _progress
+
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
@@ -19,7 +21,15 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
             " Tape); exit 1 on any failure"
         ),
     )
-    parser.add_argument("--minutes", type=float, default=1.0, help="how long to fuzz (default 1)")
+    parser.add_argument(
+        "--minutes",
+        type=float,
+        default=1.0,
+        help=(
+            "how long to fuzz, all of it: drawing, building, checking, shrinking, repros (default 1; fractions too:"
+            " 0.5 is 30 s); work that does not fit is cut and named in the summary"
+        ),
+    )
     parser.add_argument("--seed", type=int, default=0, help="the campaign's seed (default 0)")
     parser.add_argument(
         "--features",
@@ -34,7 +44,13 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     )
     parser.add_argument("--out", default="fuzz-repros", help="where repro scripts go (default ./fuzz-repros)")
     parser.add_argument(
-        "--batch", type=int, default=None, help="kernels per Warp build (default 64; --programs: programs, default 32)"
+        "--batch",
+        type=int,
+        default=None,
+        help=(
+            "kernels drawn per seed and at most per Warp build, builds being sized to the time left (default 64;"
+            " --programs: programs, default 32)"
+        ),
     )
     parser.add_argument("--json", action="store_true", help="print the summary as JSON too")
     programs = parser.add_argument_group(
@@ -87,9 +103,30 @@ def _program_arguments(args) -> list:
     return found + (["--features", *args.features] if args.features else [])
 
 
-def run_programs(args) -> int:
-    from tqdm import tqdm  # noqa: PLC0415
+def campaign_bar(args, description: str, counts):
+    """The campaign's bar (`_progress.bar`: on a terminal, or as ``config.progress`` says; never with ``--quiet``),
+    its total the budget's seconds, and the ``progress(summary, seconds, doing)`` that moves it: to the seconds
+    spent, at each step a user waits on (a build, a case checked, a shrinking round), with ``counts(summary)``."""
+    bar = _progress.bar(
+        round(60 * args.minutes),
+        description,
+        "s",
+        requested=False if args.quiet else None,
+        bar_format="{desc}: {percentage:3.0f}%|{bar}| {n}/{total} s{postfix}",
+    )
+    shown = 0
 
+    def progress(summary, seconds, doing):
+        nonlocal shown
+        step = max(0, min(round(60 * args.minutes), round(seconds)) - shown)
+        bar.update(step)
+        shown += step
+        bar.set_postfix_str(f"{counts(summary)}; {doing}")
+
+    return bar, progress
+
+
+def run_programs(args) -> int:
     from ..differential import campaign  # noqa: PLC0415  (needs hypothesis)
     from ..testing.fuzz.programs import PROGRAM_FEATURES  # noqa: PLC0415
 
@@ -97,24 +134,22 @@ def run_programs(args) -> int:
     if unknown:
         print(f"fuzz --programs: unknown features {unknown}; choose from {', '.join(PROGRAM_FEATURES)}.")
         return 2
-    bar = tqdm(total=round(args.minutes * 60), unit="s", desc="fuzz programs", dynamic_ncols=True, disable=args.quiet)
-
-    def progress(summary, elapsed):
-        bar.n = min(bar.total, round(elapsed))
-        bar.set_postfix(programs=summary.programs, failures=len(summary.findings), new=len(summary.new))
-        bar.refresh()
-
-    summary = campaign.run(
-        minutes=args.minutes,
-        seed=args.seed,
-        features=args.features,
-        out=args.out,
-        batch_size=args.batch or 32,
-        shrink_rounds=args.shrink_rounds,
-        bridge_every=args.bridges_every,
-        progress=progress,
+    bar, progress = campaign_bar(
+        args, "fuzz programs", lambda s: f"{s.programs} programs, {len(s.findings)} failures ({len(s.new)} new)"
     )
-    bar.close()
+    try:
+        summary = campaign.run(
+            minutes=args.minutes,
+            seed=args.seed,
+            features=args.features,
+            out=args.out,
+            batch_size=args.batch or 32,
+            shrink_rounds=args.shrink_rounds,
+            bridge_every=args.bridges_every,
+            progress=progress,
+        )
+    finally:
+        bar.close()
     data = campaign.as_json(summary)
     if args.summary_file:
         with open(args.summary_file, "w") as f:
@@ -138,8 +173,6 @@ def run_matrix(args) -> int:
 
 
 def run(args) -> int:
-    from tqdm import tqdm  # noqa: PLC0415  (the `test`/`checkpoint` extras carry it)
-
     from .. import _compat  # noqa: PLC0415
     from ..testing.fuzz import FEATURES, campaign  # noqa: PLC0415  (needs hypothesis)
 
@@ -147,24 +180,22 @@ def run(args) -> int:
     if unknown:
         print(f"fuzz: unknown features {unknown}; choose from {', '.join(FEATURES)}.")
         return 2
-    bar = tqdm(total=round(args.minutes * 60), unit="s", desc="fuzz", dynamic_ncols=True)
-
-    def progress(summary, elapsed):
-        bar.n = min(bar.total, round(elapsed))
-        bar.set_postfix(kernels=summary.kernels, failures=len(summary.findings))
-        bar.refresh()
-
-    with _compat.warp_warnings_as_warnings(), warnings.catch_warnings(record=True) as said:
-        warnings.simplefilter("always")  # the package's and Warp's warnings go into the summary, not to stderr
-        summary = campaign.run(
-            minutes=args.minutes,
-            seed=args.seed,
-            features=args.features,
-            out=args.out,
-            batch_size=args.batch or 64,
-            progress=progress,
-        )
-    bar.close()
+    bar, progress = campaign_bar(
+        args, "fuzz", lambda s: f"{s.kernels} kernels, {len(s.findings)} failures ({len(s.new)} new)"
+    )
+    try:
+        with _compat.warp_warnings_as_warnings(), warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always")  # the package's and Warp's warnings go into the summary, not to stderr
+            summary = campaign.run(
+                minutes=args.minutes,
+                seed=args.seed,
+                features=args.features,
+                out=args.out,
+                batch_size=args.batch or 64,
+                progress=progress,
+            )
+    finally:
+        bar.close()
     print(campaign.table(summary))
     if said:
         counts = collections.Counter(w.category.__name__ for w in said)
@@ -174,7 +205,10 @@ def run(args) -> int:
             json.dumps(
                 {
                     "kernels": summary.kernels,
+                    "builds": summary.builds,
                     "seconds": round(summary.seconds, 1),
+                    "budget_seconds": round(summary.budget, 1),
+                    "cut_for_time": summary.cut,
                     "worse_than_stock": len(summary.worse),
                     "findings": [
                         {

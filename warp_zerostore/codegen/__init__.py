@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .adjoint_lints import warn_backward
 from .hooks import install
 from .native import HeaderNotFoundError
 from .pre_twin import pre_backward, replays_exactly, warn_replay_issues
@@ -13,5 +14,6 @@ __all__ = [
     "install",
     "pre_backward",
     "replays_exactly",
+    "warn_backward",
     "warn_replay_issues",
 ]

@@ -1,10 +1,9 @@
 """Hashing of flagged kernels: a kernel whose effective mode is True or False gets Warp's hash salted with the
 mode, the native header's digest and the code generator's source, so flipping a flag (kernel, module or process)
 or changing what generates flagged code rebuilds; an unflagged kernel keeps Warp's hash. A flagged kernel's build
-is remembered by its salted hash (`replay_records`), and Warp's own wrong adjoints in its source are warned
-(`warp_zerostore.lints`) when its module is hashed to be built or loaded: they are wrong whatever memory the
-backward sees, so they need no Tape to say so. A component or field of a local assigned after a use is warned once
-the build's record says whether the build made that assignment exact (`replay_records.when_recorded`).
+is remembered by its salted hash (`replay_records`, with the lines of locals its build made exact); Warp's own
+wrong adjoints in its source are warned where its backward first runs (`adjoint_lints`), not here: a kernel no
+backward runs has no wrong gradient to warn about.
 
 The salt's generator digest covers every package file that runs when flagged code is generated, derived from the
 import statements of ``codegen/`` (`generator_files`), so a change anywhere in it rebuilds.
@@ -16,9 +15,8 @@ import ast
 import hashlib
 import logging
 import pathlib
-import warnings
 
-from .. import _compat, lints
+from .. import _compat
 from ..options import effective_zero_store
 from . import native, replay, replay_records
 from .pre_twin import replay_memory
@@ -108,8 +106,6 @@ def wrap_hash_kernel(original):
         salted = _salt(kernel_hash, mode, memory)
         if mode is True:
             replay_records.remember_build(kernel, salted.hex())
-            if memory == replay.POST:  # a PRE twin's build warns nothing its kernel's build has not
-                _warn_adjoint_bugs(kernel, salted.hex())
         unique = _compat.hasher_unique_kernels(self)
         if unique.get(kernel_hash) is kernel:
             if kernel_hash in stock:
@@ -120,66 +116,3 @@ def wrap_hash_kernel(original):
         return salted
 
     return hash_kernel
-
-
-_ADJOINT_WARNED: set = set()
-
-
-def _warn_adjoint_bugs(kernel, build: str) -> None:
-    """Warn, once per build and process, about constructs whose adjoint Warp itself gets wrong
-    (`warp_zerostore.lints`): at each one's line, when the module is hashed to build or load it."""
-    if build in _ADJOINT_WARNED or not _compat.kernel_has_backward(kernel):
-        return  # once per build; and a kernel never differentiated has no wrong gradient to warn about
-    _ADJOINT_WARNED.add(build)
-    try:
-        found = lints.find(_compat.kernel_tree(kernel), _helper_resolver(kernel))
-    except (AttributeError, StopIteration, SyntaxError) as error:  # no source tree: nothing to look at
-        _log.debug("kernel %s: no source tree to check for Warp's wrong adjoints (%s)", kernel, error)
-        return
-    location = _compat.kernel_source_location(kernel)
-    key = _compat.kernel_key(kernel)
-    candidates = [f for f in found if isinstance(f, lints.UpdateAfterUse) and not f.helper]  # a helper's: Warp's
-    _warn_each([f for f in found if f not in candidates], key, location)
-    if candidates:  # warned where the build did not make the assignment exact (codegen.local_copies)
-
-        def warn_not_exact(exact_lines):
-            _warn_each([f for f in candidates if exact_lines is None or f.line not in exact_lines], key, location)
-
-        replay_records.when_recorded(build, warn_not_exact)
-
-
-def _helper_resolver(kernel):
-    """How the lints find the ``@wp.func`` a call of the kernel names (``h(...)``, ``module.h(...)``): its name, its
-    parsed source, file and first line, from the globals of the function that calls it; None for anything else."""
-
-    def resolve(func, namespace=None):
-        namespace = _compat.kernel_function(kernel).__globals__ if namespace is None else namespace
-        path = []
-        while isinstance(func, ast.Attribute):
-            path.append(func.attr)
-            func = func.value
-        if not isinstance(func, ast.Name) or func.id not in namespace:
-            return None
-        obj = namespace[func.id]
-        for attr in reversed(path):
-            obj = getattr(obj, attr, None)
-        function = _compat.user_function(obj)
-        if function is None:
-            return None
-        try:
-            tree = ast.parse(_compat.function_source(function))
-            filename, first = _compat.function_location(function)
-        except (OSError, TypeError, SyntaxError):
-            return None
-        definition = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef))
-        nested = lambda f: resolve(f, function.__globals__)  # noqa: E731 - a helper's calls: its own globals
-        return function.__qualname__, definition, filename, first, nested
-
-    return resolve
-
-
-def _warn_each(found: list, key: str, location: str) -> None:
-    filename, first = location.rsplit(":", 1)
-    for f in found:
-        line = int(first) + f.line - 1
-        warnings.warn_explicit(lints.AdjointWarning(f.message(key, location)), lints.AdjointWarning, filename, line)

@@ -10,7 +10,8 @@
 * ``ModuleBuilder.codegen`` and the ``codegen_*`` functions (`generation`): the header, the store-adjoint swap,
   helper variants and the replay log in a flagged module's source.
 * ``Adjoint.resolve_external_reference``: the facade resolves to ``warp`` itself.
-* Warp's ``Tape.backward``: the replay's warnings for the backward about to run (`pre_twin.warn_replay_issues`).
+* Warp's ``Tape.backward``: the replay's and the lints' warnings for the backward about to run
+  (`adjoint_lints.warn_backward`).
 
 A module without a flagged kernel goes through all of this untouched: same hash, same source.
 """
@@ -21,7 +22,7 @@ import sys
 
 from .. import _compat
 from . import building, generation, hashing, local_copies
-from .pre_twin import warn_replay_issues
+from .adjoint_lints import warn_backward
 
 # ------------------------------------------------------------------------------------------------------------
 # The facade is warp: a kernel that names `warp_zerostore` (as `wp`) resolves it to `warp` itself
@@ -46,13 +47,13 @@ def _wrap_resolve_external_reference(original):
 
 
 # ------------------------------------------------------------------------------------------------------------
-# Replay warnings where a backward runs: Warp's Tape.backward (the package's Tape calls it)
+# Replay and lint warnings where a backward runs: Warp's Tape.backward (the package's Tape calls it)
 
 
 def _wrap_tape_backward(original):
     def backward(tape, *args, **kwargs):
         for kernel in _compat.tape_kernels(tape):
-            warn_replay_issues(kernel)
+            warn_backward(kernel)
         return original(tape, *args, **kwargs)
 
     return backward

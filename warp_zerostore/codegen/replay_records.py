@@ -9,8 +9,8 @@ them too.
 Whether a record applies depends on what memory the backward runs against, which only the Tape or bridge that
 runs it knows: a plain Tape runs the `POST` backward, the snapshot Tape the `PRE` one where its replay is exact.
 The record also holds the source lines whose in-place assignment of a local the build made a copy
-(`local_copies.exact_lines`): the adjoint lint's component and field findings on other lines are warned
-(`when_recorded`), once the build's record is known.
+(`local_copies.exact_lines`): the adjoint lint's component and field findings are warned only on other lines
+(`exact_lines`, read by `adjoint_lints` where the backward first runs).
 
 So no replay issue warns at build time; `warn` is called where a backward is about to run (Warp's ``Tape.backward``,
 hooked in `warp_zerostore.codegen.hooks`, which the package's Tape calls; the PyTorch and JAX bridges), once per
@@ -35,7 +35,6 @@ _log = logging.getLogger(__name__)
 _BUILD_OF: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # kernel -> salted hash (hex)
 _RECORDS: dict = {}  # salted hash -> {"issues": {memory: [...]}, "pre_differs": bool, "exact_lines": [int]}
 _WARNED: set = set()  # (salted hash, memory) warned in this process
-_PENDING: dict = {}  # salted hash -> [callback(exact lines, or None where no record came)]
 
 
 def warnings_dir() -> str:
@@ -88,20 +87,14 @@ def record(kernel, key: str, location: str, report: replay.Report, exact_lines=(
         return
     _RECORDS[build] = entry
     _write(build, entry)
-    for callback in _PENDING.pop(build, []):
-        callback(set(entry["exact_lines"]))
 
 
-def when_recorded(build: str, callback) -> None:
-    """Call ``callback(exact lines)`` with the build's record: now where it is known (built in this process, or
-    read from beside the kernel cache), else when its code generation records it. Where no record ever comes (a
-    cached binary whose record was lost), its backward calls ``callback(None)``: the caller then warns as if no line
-    were exact."""
-    entry = _RECORDS.get(build)
-    if entry is not None:
-        callback(set(entry["exact_lines"]))
-    else:
-        _PENDING.setdefault(build, []).append(callback)
+def exact_lines(kernel) -> set | None:
+    """The source lines (1-based within the kernel's source) of the locals ``kernel``'s build assigned through a
+    copy form (`local_copies`): exact there, so not warned. None where the build is not known (a cached binary
+    whose record was lost): the caller then warns as if no line were exact."""
+    entry = _RECORDS.get(build_of(kernel))
+    return None if entry is None else set(entry["exact_lines"])
 
 
 def _write(build: str, entry: dict) -> None:
@@ -144,8 +137,6 @@ def warn(kernel, memory: str) -> None:
     """Warn (`replay.ReplayWarning`) about the issues of ``kernel``'s backward against ``memory``, once per build
     and memory in this process."""
     build = build_of(kernel)
-    for callback in _PENDING.pop(build, []):  # a build no code generation recorded: its candidates all warn
-        callback(None)
     found = issues(kernel, memory)
     if not found or (build, memory) in _WARNED:
         return

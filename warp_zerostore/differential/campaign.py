@@ -1,5 +1,6 @@
-"""A program-fuzzing campaign: draw batches of launch sequences, check each batch in one build on every path, shrink
-and file new failures, and tally check mode's verdicts and the warnings collected (never printed).
+"""A program-fuzzing campaign: draw launch sequences, check them on every path in builds sized to the time left,
+shrink and file new failures, and tally check mode's verdicts and the warnings collected (never printed). The
+campaign's budget bounds all of it (`Budget`); what it cuts for time is said in the summary.
 
 A failure is filed by what its shrunk program contains (``programs.shrink.constructs``), per path, kind and
 verdict; one whose constructs hold those of a finding already filed counts toward it unshrunk. Statuses: a known
@@ -21,6 +22,8 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
 
 from .. import _compat
+from ..testing.fuzz.budget import Budget, Stream
+from ..testing.fuzz.campaign import by_class
 from ..testing.fuzz.programs import grammar
 from ..testing.fuzz.programs import known as program_known
 from ..testing.fuzz.programs.nodes import Launch
@@ -102,6 +105,8 @@ class Summary:
     first: dict = field(default_factory=dict)  # finding label -> programs drawn until its first failure
     version: str = ""
     seed: int = 0
+    budget: float = 0.0  # the seconds the campaign was given
+    cut: str = ""  # what it cut for time (`Budget.said`), "" when nothing
 
     @property
     def new(self) -> list:
@@ -160,37 +165,58 @@ def run(
     progress=None,
     log=None,
 ) -> Summary:
-    """Fuzz for ``minutes`` (or ``max_batches``); one repro per distinct failure into ``out``. Every warning is
+    """Fuzz for ``minutes`` (or ``max_batches`` builds), all of it: drawing, building, checking, shrinking and
+    writing one repro per distinct failure into ``out`` (`Budget` sizes each build to the time left; what it cuts
+    is in ``Summary.cut``). ``progress(summary, seconds, doing)`` is told each step as it starts. Every warning is
     recorded into the summary (`Summary.warnings`), none printed."""
     quiet()
-    summary = Summary(version=warp.config.version, seed=seed)
-    start = time.monotonic()
-    deadline = start + 60.0 * minutes
-    index = 0
+    summary = Summary(version=warp.config.version, seed=seed, budget=60.0 * minutes)
+    clock = Budget(
+        summary.budget, report=None if progress is None else lambda doing: progress(summary, clock.elapsed(), doing)
+    )
+    stream = Stream(lambda k: draw(batch_size, seed * 100003 + k, features))
     with _compat.warp_warnings_as_warnings(), warnings.catch_warnings(record=True) as stray:
         warnings.simplefilter("always")
-        while time.monotonic() < deadline and (max_batches is None or index < max_batches):
-            cases = draw(batch_size, seed * 100003 + index, features)
-            checked = check.check_batch(cases, bridge_every=bridge_every)
-            summary.builds += 1
-            summary.counts += checked.counts
-            summary.runs += checked.runs
-            summary.warnings += checked.warnings
-            by_case = collections.defaultdict(list)
-            for failure in checked.failures:
-                by_case[id(failure.case)].append(failure)
-            for case in cases:
+        while not clock.expired() and summary.builds != max_batches:
+            size = clock.fit(batch_size)
+            if size == 0:
+                break
+            for case, group in _check(summary, stream, size, bridge_every, clock):
                 summary.programs += 1
                 summary.launches += sum(isinstance(s, Launch) for s in case.program.body)
-                group = by_case.get(id(case), [])
                 if group:
-                    _file_group(summary, group, out, shrink_rounds, log)
-            index += 1
-            if progress is not None:
-                progress(summary, time.monotonic() - start)
+                    _file_group(summary, group, out, shrink_rounds, log, clock)
         summary.warnings.update(w.category.__name__ for w in stray)
-    summary.seconds = time.monotonic() - start
+    summary.seconds = clock.elapsed()
+    summary.cut = clock.said()
+    clock.report("done")
     return summary
+
+
+def _check(summary: Summary, stream: Stream, size: int, bridge_every: int, clock: Budget) -> list:
+    """One build of ``size`` programs of ``stream``, each checked until the deadline (the others cut): ``(case,
+    its failures)`` for each program checked, in order (the summary counts them as it files them:
+    `Summary.first`). Its cost, the draws included, sizes the next build."""
+    started, done = time.monotonic(), []
+    cases = stream.take(size)
+    clock.report(f"building {len(cases)} programs")
+
+    def each(case):
+        done.append(case)
+        clock.report(f"checking {len(done)}/{len(cases)}")
+
+    checked = check.check_batch(cases, bridge_every=bridge_every, stop=clock.expired, each=each)
+    summary.builds += 1
+    summary.counts += checked.counts
+    summary.runs += checked.runs
+    summary.warnings += checked.warnings
+    if len(done) == len(cases):
+        clock.measure("batch", len(cases), time.monotonic() - started)
+    clock.cut("program", "built, not checked", len(cases) - len(done))
+    by_case = collections.defaultdict(list)
+    for failure in checked.failures:
+        by_case[id(failure.case)].append(failure)
+    return [(case, by_case.get(id(case), [])) for case in done]
 
 
 def quiet() -> None:
@@ -200,7 +226,7 @@ def quiet() -> None:
         warp.config.log_level = warp.LOG_WARNING
 
 
-def _file_group(summary: Summary, group: list, out, rounds: int, log) -> None:
+def _file_group(summary: Summary, group: list, out, rounds: int, log, clock: Budget) -> None:
     """One program's failures: each explained one counts toward (or opens) the finding of its reason, unshrunk;
     the others are shrunk once (the most telling of them) and filed by the shrunk program's constructs, the rest
     of them counted with it (the same program: most likely the same cause)."""
@@ -218,7 +244,8 @@ def _file_group(summary: Summary, group: list, out, rounds: int, log) -> None:
     if not pending:
         return
     primary = min(pending, key=_priority)
-    small = shrink.shrink(primary, rounds=rounds, log=log) if rounds else primary
+    clock.report("shrinking")
+    small = shrink.shrink(primary, rounds=rounds, log=log, budget=clock) if rounds else primary
     finding = _file(summary, small, out, constructs(small.case.program), "")
     finding.also |= {f"{f.path[0]} on {f.path[1]} ({f.kind})" for f in pending if f is not primary}
 
@@ -266,11 +293,13 @@ def table(summary: Summary) -> str:
     lines.insert(1, "-" * len(lines[0]))
     rate = 60.0 * summary.programs / summary.seconds if summary.seconds else 0.0
     launches = summary.launches / summary.programs if summary.programs else 0.0
+    budget = f" of a {summary.budget:.0f} s budget" if summary.budget else ""
     lines.append(
         f"warp-lang {summary.version}, seed {summary.seed}: {summary.programs} programs ({launches:.1f} launches on "
-        f"average) in {summary.builds} builds, {summary.seconds:.0f} s ({rate:.0f} programs/min); "
+        f"average) in {summary.builds} builds, {summary.seconds:.0f} s{budget} ({rate:.0f} programs/min); "
         f"{len(summary.findings)} distinct failures, {len(summary.new)} neither known, warned nor counted apart"
     )
+    lines.append(f"failures by class: {by_class(summary.findings, lambda f: f.key or f.status)}")
     lines.append(
         f"worse than stock: {len(summary.worse)} distinct ({sum(f.count for f in summary.worse)} failures); check "
         f"mode: {summary.counts['miss']} misses, {summary.counts['false alarm']} false alarms, "
@@ -281,6 +310,8 @@ def table(summary: Summary) -> str:
     if summary.warnings:
         said = ", ".join(f"{name} {n}" for name, n in summary.warnings.most_common())
         lines.append(f"warnings collected (not printed): {said}")
+    if summary.cut:
+        lines.append(f"cut for time: {summary.cut}")
     return "\n".join(lines)
 
 
@@ -292,6 +323,8 @@ def as_json(summary: Summary) -> dict:
         "programs": summary.programs,
         "launches": summary.launches,
         "seconds": round(summary.seconds, 1),
+        "budget_seconds": round(summary.budget, 1),
+        "cut_for_time": summary.cut,
         "counts": dict(summary.counts),
         "runs": dict(summary.runs),
         "warnings": dict(summary.warnings),

@@ -38,23 +38,43 @@ class Checked:
         self.programs += other.programs
 
 
+@dataclass(frozen=True)
+class _Plan:
+    """What `check_batch` runs each program on (`check_program`'s arguments), and its ``stop`` and ``each``."""
+
+    bridge_every: int
+    tape_paths: tuple
+    bridges: object
+    stop: object
+    each: object
+
+
 def check_batch(
-    cases, *, bridge_every: int = 4, parts: int | None = None, tape_paths=paths.TAPE_PATHS, bridges=None
+    cases,
+    *,
+    bridge_every: int = 4,
+    parts: int | None = None,
+    tape_paths=paths.TAPE_PATHS,
+    bridges=None,
+    stop=None,
+    each=None,
 ) -> Checked:
     """Build ``cases`` (bisecting a failed build) and check each on ``tape_paths`` and its sampled bridge path
-    (``bridges``: run these bridges on every program instead)."""
+    (``bridges``: run these bridges on every program instead). ``each(case)`` is called after a program is
+    checked; once ``stop()`` is true, the programs not checked yet are left so (a campaign's deadline)."""
     cases = list(cases)
     parts = max(1, min(parts or kernel_batch.parallel_builds(), len(cases) // kernel_batch.MIN_PART or 1))
     workdir = tempfile.mkdtemp(prefix="warp_zerostore_programs_")
-    checked = Checked()
+    plan = _Plan(bridge_every, tuple(tape_paths), bridges, stop, each)
     try:
         with _compat.warp_warnings_as_warnings():  # Warp's own warnings recorded with the rest, never printed
-            return _check_chunks(cases, parts, workdir, checked, bridge_every, tape_paths, bridges)
+            return _check_chunks(cases, parts, workdir, plan)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def _check_chunks(cases, parts, workdir, checked, bridge_every, tape_paths, bridges) -> Checked:
+def _check_chunks(cases, parts, workdir, plan: _Plan) -> Checked:
+    checked = Checked()
     chunks = batch.chunks_of(cases, parts)
     with warnings.catch_warnings(record=True) as built:
         warnings.simplefilter("always")
@@ -62,34 +82,44 @@ def _check_chunks(cases, parts, workdir, checked, bridge_every, tape_paths, brid
     checked.warnings.update(w.category.__name__ for w in built)
     for (chunk, indices, backward), module in zip(chunks, modules):
         if isinstance(module, Exception):
-            checked.add(_bisect(chunk, indices, backward, workdir, bridge_every, tape_paths, bridges))
-            continue
-        for j, case in zip(indices, chunk):
-            said = [str(w.message) for w in built if f"'p{j}_k" in str(w.message)]
-            checked.add(check_program(module, j, case, bridge_every, tape_paths, said, bridges))
+            checked.add(_bisect(chunk, indices, backward, workdir, plan))
+        else:
+            checked.add(_check_built(module, chunk, indices, built, plan))
     return checked
 
 
-def _bisect(cases, indices, backward, workdir, bridge_every, tape_paths, bridges=None) -> Checked:
+def _check_built(module, cases, indices, built, plan: _Plan) -> Checked:
+    """Each program of a built module, until ``plan.stop()``; ``built``: the warnings its build gave."""
     checked = Checked()
-    if not cases:
+    for j, case in zip(indices, cases):
+        if plan.stop is not None and plan.stop():
+            break
+        said = [str(w.message) for w in built if f"'p{j}_k" in str(w.message)]
+        checked.add(check_program(module, j, case, plan.bridge_every, plan.tape_paths, said, plan.bridges))
+        if plan.each is not None:
+            plan.each(case)
+    return checked
+
+
+def _bisect(cases, indices, backward, workdir, plan: _Plan) -> Checked:
+    checked = Checked()
+    if not cases or (plan.stop is not None and plan.stop()):
         return checked
     with warnings.catch_warnings(record=True) as built:
         warnings.simplefilter("always")
         (module,) = batch.build([(cases, indices, backward)], workdir)
     if not isinstance(module, Exception):
-        for j, case in zip(indices, cases):
-            said = [str(w.message) for w in built if f"'p{j}_k" in str(w.message)]
-            checked.add(check_program(module, j, case, bridge_every, tape_paths, said, bridges))
-        return checked
+        return _check_built(module, cases, indices, built, plan)
     if len(cases) == 1:
         detail = batch.short(module)
         checked.programs = 1
-        checked.failures = [verdicts.Failure(cases[0], p, verdicts.BUILD, detail=detail) for p in tape_paths]
+        checked.failures = [verdicts.Failure(cases[0], p, verdicts.BUILD, detail=detail) for p in plan.tape_paths]
+        if plan.each is not None:
+            plan.each(cases[0])
         return checked
     half = len(cases) // 2
-    checked.add(_bisect(cases[:half], indices[:half], backward, workdir, bridge_every, tape_paths, bridges))
-    checked.add(_bisect(cases[half:], indices[half:], backward, workdir, bridge_every, tape_paths, bridges))
+    checked.add(_bisect(cases[:half], indices[:half], backward, workdir, plan))
+    checked.add(_bisect(cases[half:], indices[half:], backward, workdir, plan))
     return checked
 
 

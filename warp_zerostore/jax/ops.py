@@ -19,7 +19,7 @@ import warp
 
 from .. import _compat
 from ..access import argument_access, fully_stored, written
-from ..codegen import pre_backward, warn_replay_issues
+from ..codegen import pre_backward, warn_backward
 from ..copy_adjoint import gradients_kept
 from ..options import effective_zero_store
 from .calls import GRAD, OUT, Calls
@@ -452,7 +452,7 @@ class KernelOp(JaxOp):
         # a flagged kernel's PRE backward is the one for that memory (codegen/replay.py).
         in_out = any(p.role == IN_OUT for p in self.params)
         kernel = (pre_backward(self.kernel) if in_out else None) or self.kernel
-        warn_replay_issues(kernel)
+        warn_backward(kernel)
         warp.launch(
             kernel,
             dim=self._dim(values),

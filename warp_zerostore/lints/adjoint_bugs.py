@@ -160,11 +160,12 @@ def _statements(body: list) -> list:
     return out
 
 
-def find(tree: ast.AST, resolve=None) -> list:
-    """The `UpdateAfterUse`s and `JumpFinding`s in a kernel's ``ast.Module`` (as Warp parsed it), `loop_carried`'s,
-    and `atomic_returns`' (``resolve``: how a call names a ``@wp.func``, `atomic_returns.find`)."""
+def find(tree: ast.AST, typing=None, resolve=None) -> list:
+    """The `UpdateAfterUse`s and `JumpFinding`s in a kernel's ``ast.Module`` (as Warp parsed it), `loop_carried`'s
+    (``typing``: the kernel's types from its source, `local_types.Typing`), and `atomic_returns`' (``resolve``: how
+    a call names a ``@wp.func``, `atomic_returns.find`)."""
     function = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef))
-    found = _component_findings(function) + _jump_findings(function) + loop_carried.find(function)
+    found = _component_findings(function) + _jump_findings(function) + loop_carried.find(function, typing)
     found += atomic_returns.find(function, resolve) + _helper_component_findings(function, resolve)
     if _compat.TERNARY_WITHOUT_ADJOINT:
         found += [TernaryFinding("ternary", n.lineno) for n in ast.walk(function) if isinstance(n, ast.IfExp)]

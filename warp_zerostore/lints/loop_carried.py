@@ -14,6 +14,11 @@ whole local wrong after it, as a reassignment does; a read of another component 
 
 The check follows the statements in source order with the set of locals whose value is wrong at each point: a
 plain reassignment from right values makes a local right again (``t = x[k] * x[k]`` at the top of the body).
+
+A local whose values carry no gradient (an integer or a bool, by its type from the source: `local_types`) changes
+a gradient only where its wrong value chooses elements or code (an index, a branch's test, a loop bound) or enters
+a float value an adjoint reads (``x * float(c)``, a helper returning a float). Its other uses (an integer argument
+of a helper that returns integers, integer arithmetic, a comparison) are not warned.
 """
 
 from __future__ import annotations
@@ -108,7 +113,10 @@ def _value_uses(
     stale: frozenset = frozenset(),
     integer_arrays: frozenset = frozenset(),
 ) -> list:
-    """``(name, line)`` of each of ``names`` in ``expr`` where an adjoint reads its value (``constants``: names
+    """``(name, line, use, site, call)`` of each of ``names`` in ``expr`` where an adjoint reads its value (``use``:
+    ``"index"``, ``"branch"`` (a ternary's test, a loop bound) or ``"value"``, with ``site`` the expression whose
+    value it enters: the call it is an argument of (``call`` True), the operand of a product it is in, the
+    comparison); ``constants``: names
     whose gradient is never used, the kernel's scalar arguments: a product with one is linear; ``tests_right``:
     names whose comparisons and ternary tests the backward replays right; ``stale``: names whose variable, not
     value, is wrong (a ``while`` iteration reassigns them later: only an adjoint reading the variable itself, a bare
@@ -122,8 +130,10 @@ def _value_uses(
             and parent.value.id in integer_arrays
         ):
             continue
-        operands = []
-        if isinstance(parent, ast.Call) and call_name(parent) not in LINEAR:
+        operands, use = [], "value"
+        if isinstance(parent, ast.Call) and call_name(parent) == "range":
+            operands, use = list(parent.args), "branch"  # a loop bound: how many iterations run
+        elif isinstance(parent, ast.Call) and call_name(parent) not in LINEAR:
             operands = list(parent.args) + [k.value for k in parent.keywords]
         elif isinstance(parent, ast.BinOp) and isinstance(parent.op, (ast.Mult, ast.MatMult)):
             # a * c reads a only for c's adjoint: none is needed when c is a constant
@@ -139,18 +149,24 @@ def _value_uses(
         elif isinstance(parent, ast.Subscript):
             # an index: the adjoint goes to another element
             operands = list(parent.slice.elts) if isinstance(parent.slice, ast.Tuple) else [parent.slice]
+            use = "index"
         elif isinstance(parent, (ast.IfExp, ast.Compare)):
             operands = [parent.test] if isinstance(parent, ast.IfExp) else [parent.left, *parent.comparators]
+            use = "branch" if isinstance(parent, ast.IfExp) else "value"
             names_here = names - tests_right
             for operand in operands:
                 out.extend(
-                    (n.id, n.lineno) for n in ast.walk(operand) if isinstance(n, ast.Name) and n.id in names_here
+                    (n.id, n.lineno, use, parent, False)
+                    for n in ast.walk(operand)
+                    if isinstance(n, ast.Name) and n.id in names_here
                 )
             continue
+        call = isinstance(parent, ast.Call)
         for operand in operands:
+            site = parent if call else operand
             for node in ast.walk(operand):
                 if isinstance(node, ast.Name) and node.id in names and (node is operand or node.id not in stale):
-                    out.append((node.id, node.lineno))
+                    out.append((node.id, node.lineno, use, site, call))
     return out
 
 
@@ -176,8 +192,10 @@ def _mentions(expr, names: set) -> bool:
 
 
 class _Checker:
-    def __init__(self, arrays: set, scalars: set, integer_arrays: frozenset = frozenset()):
+    def __init__(self, arrays: set, scalars: set, integer_arrays: frozenset = frozenset(), typing=None):
         self.found: set = set()
+        #: the kernel's types from its source (`local_types.Typing`), or None: every local may carry a gradient
+        self.typing = typing
         self.arrays = arrays  # array arguments: stores into them bind no local
         self.integer_arrays = integer_arrays  # array arguments of integers: no gradient through their elements
         # carried locals a `while` iteration reassigns later: their variable holds the iteration's last value when
@@ -196,7 +214,12 @@ class _Checker:
         uses = _value_uses(
             expr, set(wrong), self.constants, self._tests_right(wrong), self.stale & set(wrong), self.integer_arrays
         )
-        for name, line in uses:
+        for name, line, use, site, call in uses:
+            if use == "value" and self.typing is not None:
+                if call and self.typing.constructs(site):
+                    continue  # an argument of a cast or constructor (`res_vec(v)`, `a.dtype(v)`): linear in it
+                if self.typing.carries_no_gradient(name, site):
+                    continue  # an integer's wrong value that reaches no index, branch or float value
             self.found.add(CarriedRead(name, line, wrong[name]))
 
     def block(self, body: list, wrong: dict) -> dict:
@@ -209,6 +232,9 @@ class _Checker:
         if isinstance(stmt, (ast.For, ast.While)):
             return self._loop(stmt, wrong)
         if isinstance(stmt, ast.If):
+            taken = self.typing.static_test(stmt.test) if self.typing is not None else None
+            if taken is not None:  # `if wp.static(...)`, `if True`: Warp builds the branch taken only
+                return self.block(stmt.body if taken else stmt.orelse, wrong)
             self._use(stmt.test, wrong)
             right = self._tests_right(wrong)
             for name in _value_names(stmt.test, wrong):
@@ -278,26 +304,46 @@ class _Checker:
 
     def _while_body(self, loop, wrong: dict, carried: set) -> None:
         """A ``while`` body: Warp's backward replays its iterations in forward order, and each iteration's adjoints
-        then read the locals as the whole iteration left them. So a carried local is wrong only in the statements
-        up to its last assignment in the body (``s = s * x[k]``, ``x[k]`` before ``k += 1``), and its tests are
-        right (the branch taken is replayed).
+        then read the carried variable as the whole iteration left it. So a carried local is wrong only where a
+        statement reads the carried variable: up to its first plain assignment in the body (``s = s * x[k]``,
+        ``x[k]`` before ``k += 1``); after that assignment the body reads the value it made, which Warp keeps in a
+        variable of its own and the replay recomputes (``k = step(k); y = f(k); k += 1``: ``f``'s adjoint reads the
+        right ``k``, checked in the generated code). Its tests are right (the branch taken is replayed).
         """
         self.whiles.add(loop.lineno)
         outer = self.stale
+        fresh: set = set()  # carried locals a plain statement of this body assigned already
         for i, stmt in enumerate(loop.body):
             later = _assigned(loop.body[i:]) - self.arrays
             wrong = dict(wrong)
             stale = set(outer)
             for name in carried:
-                if name in later:
+                if name in later and name not in fresh:
                     wrong[name] = loop.lineno
                     stale.add(name)
                 elif wrong.get(name) == loop.lineno:
                     del wrong[name]
             self.stale = frozenset(stale)
             wrong = self.statement(stmt, wrong)
+            fresh |= _plainly_assigned(stmt)
         self.stale = outer
         self.whiles.discard(loop.lineno)
+
+
+def _plainly_assigned(stmt) -> set:
+    """Locals a statement assigns for certain, as a whole (``k = ...``, ``k += 1``, ``a, k = ...``): not in a branch
+    or a loop, not a component."""
+    if isinstance(stmt, ast.Assign):
+        targets = stmt.targets
+    elif isinstance(stmt, (ast.AugAssign, ast.AnnAssign)):
+        targets = [stmt.target]
+    else:
+        return set()
+    out = set()
+    for target in targets:
+        elements = target.elts if isinstance(target, ast.Tuple) else [target]
+        out.update(e.id for e in elements if isinstance(e, ast.Name))
+    return out
 
 
 def _names(expr) -> list:
@@ -321,12 +367,13 @@ def _is_integer_array(annotation) -> bool:
     return _is_array(annotation) and bool(_INTEGER_DTYPE.search(ast.unparse(annotation)))
 
 
-def find(function: ast.FunctionDef) -> list:
-    """The `CarriedRead`s of a kernel's parsed function."""
+def find(function: ast.FunctionDef, typing=None) -> list:
+    """The `CarriedRead`s of a kernel's parsed function (``typing``: its types from the source,
+    `local_types.Typing`; None: every local may carry a gradient)."""
     arrays = {a.arg for a in function.args.args if _is_array(a.annotation)}
     scalars = {a.arg for a in function.args.args} - arrays
-    integers = frozenset(a.arg for a in function.args.args if _is_integer_array(a.annotation))
-    checker = _Checker(arrays, scalars, integers)
+    integer_arrays = frozenset(a.arg for a in function.args.args if _is_integer_array(a.annotation))
+    checker = _Checker(arrays, scalars, integer_arrays, typing)
     checker.block(function.body, {})
     first: dict = {}
     for finding in sorted(checker.found, key=lambda f: (f.line, f.name)):

@@ -3,8 +3,10 @@
 Elements are identified by memory address, so views of one buffer (``x``, ``x[1:]``, ``x[::2]``) are connected.
 Memory is kept as disjoint regions (byte ranges that arrays seen by the Tape cover); each region holds NumPy
 tables indexed by ``(address - start) // unit``: the last writer of each slot and, per read site, a bitmap of
-the slots it read. A launch touches only the regions of its own arrays, found by bisection, so the cost of the
-bookkeeping per launch depends on that launch's arrays, not on how many launches were recorded before.
+the slots it read, and the array objects located in it, indexed by the bytes they span (`Spans`: the views a
+write changes are found without a look at the others). A launch touches only the regions of its own arrays,
+found by bisection, so the cost of the bookkeeping per launch depends on that launch's arrays, not on how many
+launches were recorded before.
 """
 
 from __future__ import annotations
@@ -55,6 +57,33 @@ def _unit(arr, first: int) -> int:
     return max(unit, 1)
 
 
+class Spans:
+    """Array objects by the bytes they span: per power-of-two class of span length, their starts in order. Arrays
+    over ``[first, last)`` are then the ones of each class starting within one span length of it (bisection),
+    however many arrays lie elsewhere in the region (a rollout's row views of one buffer)."""
+
+    def __init__(self):
+        self.classes: dict = {}  # length class -> ([start], [(stop, array)]), sorted by start
+
+    def add(self, arr) -> None:
+        first, last = byte_span(arr)
+        if last <= first:
+            return
+        starts, items = self.classes.setdefault((last - first).bit_length(), ([], []))
+        at = bisect.bisect_right(starts, first)
+        starts.insert(at, first)
+        items.insert(at, (last, arr))
+
+    def over(self, first: int, last: int):
+        """The arrays sharing a byte with ``[first, last)``."""
+        for length, (starts, items) in self.classes.items():
+            lo = bisect.bisect_right(starts, first - (1 << length))  # a span in this class is under 2**length long
+            for k in range(lo, bisect.bisect_left(starts, last)):
+                stop, arr = items[k]
+                if stop > first:
+                    yield arr
+
+
 class Region:
     """One byte range ``[start, stop)`` in slots of ``unit`` bytes: last writer per slot, read bitmaps per site."""
 
@@ -65,7 +94,12 @@ class Region:
         #: read-site key -> [Site, bool bitmap, whether its backward reads the values loaded (`value_use`)]
         self.reads: dict = {}
         self.read_any = np.zeros(slots, dtype=bool)
-        self.arrays: dict = {}  # id -> tracked array object over this region (views refresh their known contents)
+        self.write_any = np.zeros(slots, dtype=bool)  # a recorded launch wrote the slot (snapshot Tapes)
+        #: snapshot Tapes: a recorded launch read the slot since the last write that saved a restore of it (a
+        #: later write must save it again; readers before that save are served by its restore)
+        self.read_unsaved = np.zeros(slots, dtype=bool)
+        self.arrays: dict = {}  # id -> array object located in this region
+        self.spans = Spans()  # the same arrays, by the bytes they span (the views a write changes)
         self.alive = True  # False once merged into a larger region
         #: ``(start, stop, writer)`` when the last write into this region wrote exactly slots ``start:stop``, all
         #: by one writer (then ``writer[start:stop]`` holds it throughout: a loop rewriting an array whole needs no
@@ -79,10 +113,24 @@ class Region:
         where = offset + np.arange(other.writer.size) * step
         self.writer[where] = other.writer
         self.read_any[where] |= other.read_any
+        self.write_any[where] |= other.write_any
+        self.read_unsaved[where] |= other.read_unsaved
         for key, (site, bitmap, value_read) in other.reads.items():
             entry = self.reads.setdefault(key, [site, np.zeros(self.writer.size, dtype=bool), value_read])
             entry[1][where] |= bitmap
-        self.arrays.update(other.arrays)
+        for arr in other.arrays.values():
+            self.add(arr)
+
+    def add(self, arr) -> None:
+        """Note an array object located in this region."""
+        if id(arr) not in self.arrays:
+            self.arrays[id(arr)] = arr
+            self.spans.add(arr)
+
+    def views(self, arr):
+        """The other array objects located here that share a byte with ``arr``."""
+        first, last = byte_span(arr)
+        return (other for other in self.spans.over(first, last) if other is not arr)
 
 
 class AddressBook:

@@ -17,16 +17,18 @@ Warp's backward replay re-reads arrays as they are at ``backward()`` time, so a 
 when the array holds the launch's output, and a read "before" when it holds the launch's input: the Tape's
 snapshots restore, per element, the value the launch read, and its checks do not call a read of one's own
 write a stale read. Checking and snapshotting Tapes run the twin on device copies of **every** array argument
-of the launch (one copy per distinct array, so arguments that alias stay aliased), then the real launch: the
-twin never touches the user's arrays, whatever the source analysis says.
+of the launch (one copy per distinct array, so arguments that alias stay aliased; a ``@wp.struct`` argument as a
+copy of it holding scratch copies of its arrays), then the real launch: the twin never touches the user's arrays,
+whatever the source analysis says.
 
-Arguments read any other way (a row ``x[i]`` of a 2-D array, passed to a builtin or to a helper whose source
-cannot be read, tiles, read in a ``while`` test) keep the whole-argument read of `access`, as do
-kernels with indexed or fabric array arguments (those arrays would be written for real), kernels that use a
-``@wp.struct`` argument holding arrays other than through its fields (``s.q[i]``: the twin takes the array as a
-parameter of its own, on a scratch copy; passed on whole, the struct would carry the real arrays) and kernels
-whose twin cannot be built; stores the twin cannot index (through a row view ``row = x[w]``, a
-slice, a builtin) are not marked, and the Tape's content comparison finds them. The twin is forward-only and
+An array a struct argument holds is marked as an argument is, under its path (``s.q[i]``: label ``"s.q"``), in the
+kernel and in the helpers the struct is passed to (whole, as a part ``s.inner``, as a local bound to it, or made
+into another struct ``S(a, s.q)``). Arguments read any other way (a row ``x[i]`` of a 2-D array, passed to a
+builtin or to a helper whose source cannot be read or that has several overloads, tiles, read in a ``while``
+test, a struct a helper returns) keep the whole-argument read of `access`, as do kernels with indexed or fabric
+array arguments (those arrays would be written for real) and kernels whose twin cannot be built; stores the twin
+cannot index (through a row view ``row = x[w]``, a slice, a builtin) are not marked, and the Tape's content
+comparison finds them. The twin is forward-only and
 built once per kernel, in its own module, or, inside `built_into`, in a module the caller builds (the fuzzer
 puts its kernels' twins in the batch's module: one compile instead of one per twin).
 """
@@ -52,9 +54,11 @@ from ..access import (
     HELPER_DEPTH,
     METADATA_ATTRIBUTES,
     argument_access,
+    called,
     has_custom_adjoint,
     helper_parameter,
     is_truth_test,
+    namespace,
     resolve_helper,
     struct_field_access,
 )
@@ -81,7 +85,8 @@ READ_WRITE, READ, WRITE = "rw", "r", "w"
 
 
 def _shadow(label: str, flag: str) -> str:
-    return f"{_PREFIX}{flag}_{label}"
+    """The shadow array of ``label`` (``"x"``, or ``"s.q"`` for an array a struct parameter holds)."""
+    return f"{_PREFIX}{flag}_{label.replace('.', '__')}"
 
 
 def _flags(kind: str) -> tuple:
@@ -223,37 +228,104 @@ class _ReadMarker:
         #: index, copied at the binding), so ``row[j] = v`` marks ``x[w, j]`` written whatever the value stored
         self.row_views: dict = {}
         self._top = True
+        #: ``@wp.struct`` parameters holding marked arrays, and locals bound once to them: name -> {path: label}
+        #: (``s.q[i]`` is an element of label ``"s.q"``); the twin runs on a copy of the struct whose arrays are
+        #: scratch copies, so a use this does not follow reaches no real array
+        self.structs: dict = {}
+        for label in ndims:
+            if "." in label:
+                base, *path = label.split(".")
+                self.structs.setdefault(base, {})[tuple(path)] = label
+        self._bound_once: set | None = None  # locals the function binds exactly once (`prepare`)
+
+    def prepare(self, function) -> None:
+        """Note the locals ``function`` binds once: only those can stand for a struct (`structs`)."""
+        counts: dict = {}
+        for node in ast.walk(function):
+            if isinstance(node, ast.Name) and isinstance(getattr(node, "ctx", None), ast.Store):
+                counts[node.id] = counts.get(node.id, 0) + 1
+        self._bound_once = {name for name, count in counts.items() if count == 1}
+
+    def _label(self, node) -> str | None:
+        """The marked array ``node`` names: an argument ``x``, or an array a struct holds (``s.q``, ``s.inner.q``)."""
+        if isinstance(node, ast.Name):
+            return node.id if node.id in self.ndims else None
+        path = []
+        while isinstance(node, ast.Attribute):
+            path.append(node.attr)
+            node = node.value
+        if isinstance(node, ast.Name) and node.id in self.structs and path:
+            return self.structs[node.id].get(tuple(reversed(path)))
+        return None
+
+    def _held(self, node) -> dict:
+        """``{path in the value: label}`` of the marked arrays a struct-valued expression holds: a struct parameter
+        (``s``, ``s.inner``) or a struct made from them (``S(a, s.q)``); empty for anything else."""
+        path = []
+        base = node
+        while isinstance(base, ast.Attribute):
+            path.append(base.attr)
+            base = base.value
+        if isinstance(base, ast.Name) and base.id in self.structs:
+            prefix = tuple(reversed(path))
+            fields = self.structs[base.id]
+            return {
+                p[len(prefix) :]: label for p, label in fields.items() if p[: len(prefix)] == prefix and p != prefix
+            }
+        if isinstance(node, ast.Call):
+            struct = called(node, self.namespace)
+            if _compat.is_struct_type(struct) and not node.keywords:
+                names = _compat.struct_field_names(struct)
+                held = {}
+                for name, arg in zip(names, node.args):
+                    label = self._label(arg)
+                    if label is not None:
+                        held[(name,)] = label
+                    held.update({(name, *p): label for p, label in self._held(arg).items()})
+                return held
+        return {}
 
     def _helper_call(self, call: ast.Call) -> list:
-        """Instrument a call passing marked arrays to a user @wp.func; returns the labels it could not follow."""
-        passed = [
-            (node, node.id)
-            for node in list(call.args) + [k.value for k in call.keywords]
-            if isinstance(node, ast.Name) and node.id in self.ndims
-        ]
+        """Instrument a call passing marked arrays (or structs holding them) to a user @wp.func; returns the labels
+        it could not follow."""
+        passed = []  # (argument node, {helper-relative path or None: label})
+        for node in list(call.args) + [k.value for k in call.keywords]:
+            label = self._label(node)
+            if label is not None:
+                passed.append((node, {None: label}))
+                continue
+            held = {p: label for p, label in self._held(node).items() if label in self.kinds}
+            if held:
+                passed.append((node, held))
+        labels = [label for _, held in passed for label in held.values()]
+        if not passed:
+            return []
         helper = resolve_helper(call, self.namespace) if self.depth < HELPER_DEPTH else None
+        if helper is not None and len(_compat.function_overloads(helper)) != 1:
+            helper = None  # which overload a call picks is decided by types at build time
         parameters = [helper_parameter(helper, call, node) if helper is not None else None for node, _ in passed]
-        labels = [label for _, label in passed]
         if helper is None or None in parameters or len(set(labels)) != len(labels):
             return labels
+        spec, order = [], []  # the helper's labels of what it is passed, and the caller's labels in that order
+        for parameter, (_, held) in zip(parameters, passed):
+            for path, label in held.items():
+                inner = parameter if path is None else ".".join((parameter, *path))
+                spec.append((inner, self.ndims[label], self.kinds[label], label in self.logged))
+                order.append((inner, label))
         made = _helper_twin(
-            helper,
-            tuple(
-                (p, self.ndims[label], self.kinds[label], label in self.logged) for p, label in zip(parameters, labels)
-            ),
-            self.depth,
-            self.custom_adjoint or has_custom_adjoint(call, self.namespace),
+            helper, tuple(spec), self.depth, self.custom_adjoint or has_custom_adjoint(call, self.namespace)
         )
         if made is None:
             return labels
         name, function, whole = made
         self.module_names[name] = function
         call.func = ast.Name(id=name, ctx=ast.Load())
-        for label in labels:
+        for _, label in order:
             for flag in _flags(self.kinds[label]):
                 call.args.append(ast.Name(id=_shadow(label, flag), ctx=ast.Load()))
-        self.in_helpers.update(id(node) for node, _ in passed)
-        return [label for parameter, label in zip(parameters, labels) if parameter in whole]
+        for node, _ in passed:
+            self.in_helpers.update(id(n) for n in ast.walk(node))
+        return [label for inner, label in order if inner in whole]
 
     def _reads(self, nodes, linear: frozenset = frozenset()) -> list:
         marks = []
@@ -267,34 +339,32 @@ class _ReadMarker:
                     passed = self._helper_call(node)
                     if atomic is not None:  # its array is written (marked), not read
                         passed = [label for label in passed if label != atomic[0]] + [
-                            a.id for a in node.args[1:] if isinstance(a, ast.Name) and a.id == atomic[0]
+                            atomic[0] for a in node.args[1:] if self._label(a) == atomic[0]
                         ]
                         if isinstance(node.args[0], ast.Subscript):
                             skip.add(id(node.args[0]))  # the row view it writes through
                     self.whole.update(passed)
                 elif (
                     isinstance(node, ast.Subscript)
-                    and isinstance(node.value, ast.Name)
-                    and node.value.id in self.ndims
-                    and isinstance(node.ctx, ast.Load)
-                    and self.kinds[node.value.id] != WRITE
+                    and self._label(node.value) is not None
+                    and not isinstance(getattr(node, "ctx", None), ast.Store)
+                    and self.kinds[self._label(node.value)] != WRITE
                 ):
-                    index = _element_index(node, self.ndims[node.value.id])
+                    label = self._label(node.value)
+                    index = _element_index(node, self.ndims[label])
                     if index is None:
-                        self.whole.add(node.value.id)
+                        self.whole.add(label)
                     else:
                         unread = self.custom_adjoint or id(node) in linear  # no adjoint reads its value
-                        marks.append(_read_mark(node.value.id, index, self.kinds[node.value.id], unread))
+                        marks.append(_read_mark(label, index, self.kinds[label], unread))
         return marks
 
     def _augmented_reads(self, statement) -> list:
         """A read of ``x[idx]`` before ``x[idx] *= v`` (Warp loads, multiplies, stores), and before ``x[idx] += v``
         of a logged ``x`` (see ``logged``); none before an atomic ``+=`` otherwise."""
         target = statement.target
-        if not (isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name)):
-            return []
-        label = target.value.id
-        if label not in self.ndims or self.kinds[label] != READ_WRITE:
+        label = self._label(target.value) if isinstance(target, ast.Subscript) else None
+        if label is None or self.kinds[label] != READ_WRITE:
             return []
         if label not in self.logged and augmented_is_atomic(statement.op):
             return []
@@ -341,18 +411,19 @@ class _ReadMarker:
         if not is_element_atomic(call_name(node)):
             return None
         target, prefix = node.args[0], []
-        if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+        if isinstance(target, ast.Subscript) and self._label(target.value) is not None:
             index = target.slice
             parts = list(index.elts) if isinstance(index, ast.Tuple) else [index]
             if any(isinstance(p, ast.Slice) for p in parts):
                 return None
             target, prefix = target.value, parts
-        if not isinstance(target, ast.Name) or target.id not in self.ndims:
+        label = self._label(target)
+        if label is None:
             return None
         indices = prefix + list(node.args[1:-1])
-        if len(indices) != self.ndims[target.id] or len(node.args) < 3:
+        if len(indices) != self.ndims[label] or len(node.args) < 3:
             return None
-        return target.id, indices[0] if len(indices) == 1 else ast.Tuple(elts=indices, ctx=ast.Load())
+        return label, indices[0] if len(indices) == 1 else ast.Tuple(elts=indices, ctx=ast.Load())
 
     def _atomic_reads(self, statement) -> list:
         """``wp.atomic_add(x, i, v)`` of a logged ``x``: a read of ``x[i]`` before the statement (the replay log
@@ -376,10 +447,11 @@ class _ReadMarker:
         marks = []
         for target in targets:
             for node in ast.walk(target):
-                if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id in self.ndims:
-                    index = _element_index(node, self.ndims[node.value.id])
+                label = self._label(node.value) if isinstance(node, ast.Subscript) else None
+                if label is not None:
+                    index = _element_index(node, self.ndims[label])
                     if index is not None:
-                        marks.extend(self._written(node.value.id, index, stored))
+                        marks.extend(self._written(label, index, stored))
                 elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
                     marks.extend(self._row_view_store(node, stored))
         return marks
@@ -408,10 +480,14 @@ class _ReadMarker:
         if not isinstance(target, ast.Name):
             return []
         self.row_views.pop(target.id, None)  # rebound: no longer the view it was
-        if not self._top or not (isinstance(value, ast.Subscript) and isinstance(value.value, ast.Name)):
+        held = self._held(value)
+        if held and self._bound_once is not None and target.id in self._bound_once and target.id not in self.ndims:
+            self.structs[target.id] = held  # d = s: later uses of `d` are uses of what `s` holds
             return []
-        label = value.value.id
-        if label not in self.ndims or self.kinds[label] == READ:
+        if not self._top or not isinstance(value, ast.Subscript):
+            return []
+        label = self._label(value.value)
+        if label is None or self.kinds[label] == READ:
             return []
         parts = value.slice.elts if isinstance(value.slice, ast.Tuple) else [value.slice]
         if any(isinstance(p, ast.Slice) for p in parts) or len(parts) >= self.ndims[label]:
@@ -444,8 +520,8 @@ class _ReadMarker:
                 statement.orelse = self.body(statement.orelse)
             elif isinstance(statement, ast.While):
                 for node in ast.walk(statement.test):
-                    if isinstance(node, ast.Name) and node.id in self.ndims:
-                        self.whole.add(node.id)
+                    label = self._label(node)
+                    self.whole.update([label] if label is not None else self._held(node).values())
                 statement.body = self.body(statement.body)
             elif isinstance(statement, ast.With):
                 out.extend(self._reads([item.context_expr for item in statement.items]))
@@ -468,22 +544,37 @@ class _ReadMarker:
         return out
 
     def used_otherwise(self, function) -> set:
-        """Labels that appear other than as ``x[...]``, ``x.shape`` or an argument of an instrumented helper."""
+        """Labels that appear other than as ``x[...]``, ``x.shape`` or an argument of an instrumented helper (a
+        struct holding them used whole anywhere else: all it holds)."""
         parents = {child: node for node in ast.walk(function) for child in ast.iter_child_nodes(node)}
         out = set()
         for node in ast.walk(function):
-            if isinstance(node, ast.Name) and node.id in self.ndims and id(node) not in self.in_helpers:
+            if id(node) in self.in_helpers or isinstance(parents.get(node), ast.Attribute):
+                continue  # (an attribute chain is looked at from its outermost node)
+            label = self._label(node)
+            if label is None:
+                held = self._held(node) if isinstance(node, (ast.Name, ast.Attribute)) else {}
                 parent = parents.get(node)
-                if isinstance(parent, ast.Subscript) and parent.value is node:
-                    continue
-                if isinstance(parent, ast.Attribute) and parent.attr in METADATA_ATTRIBUTES:
-                    continue
-                if is_truth_test(node, parent):
-                    continue
-                if self._element_atomic(parent) is not None and parent.args[0] is node:
-                    continue  # wp.atomic_add(x, i, v): a write of x[i] (marked), not a read of x
-                out.add(node.id)
+                bound = isinstance(parent, (ast.Assign, ast.AnnAssign)) and parent.value is node
+                if held and not is_truth_test(node, parent) and not (bound and self._binds_struct(parent)):
+                    out.update(held.values())
+                continue
+            parent = parents.get(node)
+            if isinstance(parent, ast.Subscript) and parent.value is node:
+                continue
+            if isinstance(parent, ast.Attribute) and parent.attr in METADATA_ATTRIBUTES:
+                continue
+            if is_truth_test(node, parent):
+                continue
+            if self._element_atomic(parent) is not None and parent.args[0] is node:
+                continue  # wp.atomic_add(x, i, v): a write of x[i] (marked), not a read of x
+            out.add(label)
         return out
+
+    def _binds_struct(self, statement) -> bool:
+        """Does ``statement`` bind a local that stands for a struct (`structs`; its own uses are looked at)?"""
+        target = statement.targets[0] if isinstance(statement, ast.Assign) else statement.target
+        return isinstance(target, ast.Name) and target.id in self.structs
 
 
 def _load_module(source: str, namespace: dict, extra: dict, into=None):
@@ -505,60 +596,9 @@ def _load_module(source: str, namespace: dict, extra: dict, into=None):
     return module
 
 
-def _namespace(func) -> dict:
-    out = dict(func.__globals__)
-    if func.__closure__:
-        out.update(zip(func.__code__.co_freevars, (c.cell_contents for c in func.__closure__)))
-    return out
-
-
-def _field_name(label: str) -> str:
-    """The twin's own parameter for the array a struct argument holds at ``label`` (``"s.q"``)."""
-    return f"{_PREFIX}field_" + label.replace(".", "__")
-
-
-class _FieldRewriter(ast.NodeTransformer):
-    """``s.q`` of a struct parameter ``s`` becomes the twin's parameter for that array (`_field_name`), so the twin
-    marks its elements as it marks an argument's, and runs on a scratch copy of it. A struct used any other way
-    (passed on whole, a nested struct holding arrays passed on) leaves ``ok`` False: no twin then, since the twin
-    would reach the real arrays through it."""
-
-    def __init__(self, structs: dict):
-        self.structs = structs  # struct parameter -> {field path: twin parameter name}
-        self.ok = True
-
-    def visit_Attribute(self, node):  # noqa: N802 - ast API
-        chain, base = [], node
-        while isinstance(base, ast.Attribute):
-            chain.append(base)
-            base = base.value
-        if not (isinstance(base, ast.Name) and base.id in self.structs):
-            return self.generic_visit(node)
-        fields = self.structs[base.id]
-        chain.reverse()  # innermost first: s.a, s.a.b, ...
-        for depth, attribute in enumerate(chain):
-            name = fields.get(tuple(a.attr for a in chain[: depth + 1]))
-            if name is None:
-                continue
-            replacement = ast.Name(id=name, ctx=attribute.ctx if attribute is node else ast.Load())
-            if attribute is node:
-                return replacement
-            chain[depth + 1].value = replacement
-            return node
-        path = tuple(a.attr for a in chain)
-        if any(field[: len(path)] == path for field in fields):
-            self.ok = False  # a struct holding arrays, used whole
-        return node  # a scalar field
-
-    def visit_Name(self, node):  # noqa: N802 - ast API
-        if node.id in self.structs:
-            self.ok = False  # the struct itself, used whole
-        return node
-
-
 def _struct_fields(kernel) -> list:
-    """``[(twin parameter name, field label, struct position, path, field type)]`` of the arrays the kernel's struct
-    parameters hold, in the order the twin takes them after the kernel's own parameters; once per kernel."""
+    """``[(field label, struct position, path, field type)]`` of the arrays the kernel's struct parameters hold
+    (``"s.q"``, nested structs followed); once per kernel."""
     cached = _FIELDS.get(id(kernel))
     if cached is None or cached[0] is not kernel:
         cached = _FIELDS[id(kernel)] = (kernel, _find_struct_fields(kernel))
@@ -576,7 +616,7 @@ def _find_struct_fields(kernel) -> list:
             for path, field_type in _compat.struct_array_fields(t):
                 types_by_label[".".join((label, *path))] = field_type
     return [
-        (_field_name(label), label, position, path, types_by_label[label])
+        (label, position, path, types_by_label[label])
         for label, (position, path, _) in struct_field_access(kernel).items()
     ]
 
@@ -588,9 +628,21 @@ def _add_shadow_parameters(function: ast.FunctionDef, ndims: dict, kinds: dict) 
             function.args.args.append(ast.arg(arg=_shadow(label, flag), annotation=annotation))
 
 
+def _typed_parameters(function: ast.FunctionDef, types: dict, names: dict) -> None:
+    """Annotate each parameter with the type Warp built the function with (warp.fem's integrands are made with
+    concrete types their source does not spell), held in the twin module under a name of its own."""
+    for arg in function.args.args:
+        t = types.get(arg.arg)
+        if t is not None:
+            name = f"{_PREFIX}type_{arg.arg}"
+            names[name] = t
+            arg.annotation = ast.Name(id=name, ctx=ast.Load())
+
+
 def _helper_twin(helper, parameters: tuple, depth: int, custom_adjoint: bool = False):
-    """``(unique name, @wp.func twin, parameters whose reads it cannot mark)`` of a helper marking its
-    ``parameters`` ((name, ndim, kind), ...), or None; ``custom_adjoint``: it (or a helper calling it) has a
+    """``(unique name, @wp.func twin, labels whose reads it cannot mark)`` of a helper (one overload) marking its
+    ``parameters`` (``(label, ndim, kind, logged)``: label ``"a"`` for an array parameter, ``"f.p"`` for an array
+    its struct parameter ``f`` holds), or None; ``custom_adjoint``: it (or a helper calling it) has a
     ``@wp.func_grad``."""
     key = (id(helper), parameters, custom_adjoint)
     cached = _HELPER_TWINS.get(key)
@@ -598,26 +650,31 @@ def _helper_twin(helper, parameters: tuple, depth: int, custom_adjoint: bool = F
         return cached[1]
     made = None
     try:
-        tree = ast.parse(_compat.function_source(helper))
+        overload = _compat.function_overloads(helper)[0]  # the one overload (`_helper_call`)
+        tree = ast.Module(body=[copy.deepcopy(_compat.function_tree(overload).body[0])], type_ignores=[])
         function = tree.body[0]
         function.decorator_list = []
+        function.returns = None  # Warp infers it; a spelled one may name what the twin module does not hold
         ndims = {p: ndim for p, ndim, _, _ in parameters}
         kinds = {p: kind for p, _, kind, _ in parameters}
         logged = frozenset(p for p, _, _, is_logged in parameters if is_logged)
         names: dict = {}
-        marker = _ReadMarker(ndims, _namespace(helper), names, depth + 1, kinds, logged, custom_adjoint)
+        _typed_parameters(function, _compat.function_argument_types(overload), names)
+        scope = namespace(_compat.function_python(overload))
+        marker = _ReadMarker(ndims, scope, names, depth + 1, kinds, logged, custom_adjoint)
+        marker.prepare(function)
         function.body = marker.body(function.body)
         whole = marker.whole | marker.used_otherwise(function)  # parameters the caller counts as read in whole
         _add_shadow_parameters(function, ndims, kinds)
         digest = hashlib.sha256(ast.unparse(tree).encode()).hexdigest()[:12]
         function.name = f"{function.name}_wzs_{digest}"
         source = ast.unparse(ast.fix_missing_locations(tree))
-        module = _load_module(source, _namespace(helper), names)
+        module = _load_module(source, scope, names)
         made = (function.name, warp.func(getattr(module, function.name)), whole)
     except Exception as error:  # noqa: BLE001 - the caller then counts the arrays as read in whole
         _log.info(
             "helper %r: no read twin (%s: %s); its array parameters count as read in whole",
-            getattr(helper, "__name__", helper),
+            getattr(helper, "key", helper),
             type(error).__name__,
             error,
         )
@@ -638,40 +695,33 @@ def _build(kernel, aliased: bool = False):
     fields = _struct_fields(kernel)
     if any(not _compat.is_plain_array(field_type) for *_, field_type in fields):
         return None
-    for name, label, _, _, _ in fields:
-        access[name] = struct_field_access(kernel)[label][2]
+    for label, _, _, _ in fields:
+        access[label] = struct_field_access(kernel)[label][2]
     kinds = {}
-    for label in [label for label, _ in params] + [name for name, *_ in fields]:
+    for label in [label for label, _ in params] + [label for label, *_ in fields]:
         use = access.get(label)
         if use is not None and (use.reads or use.writes):
             kinds[label] = READ_WRITE if aliased or (use.reads and use.writes) else READ if use.reads else WRITE
     ndims = {label: _compat.array_type_ndim(t) for label, t in params if label in kinds}
-    ndims.update((name, _compat.array_type_ndim(t)) for name, _, _, _, t in fields if name in kinds)
+    ndims.update((label, _compat.array_type_ndim(t)) for label, _, _, t in fields if label in kinds)
     if not ndims:
         return None
-    tree = ast.parse(_compat.kernel_source(kernel))
+    tree = ast.Module(body=[copy.deepcopy(_compat.kernel_tree(kernel).body[0])], type_ignores=[])
     function = tree.body[0]
     function.decorator_list = []
     names: dict = {}
-    if fields:  # s.q -> the twin's own parameter for that array, which runs on a scratch copy
-        structs: dict = {}
-        for name, _, position, path, field_type in fields:
-            structs.setdefault(params[position][0], {})[path] = name
-            names[f"{name}_type"] = field_type
-            function.args.args.append(ast.arg(arg=name, annotation=ast.Name(id=f"{name}_type", ctx=ast.Load())))
-        rewriter = _FieldRewriter(structs)
-        function.body = [rewriter.visit(statement) for statement in function.body]
-        if not rewriter.ok:
-            return None  # a struct holding arrays used whole: the twin would reach the real arrays
     func = _compat.kernel_function(kernel)
-    arrays = {label for label, t in params if _compat.is_array_type(t)} | {name for name, *_ in fields}
-    _FIXED[id(kernel)] = (kernel, not marks_depend_on_data(function, arrays, _namespace(func)))
+    scope = namespace(func)
+    arrays = {label for label, t in params if _compat.is_array_type(t)}
+    # reads through a struct's arrays are not followed by `data_flow`: such a kernel's marks count as data dependent
+    _FIXED[id(kernel)] = (kernel, not fields and not marks_depend_on_data(function, arrays, scope))
     # A flagged kernel's backward replays arrays it reads back through its replay log (codegen/replay.py)
     flagged = effective_zero_store(kernel) is True
     logged = frozenset(
         label for label, kind in kinds.items() if flagged and kind == READ_WRITE and access[label].reads_after_store
     )
-    marker = _ReadMarker(ndims, _namespace(func), names, 0, kinds, logged)
+    marker = _ReadMarker(ndims, scope, names, 0, kinds, logged)
+    marker.prepare(function)
     function.body = marker.body(function.body)
     whole = (marker.whole | marker.used_otherwise(function)) & {label for label in kinds if kinds[label] != WRITE}
     # Every argument gets its shadows (a whole-argument read one is simply not looked at): helpers may take them.
@@ -679,7 +729,7 @@ def _build(kernel, aliased: bool = False):
     function.name = f"{function.name}_reads{'_aliased' if aliased else ''}"
     source = ast.unparse(ast.fix_missing_locations(tree))
     into = _INTO[-1] if _INTO else None
-    module = _load_module(source, _namespace(func), names, into)
+    module = _load_module(source, scope, names, into)
     twin_kernel = warp.kernel(getattr(module, function.name), enable_backward=False, module=None if into else "unique")
     return twin_kernel, kinds, whole
 
@@ -756,12 +806,12 @@ def _zero(entry) -> None:
 
 
 def _copy(entry, arr) -> None:
-    """The twin's copy of ``arr``: ``entry``'s scratch array gets ``arr``'s values (``arr`` is only read)."""
+    """The twin's copy of ``arr``: ``entry``'s scratch array gets ``arr``'s values (``arr`` is only read), on the
+    device (a recorded array's content never crosses to the host; on the CPU, NumPy on its memory in place)."""
     if entry[1] is not None and arr.device.is_cpu:
-        np.copyto(entry[1], _compat.host_view(arr))
+        np.copyto(entry[1], _compat.cpu_view(arr))
     else:
-        with _compat.no_active_tape():
-            warp.copy(entry[0], arr)
+        _compat.copy_on_device(entry[0], arr)
 
 
 def _same(a, b) -> bool:
@@ -777,13 +827,13 @@ def _same(a, b) -> bool:
 
 class _Runner:
     """The twin's launch for one kernel, launch shape and pattern of arguments: a ``warp.Launch`` packed once over
-    pooled scratch copies (one per distinct array) and shadows; a run copies the arrays in, zeroes the shadows,
-    re-packs only the non-array parameters that changed, and launches. Arrays over ``POOLED_BYTES`` get a
-    temporary copy per run instead (held only while the twin runs, as before pooling)."""
+    pooled scratch copies (one per distinct array, the arrays ``@wp.struct`` arguments hold included) and shadows;
+    a run copies the arrays in, zeroes the shadows, re-packs only the non-array parameters that changed (a struct
+    argument as a copy of it holding the scratch arrays, so no real array is reachable), and launches. Arrays over
+    ``POOLED_BYTES`` get a temporary copy per run instead (held only while the twin runs)."""
 
-    def __init__(self, kernel, variant, kinds: dict, values: list, labels: list, launch: dict, device):
-        by_label = dict(zip(labels, values))
-        self.copies, self.scalars, params, first = [], [], [], {}
+    def __init__(self, kernel, variant, kinds: dict, values: list, launch: dict, device):
+        params, self.scalars, self.structs = [], [], []
         # Scratch arrays are shared by all twins: the n-th array of a shape and dtype in a launch gets the n-th
         # scratch array of that shape and dtype (twins run one at a time), so memory does not grow per kernel.
         ordinals: dict = {}
@@ -793,27 +843,36 @@ class _Runner:
             ordinals[key] = ordinals.get(key, -1) + 1
             return _pooled((*key, ordinals[key]), shape, dtype, on)
 
-        self.aliases: dict = {}  # first position of an array -> every position it is passed at
+        #: per distinct array: (a position of it in ``values`` or None, the path into that struct or None, entry)
+        self.copies: list = []
+        scratch_of: dict = {}  # id of a real array -> its pooled entry (None: a temporary per run)
+
+        def copy_of(arr, position, path):
+            if id(arr) not in scratch_of:
+                entry = None
+                if arr.size * _compat.dtype_size_bytes(arr.dtype) <= POOLED_BYTES:
+                    entry = scratch("copy", arr.shape, arr.dtype, arr.device)
+                scratch_of[id(arr)] = entry
+                self.copies.append((position, path, entry))
+            return scratch_of[id(arr)]
+
         for position, v in enumerate(values):
             if isinstance(v, warp.array):
-                if id(v) in first:
-                    params.append(params[first[id(v)]])
-                    self.aliases[first[id(v)]].append(position)
-                    continue
-                first[id(v)] = position
-                self.aliases[position] = [position]
-                entry = None
-                if v.size * _compat.dtype_size_bytes(v.dtype) <= POOLED_BYTES:
-                    entry = scratch("copy", v.shape, v.dtype, v.device)
-                self.copies.append((position, entry))
+                entry = copy_of(v, position, None)
                 params.append(entry[0] if entry is not None else v)  # a large array: set per run
+            elif _compat.is_struct_instance(v):
+                for path, arr in _compat.struct_array_paths(v):
+                    copy_of(arr, position, path)
+                self.structs.append(position)
+                params.append(v)  # set per run, as a copy holding the scratch arrays
             else:
                 self.scalars.append(position)
                 params.append(v)
+        self.by_label = _labelled_arrays(kernel, kinds, values)
         self.shadows = {}
         shared: dict = {}  # id of an array passed under several labels -> the shadows they share
         for label, kind in kinds.items():
-            arr = by_label.get(label)
+            arr = self.by_label.get(label)
             shape = arr.shape if isinstance(arr, warp.array) else (0,)
             mine = shared.get(id(arr)) if isinstance(arr, warp.array) and kind == READ_WRITE else None
             if mine is None:
@@ -825,7 +884,7 @@ class _Runner:
         self.last = list(params)
         dim = launch["dim"]
         self.size = math.prod(dim if isinstance(dim, (tuple, list)) else (dim,))
-        with _compat.no_active_tape():
+        with _compat.no_active_tape(), _compat.autograd_array_access_unverified():
             self.command = (
                 _compat.prepared_launch(
                     variant, dim, params, device, launch.get("max_blocks", 0), launch.get("block_dim", 256)
@@ -835,21 +894,29 @@ class _Runner:
             )
 
     def run(self, values: list) -> None:
+        with _compat.autograd_array_access_unverified():  # the user's arrays are read here by copies, not launches
+            self._run(values)
+
+    def _run(self, values: list) -> None:
         for entries in self.shadows.values():
             for entry in entries:
                 _zero(entry)
         if not self.size:
             return  # no thread: nothing read or written
-        temporaries = []
-        for position, entry in self.copies:
+        scratch = {}  # id of a real array -> the array the twin sees instead
+        for position, path, entry in self.copies:
+            arr = values[position] if path is None else _compat.struct_field(values[position], path)
             if entry is not None:
-                _copy(entry, values[position])
+                _copy(entry, arr)
+                scratch[id(arr)] = entry[0]
                 continue
             with _compat.no_active_tape():
-                temporary = warp.clone(values[position], requires_grad=False)
-            temporaries.append(temporary)
-            for index in self.aliases[position]:
-                self.command.set_param_at_index(index, temporary)
+                scratch[id(arr)] = warp.clone(arr, requires_grad=False)  # held by `scratch` while the twin runs
+            if path is None:
+                self.command.set_param_at_index(position, scratch[id(arr)])
+                self.last[position] = None
+        for position in self.structs:
+            self.command.set_param_at_index(position, _compat.struct_copy(values[position], scratch))
         for position in self.scalars:
             value = values[position]
             if not _same(value, self.last[position]):
@@ -871,55 +938,93 @@ class _Runner:
         return (entry[1] if entry[1] is not None else entry[0].numpy()) == REREAD
 
 
+def _labelled_arrays(kernel, kinds: dict, values: list) -> dict:
+    """``{label: array}`` of the labels the twin gives shadows: an argument's, or an array a struct argument holds
+    (``"s.q"``)."""
+    out = {}
+    positions = _label_positions(kernel)
+    for label in kinds:
+        position, path = positions.get(label, (None, None))
+        if position is None or position >= len(values):
+            continue
+        value = values[position]
+        out[label] = value if path is None else _compat.struct_field(value, path)
+    return out
+
+
+def _label_positions(kernel) -> dict:
+    """``{label: (argument position, path into the struct or None)}`` of the kernel's arrays; once per kernel."""
+    cached = _POSITIONS.get(id(kernel))
+    if cached is None or cached[0] is not kernel:
+        found = {label: (position, None) for position, label in enumerate(_compat.kernel_argument_labels(kernel))}
+        found.update((label, (position, path)) for label, position, path, _ in _struct_fields(kernel))
+        cached = _POSITIONS[id(kernel)] = (kernel, found)
+    return cached[1]
+
+
+_POSITIONS: dict = {}
+
+
 _RUNNERS: dict = {}
 #: arrays up to this size get a pooled scratch copy (kept between launches); larger ones a copy per launch
 POOLED_BYTES = 16 << 20
 
 
-def _runner(kernel, variant, kinds: dict, values: list, launch: dict, labels: list | None) -> _Runner:
+def _runner(kernel, variant, kinds: dict, values: list, launch: dict) -> _Runner:
     device = launch.get("device")
     if device is None:
         device = next((v.device for v in values if isinstance(v, warp.array)), None)
     device = warp.get_device(device)
     dim = launch["dim"]
-    first: dict = {}
-    pattern = tuple(
-        (first.setdefault(id(v), position), v.shape, v.dtype) if isinstance(v, warp.array) else None
-        for position, v in enumerate(values)
-    )
     key = (
         id(variant),
         tuple(dim) if isinstance(dim, (tuple, list)) else (dim,),
         id(device),
         launch.get("max_blocks", 0),
         launch.get("block_dim", 256),
-        pattern,
+        _pattern(values),
     )
     cached = _RUNNERS.get(key)
     if cached is None or cached[0] is not variant:
         if len(_RUNNERS) > 4096:  # launch shapes that keep changing: start over rather than grow
             _RUNNERS.clear()
-        labels = labels or _compat.kernel_argument_labels(kernel)
-        cached = _RUNNERS[key] = (variant, _Runner(kernel, variant, kinds, values, labels, launch, device))
+        cached = _RUNNERS[key] = (variant, _Runner(kernel, variant, kinds, values, launch, device))
     return cached[1]
 
 
+def _pattern(values: list) -> tuple:
+    """What a runner's scratch arrays depend on: each array's shape, dtype and first place among the launch's
+    arrays (arguments passed one array stay one array), the arrays a struct argument holds included."""
+    first: dict = {}
+    out = []
+    for v in values:
+        if isinstance(v, warp.array):
+            out.append((first.setdefault(id(v), len(first)), v.shape, v.dtype))
+        elif _compat.is_struct_instance(v):
+            out.append(
+                tuple(
+                    (path, first.setdefault(id(a), len(first)), a.shape, a.dtype)
+                    for path, a in _compat.struct_array_paths(v)
+                )
+            )
+        else:
+            out.append(None)
+    return tuple(out)
+
+
 def element_reads(kernel, launch: dict) -> dict:
-    """``{label: ElementReads}`` for the arguments the twin marks (``launch``: ``launch()``'s arguments by name).
+    """``{label: ElementReads}`` for the arguments the twin marks (``launch``: ``launch()``'s arguments by name),
+    arrays a struct argument holds under their path (``"s.q"``).
 
     The twin runs on scratch copies of every array argument (one per distinct array: arguments passed the same
-    array stay one array), so the real arrays are never touched, whatever the source analysis says.
+    array stay one array; a struct argument is passed as a copy holding scratch copies of its arrays), so the real
+    arrays are never touched, whatever the source analysis says.
     """
     values = list(launch.get("inputs") or []) + list(launch.get("outputs") or [])
-    labels = None  # the kernel's, looked up where a runner or the marked positions are first made
-    fields = _struct_fields(kernel)
-    if fields:  # the arrays the structs hold, as the twin's own parameters after the kernel's (`_FieldRewriter`)
-        labels = _compat.kernel_argument_labels(kernel) + [name for name, *_ in fields]
-        values = values + [
-            _compat.struct_field(values[position], path) if position < len(values) else None
-            for _, _, position, path, _ in fields
-        ]
     arrays = [id(v) for v in values if isinstance(v, warp.array)]
+    for v in values:
+        if _compat.is_struct_instance(v):
+            arrays.extend(id(a) for _, a in _compat.struct_array_paths(v))
     aliased = len(set(arrays)) < len(arrays)
     made = twin(kernel, aliased=aliased)
     if made is None:
@@ -931,7 +1036,7 @@ def element_reads(kernel, launch: dict) -> dict:
         if cached is not None and cached[0] is variant:
             return cached[1]
     try:
-        runner = _runner(kernel, variant, kinds, values, launch, labels)
+        runner = _runner(kernel, variant, kinds, values, launch)
         runner.run(values)
     except Exception as error:  # noqa: BLE001 - the twin does not build or launch here: whole-argument reads
         _log.info(
@@ -943,23 +1048,21 @@ def element_reads(kernel, launch: dict) -> dict:
         _CACHE[(id(kernel), True) if aliased else id(kernel)] = (kernel, None, effective_zero_store(kernel))
         return {}
     out = {}
-    named = {name: label for name, label, *_ in fields}  # a struct-held array's marks go out as "s.q"
-    for position, name, kind in _marked_positions(kernel, kinds, labels):
-        if position >= len(values) or not isinstance(values[position], warp.array):
+    for label, kind in kinds.items():
+        if not isinstance(runner.by_label.get(label), warp.array):
             continue
-        label = named.get(name, name)
-        marks = runner.marks(name)
-        stored = runner.stored(name) if kind != READ else None
+        marks = runner.marks(label)
+        stored = runner.stored(label) if kind != READ else None
         reread = None
         if kind == READ_WRITE:
             before, after, written = marks
-            reread = runner.reread(name)
+            reread = runner.reread(label)
         elif kind == READ:
             before, after, written = marks[0], _none(marks[0].shape), _none(marks[0].shape)
         else:
             written = marks[0]
             before = after = _none(written.shape)
-        out[label] = ElementReads(before, after, written, reads_known=name not in whole, stored=stored, reread=reread)
+        out[label] = ElementReads(before, after, written, reads_known=label not in whole, stored=stored, reread=reread)
     if key is not None:
         _remember(key, variant, out)
     return out
@@ -1011,23 +1114,6 @@ def _remember(key: tuple, variant, out: dict) -> None:
         _memo_bytes += size
 
 
-def _marked_positions(kernel, kinds: dict, labels: list | None) -> list:
-    """``[(argument position, label, kind)]`` of the arguments the twin gives shadows (``labels``: the twin's
-    parameters before its shadows, the kernel's then its struct-held arrays'), once per kernel."""
-    cached = _POSITIONS.get(id(kernel))
-    if cached is None or cached[0] is not kernel or cached[1] is not kinds:
-        labels = labels or _compat.kernel_argument_labels(kernel)
-        cached = _POSITIONS[id(kernel)] = (
-            kernel,
-            kinds,
-            [(position, label, kinds[label]) for position, label in enumerate(labels) if label in kinds],
-        )
-    return cached[2]
-
-
-_POSITIONS: dict = {}
-
-
 def _none(shape: tuple) -> np.ndarray:
     """A read-only all-False mask of ``shape``, shared."""
     mask = _NONE.get(shape)
@@ -1046,5 +1132,4 @@ def marked_reads(kernel) -> list:
     if made is None:
         return []
     _, kinds, whole = made
-    named = {name: label for name, label, *_ in _struct_fields(kernel)}  # a struct-held array's: "s.q"
-    return [named.get(label, label) for label, kind in kinds.items() if kind != WRITE and label not in whole]
+    return [label for label, kind in kinds.items() if kind != WRITE and label not in whole]

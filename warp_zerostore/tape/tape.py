@@ -32,6 +32,12 @@ One array passed under several labels of a launch is one array with the union of
 identified by memory address per device (`memory`), so views of one buffer are connected. Neither checks
 nor snapshots change what the forward computes: the twin never runs on the user's arrays.
 
+Contents are compared where the arrays live (`contents`: Warp kernels on the array's device): the checking Tape
+keeps a device copy of each array a recorded launch read and brings back per-element change masks, the snapshot
+Tape keeps fingerprints (`fingerprints`), compared at ``backward()``. Recording never copies a recorded array to
+the host. The cost per launch follows the launch's own arrays and the views that overlap them (found by address,
+`memory.Region.views`), not the arrays recorded before.
+
 ``snapshot=True`` saves, before a recorded launch, every array it may write that a recorded launch (earlier
 or this one) reads. During ``backward()``, just before the launch's adjoint, each element gets back the value
 the launch read: its input value, or its output value where the thread read it back after writing it; after the
@@ -52,20 +58,20 @@ import os
 import sys
 import threading
 import warnings
-import zlib
 from typing import Callable, Iterator
 
 import numpy as np
 import warp
 
 from .. import _compat, config
-from .._memory import byte_span, overlap
 from ..access import ArgumentAccess, argument_access, struct_field_access
 from ..codegen import pre_backward, replays_exactly
 from ..codegen.replay import POST
 from ..config import CheckLevel, validate_check
 from ..options import effective_zero_store, store_adjoints_zero
-from . import read_twin
+from . import contents, host_writes, observe, read_twin
+from .fingerprints import Fingerprints
+from .intent import is_declared
 from .memory import AddressBook, slot_range
 from .visualize import mark_hazards
 
@@ -143,15 +149,19 @@ class Hazard:
         writer: The launch that changed the values (None: a mutation found at ``backward()``).
         reader: The launch whose backward reads them (stale read, mutation).
         earlier: The launch that wrote them first (overwrite).
-        real: False for an overwrite whose later writer zeroes its store adjoints, and for a stale read whose
-            reader's backward reads no value it loaded (kept, not warned about).
+        real: False for an overwrite whose later writer zeroes its store adjoints or of an array without a
+            gradient, and for a stale read whose reader's backward reads no value it loaded, or only for the
+            adjoints of arrays without a gradient at its launch (kept, not warned about).
         elements: How many elements, where counted.
         cause: For a "read before and after write": ``""`` (one thread read an element before and after writing
             it), ``"aliased"`` (one array under two parameters, with no read twin to order the reads), ``"reads
             unknown"`` (a thread may read what it wrote, through reads the read twin does not follow), ``"reread"``
             (a thread read an element between two writes of the launch: no Tape can serve it) or
-            ``"helper store"`` (an unflagged kernel's ``@wp.func`` helper stores into it). For an "overwrite":
-            ``"no backward"`` (the later kernel is built with ``enable_backward=False``: always real).
+            ``"helper store"`` (a ``@wp.func`` helper stores into it, which Warp's backward runs again: an unflagged
+            kernel's helper, or any kernel's helper storing through a ``@wp.struct`` it is passed). For an "overwrite":
+            ``"no backward"`` (the later kernel is built with ``enable_backward=False``: always real) or ``"no
+            gradient"`` (the array has none to leak: an integer or bool dtype, or ``requires_grad=False`` when the
+            later launch was recorded; never real).
     """
 
     kind: str
@@ -191,6 +201,10 @@ class Hazard:
                 if self.real
                 else "safe: the later kernel zeroes its store adjoints"
             )
+            if self.cause == "no gradient":
+                verdict = (
+                    "safe: the array has no gradient (an integer or bool dtype, or requires_grad=False), so none leaks"
+                )
             if self.cause == "no backward":
                 verdict = (
                     "a real error: the later kernel is built with enable_backward=False, so no adjoint of its "
@@ -215,8 +229,9 @@ class Hazard:
                 f"read before and after write: in {self.writer.describe()}, a @wp.func helper stores into the "
                 "array, which a recorded launch reads. Warp's backward re-runs the helper's stores into memory, "
                 "so the snapshot's restore does not hold for the rest of that backward launch and the gradient "
-                "may be off. Decorate the kernel with @wp.kernel(zero_store=True) (its replay sends helper stores "
-                "to a log, never to memory), or store from the kernel itself."
+                "may be off. Decorate the kernel with @wp.kernel(zero_store=True) (its replay sends the stores of "
+                "a helper's array parameters to a log, never to memory; pass a struct's array to the helper as a "
+                "parameter of its own), or store from the kernel itself."
             )
         if self.kind == REPLAY and self.cause == "reread":
             return (
@@ -269,7 +284,10 @@ class Hazard:
             f"mutated after record: the array read by {self.reader.describe()} changed after the launch was "
             f"recorded, outside any recorded kernel launch (wp.copy, assign, fill_, NumPy or Torch writes, untaped launches; "
             f"found {'at launch #' + str(self.writer.launch) + ' at ' + self.writer.location if self.writer else 'at backward()'}); "
-            "its backward pass will read the new values. Do not modify arrays a Tape will re-read, or copy them."
+            "its backward pass will read the new values. If that is a bug (an alias of the array written in place, "
+            "an untaped write-back), record the change on the Tape or give the launch a copy; if the backward must "
+            "read the new values (the adjoint method: a solve after the residual was recorded), declare it with "
+            "warp_zerostore.read_at_backward(array)."
         )
 
 
@@ -322,11 +340,15 @@ _PACKAGE_DIR = os.path.dirname(os.path.dirname(__file__)) + os.sep  # warp_zeros
 
 
 def _is_internal(filename: str) -> bool:
+    """Whether a frame of ``filename`` is Warp's runtime or this package, not the user's program. Warp's
+    examples and tests are programs as a user writes them: theirs are user frames."""
     internal = _INTERNAL.get(filename)
     if internal is None:
-        internal = _INTERNAL[filename] = filename.startswith(
-            _compat.warp_package_dirs() + (_PACKAGE_DIR,)
-        ) or filename.startswith("<frozen")
+        path = filename if filename.startswith("<") else os.path.abspath(filename)
+        internal = _INTERNAL[filename] = (
+            path.startswith(_compat.warp_package_dirs() + (_PACKAGE_DIR,))
+            and not path.startswith(_compat.warp_user_code_dirs())
+        ) or path.startswith("<frozen")
     return internal
 
 
@@ -334,7 +356,8 @@ _INTERNAL: dict = {}
 
 
 def _call_site(depth: int = 1) -> str:
-    """``file:line`` of the first frame, from ``depth`` frames up, outside Warp and this package."""
+    """``file:line`` of the first frame, from ``depth`` frames up, outside Warp's runtime and this package
+    (`_is_internal`)."""
     frame = sys._getframe(depth)
     while frame is not None:
         internal = _INTERNAL.get(frame.f_code.co_filename)  # inlined `_is_internal`: four frames a launch
@@ -345,7 +368,8 @@ def _call_site(depth: int = 1) -> str:
         frame = frame.f_back
     if frame is None:
         return "<unknown>"
-    key = (frame.f_code, frame.f_lasti)  # one instruction of one function: one line, without computing it
+    # one instruction of one function: one line, without computing it (code objects compare equal across files)
+    key = (frame.f_code.co_filename, frame.f_code, frame.f_lasti)
     location = _LOCATIONS.get(key)
     if location is None:
         if len(_LOCATIONS) > 65536:
@@ -365,89 +389,15 @@ def _user_stacklevel() -> int:
     return level
 
 
-def _checksum(values: np.ndarray) -> int:
-    """CRC-32 of an array's bytes: what a snapshot Tape keeps of an input to see a change after record."""
-    data = values if values.flags.c_contiguous else np.ascontiguousarray(values)
-    return zlib.crc32(memoryview(data).cast("B"))
-
-
-def _host_copy(arr) -> np.ndarray:
-    return _compat.host_view(arr).copy()
-
-
-def _element_bytes(values: np.ndarray, shape: tuple) -> np.ndarray:
-    return np.ascontiguousarray(values).view(np.uint8).reshape(tuple(shape) + (-1,))
-
-
 def _any(mask: np.ndarray) -> bool:
     """``mask.any()`` for a bool mask, without ``ndarray.any``'s per-call overhead (several times slower on the
     small masks a launch of a few dozen threads makes)."""
     return np.count_nonzero(mask) != 0
 
 
-_UNSIGNED = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
-
-
-def _same_bytes(before: np.ndarray, after: np.ndarray) -> bool:
-    return before.size == 0 or before.tobytes() == after.tobytes()
-
-
-def _changed(before: np.ndarray, after: np.ndarray, shape: tuple) -> np.ndarray:
-    """Bool per Warp element (a vec3 is one element): its bytes differ."""
-    if _same_bytes(before, after):
-        return np.zeros(shape, dtype=bool)
-    return _differing(before, after, shape)
-
-
-def _differing(before: np.ndarray, after: np.ndarray, shape: tuple) -> np.ndarray:
-    """`_changed` for contents already known to differ somewhere."""
-    shape = tuple(shape)
-    if before.shape == shape and before.dtype.itemsize in _UNSIGNED:  # scalars: one compare per element
-        unsigned = _UNSIGNED[before.dtype.itemsize]
-        return np.ascontiguousarray(before).view(unsigned) != np.ascontiguousarray(after).view(unsigned)
-    if _VOID_COMPARE and before.size:  # a vector or matrix element as one opaque value: one compare per element
-        return _opaque(before, shape) != _opaque(after, shape)
-    return np.any(_element_bytes(before, shape) != _element_bytes(after, shape), axis=-1)
-
-
-def _opaque(values: np.ndarray, shape: tuple) -> np.ndarray:
-    """The array's elements (a vec3 is one) as unstructured void values, of the array's shape."""
-    flat = np.ascontiguousarray(values).reshape(shape + (-1,))
-    size = flat.shape[-1] * flat.itemsize
-    void = _VOIDS.get(size)
-    if void is None:
-        void = _VOIDS[size] = np.dtype((np.void, size))
-    return flat.view(void).reshape(shape)
-
-
-_VOIDS: dict = {}  # element size in bytes -> its void dtype (made once: np.dtype() costs a launch's compare)
-
-
-def _void_compare() -> bool:
-    """Does this NumPy compare unstructured void elements byte for byte (several times faster than a per-byte
-    compare and a reduction, on the small arrays of a launch)?"""
-    try:
-        a = np.zeros((2, 3), dtype=np.float32)
-        b = a.copy()
-        b[1, 2] = 1.0
-        void = np.dtype((np.void, 12))
-        found = a.view(void).reshape(2) != b.view(void).reshape(2)
-        return isinstance(found, np.ndarray) and found.dtype == bool and found.tolist() == [False, True]
-    except Exception:  # noqa: BLE001 - an older NumPy: the per-byte compare
-        return False
-
-
-_VOID_COMPARE = _void_compare()
-
-
 def _device_copy(arr):
     with _compat.no_active_tape():
         return warp.clone(arr, requires_grad=False)
-
-
-def _device_array(values: np.ndarray, like):
-    with _compat.no_active_tape():
-        return warp.array(values, dtype=like.dtype, shape=like.shape, device=like.device)
 
 
 def _copy_into(dest, src) -> None:
@@ -471,7 +421,8 @@ class _Tracked:
 
     def __init__(self, arr):
         self.array = arr  # keeps id() unique while tracked
-        self.values = None  # host copy of its content after the last recorded launch that passed it
+        #: its content after the last recorded launch that passed it, on its device (`contents.Known`)
+        self.values: contents.Known | None = None
         self.read = False  # a recorded launch read an element of it
 
 
@@ -489,7 +440,7 @@ class _ArrayUse:
         "labels",
         "crossed",
         "before",
-        "after",
+        "changed",
         "known",
         "marks",
         "saved",
@@ -502,8 +453,9 @@ class _ArrayUse:
         self.access = access  # the union of its labels' accesses
         self.labels = labels
         self.crossed = crossed  # passed under several labels, read through one and written through another
-        self.before: np.ndarray | None = None  # host copy from before the launch
-        self.after: np.ndarray | None = None  # host copy from after the launch
+        #: check mode: the content from before the launch, on its device; after the launch, the content then
+        self.before: contents.Known | None = None
+        self.changed: np.ndarray | None = None  # the elements whose bytes the launch changed, where compared
         self.known = False  # ``before`` is the content the Tape knew (unchanged since the last launch passing it)
         self.marks: read_twin.ElementReads | None = None  # element reads and writes, when the twin ran
         self.saved = None  # device copy from before the launch (snapshot)
@@ -522,6 +474,11 @@ def _union(access: ArgumentAccess, other: ArgumentAccess) -> None:
     access.stores |= other.stores
     access.accumulates |= other.accumulates
     access.value_read |= other.value_read
+    access.adjoint_reads_result &= other.adjoint_reads_result
+    if access.value_readers is not None:
+        access.value_readers = None if other.value_readers is None else access.value_readers | other.value_readers
+    access.helper_stores |= other.helper_stores
+    access.surely_writes |= other.surely_writes
 
 
 def _reads_across_labels(launch) -> bool:
@@ -532,6 +489,26 @@ def _reads_across_labels(launch) -> bool:
     return any(
         use.crossed and use.saved is not None and use.reads_known() and use.marks.any("after") for use in launch.uses
     )
+
+
+def _reads_before_writing(use: _ArrayUse) -> bool:
+    """Does the launch read the array's values from before it wrote them? Not where the twin shows every read
+    follows the thread's own write (``v_out[i] = ...; x_out[i] = x[i] + v_out[i] * dt``): the value then read is
+    the launch's output, which later writers' snapshots keep."""
+    if not use.access.reads:
+        return False
+    if use.reads_known():
+        return use.marks.any("before")
+    return True
+
+
+def _helper_stores_harmless(use: _ArrayUse) -> bool:
+    """Warp's backward re-runs an unflagged kernel's helper stores into memory, each writing again what it wrote
+    in the forward pass (its inputs restored). Harmless where no element the launch writes is read before the
+    write (a chain that reads a link only after computing it): every read of a written element then wants the
+    value written, which memory holds. Decided by the read twin's marks; without them, never."""
+    marks = use.marks
+    return marks is not None and marks.reads_known and not _any(marks.before & marks.written)
 
 
 def _combined_marks(use: _ArrayUse, marks: dict, access: dict) -> read_twin.ElementReads | None:
@@ -623,6 +600,23 @@ class _Launch:
         return (self.kernel.key, label, self.location)
 
 
+def _gradient_reads(launch: _Launch, readers: frozenset | None) -> bool:
+    """Does any of ``readers`` (`ArgumentAccess.value_readers`: parameters and struct paths whose adjoints read a
+    value the launch loaded) reach an array of this launch with a gradient? A scalar parameter has none (Warp's
+    Tape keeps no gradient of it); None: any may."""
+    if readers is None:
+        return True
+    if not readers:
+        return False
+    for use in launch.uses:
+        if not _compat.carries_gradient(use.array):
+            continue
+        for label in use.labels:
+            if any(label == root or label.startswith(root + ".") for root in readers):
+                return True
+    return False
+
+
 class _KernelFacts:
     """What the Tape asks of a kernel at every launch, looked up once per kernel."""
 
@@ -679,6 +673,17 @@ def _launch_hook(original, args, kwargs):
     return original(*args, **kwargs)
 
 
+def _host_write_hook(name, original, args, kwargs):
+    tape = _compat.active_tape()
+    if isinstance(tape, Tape) and tape.snapshot and not _recording.active:
+        _recording.active = True  # assign's own wp.copy is part of the same write
+        try:
+            return tape._recorded_host_write(name, original, args, kwargs)
+        finally:
+            _recording.active = False
+    return original(*args, **kwargs)
+
+
 class Tape(_compat.WarpTape):
     """Warp's Tape, with overwrite checks and snapshots.
 
@@ -723,6 +728,7 @@ class Tape(_compat.WarpTape):
         self.hazards: list[Hazard] = []
         self._hazard_keys: set = set()
         self._hooked = False
+        self._hooked_writes = False
         self._clear_tracking()
 
     def _clear_tracking(self):
@@ -733,14 +739,9 @@ class Tape(_compat.WarpTape):
         self._plans: dict = {}  # (id(kernel), launch site) -> _Plan of its last launch
         self._snapshotted: dict = {}  # id -> array with at least one snapshot
         self.snapshot_bytes: int = 0
-        # snapshot Tape without checks: id -> [array, checksum after the last recorded launch that passed it,
-        # {(kernel, argument, location): Site} of the recorded launches that read it, whether that last launch
-        # saved a restore of it (then the restores put back what every earlier reader read)]
-        self._fingerprints: dict = {}
+        # snapshot Tape without checks: fingerprints of the arrays recorded launches read, compared at backward()
+        self._fingerprints = Fingerprints()
         self._restored_by: dict = {}  # id -> index of the last launch that saved a restore of the array
-        # (array, reader Sites, the launch that found it, whether the restores serve its readers) found between
-        # launches
-        self._mutated: list = []
 
     def _intercepts(self) -> bool:
         return self.check != "off" or self.snapshot
@@ -752,6 +753,9 @@ class Tape(_compat.WarpTape):
         if self._intercepts():
             _compat.install_launch_hook(_launch_hook)
             self._hooked = True
+        if self.snapshot:  # zero_, fill_, assign, untaped copies: recorded as writes while this Tape records
+            _compat.install_host_write_hook(_host_write_hook)
+            self._hooked_writes = True
         return result
 
     def __exit__(self, exc_type, exc_value, traceback):
@@ -763,6 +767,9 @@ class Tape(_compat.WarpTape):
             if self._hooked:
                 self._hooked = False
                 _compat.remove_launch_hook()
+            if self._hooked_writes:
+                self._hooked_writes = False
+                _compat.remove_host_write_hook()
 
     # -- recording: the phases of one launch
 
@@ -775,8 +782,8 @@ class Tape(_compat.WarpTape):
             return self._captured(launch, original, args, kwargs)
         found = self._before(launch, a)
         found += self._struct_arguments(launch, a)
-        if self.snapshot and self.check == "off" and self._fingerprints:
-            self._mutated_before(launch)
+        if self.snapshot and self.check == "off" and self._fingerprints.watched:
+            self._fingerprints.before(launch)
         result = original(*args, **kwargs)
         if _compat.tape_launch_count(self) <= launch.index:  # not recorded (e.g. the Tape was left inside)
             return result
@@ -853,50 +860,70 @@ class Tape(_compat.WarpTape):
         # Checks also need the elements written, whatever the values stored: the twin marks them.
         # A kernel without a backward is never replayed, so its reads cannot be stale: no twin for it (what it writes
         # still comes from the content comparison; a store of the value already there changes nothing it replays).
+        # A snapshot needs them where a thread may read its own store (what the launch read is then not what the
+        # array held before it), or a helper of an unflagged kernel stores (whether any element it writes is read
+        # before the write decides whether Warp's replayed helper stores are harmless).
         twin_needed = launch.replayed and (
-            checking or (self.snapshot and any(use.access.reads_after_store for use in launch.uses))
+            checking
+            or (
+                self.snapshot
+                and any(
+                    use.access.reads_after_store
+                    or (
+                        use.access.helper_stores  # re-run into memory: unflagged, or through a struct (`reruns`)
+                        and (effective_zero_store(launch.kernel) is not True or any("." in x for x in use.labels))
+                    )
+                    for use in launch.uses
+                )
+            )
         )
         if twin_needed and launch.uses:
             marks = read_twin.element_reads(launch.kernel, a)
             access = _facts(launch.kernel).access
             for use in launch.uses:
                 use.marks = _combined_marks(use, marks, access)
+        if checking:
+            self._contents_before(launch, found)
         for use in launch.uses:
             wanted = (
                 self.snapshot
                 and use.access.writes
                 and use.array.size
-                and (use.access.reads or self._read_before(use.array))
+                and (_reads_before_writing(use) or self._read_unsaved(use.array))
             )
-            if checking:
-                self._content_before(launch, use, found)
-            elif wanted and (use.reads_known() or use.crossed):
-                use.before = _host_copy(use.array)
             if wanted:
                 use.saved = _device_copy(use.array)
         return found
 
-    def _content_before(self, launch: _Launch, use: _ArrayUse, found: list) -> None:
-        """Check mode: ``use.before``, the array's content before the launch, where anything needs it, and the
-        mutations of an array a recorded launch read since the Tape last saw it.
+    def _contents_before(self, launch: _Launch, found: list) -> None:
+        """Check mode: ``use.before``, each array's content before the launch, where anything needs it, and the
+        mutations of an array a recorded launch read since the Tape last saw it (all compared in one launch).
 
         Needed for an array the launch writes (what changed), one that shares memory with such an array (a view
         of it), one a recorded launch reads (a later change is a mutation) or this launch may read (it is replayed).
         An array only read by a kernel without backward, and by no replayed launch before, needs nothing: nothing
         that changes it can be stale or mutated for anyone yet.
         """
-        arr = use.array
-        tracked = self._tracked.get(id(arr))
-        if tracked is not None and tracked.read and tracked.values is not None:
-            now = _compat.host_view(arr)
-            if _same_bytes(tracked.values, now):
-                use.before = tracked.values  # unchanged (the usual case): the known content, never written to
+        compared, items = [], []
+        for use in launch.uses:
+            arr = use.array
+            tracked = self._tracked.get(id(arr))
+            if tracked is not None and tracked.read and tracked.values is not None:
+                use.before = tracked.values  # compared, and brought to the content now
+                compared.append(use)
+                items.append((arr, use.before, True, True))
+            elif use.access.writes or (launch.replayed and use.access.reads) or self._shares_written(launch, use):
+                use.before = contents.Known(arr, refresh=False)
+                items.append((arr, use.before, True, False))
+        if not items:
+            return
+        masks = iter(m for m in contents.changed_many(items) if m is not None)
+        for use in compared:
+            changed = next(masks)
+            if not _any(changed):  # unchanged (the usual case)
                 use.known = True
-                return
-            use.before = now.copy() if arr.device.is_cpu else now  # on the CPU, the view is the live memory
-            found.extend(self._mutations(arr, tracked.values, use.before, launch.site(use.label)))
-        elif use.access.writes or (launch.replayed and use.access.reads) or self._shares_written(launch, use):
-            use.before = _host_copy(arr)
+            else:
+                found.extend(self._mutations(use.array, changed, launch.site(use.label)))
 
     def _shares_written(self, launch: _Launch, use: _ArrayUse) -> bool:
         """Does an array the launch does not write lie in a memory region with one it writes (a view of it)? Its
@@ -918,11 +945,11 @@ class Tape(_compat.WarpTape):
                 }
         return id(use.array) in plan.shared
 
-    def _mutations(self, arr, recorded: np.ndarray, now: np.ndarray, writer: Site | None) -> list:
-        """Mutation hazards for the readers of the elements that changed since the Tape last saw ``arr``."""
-        if _same_bytes(recorded, now):  # the usual case: nothing changed, no per-element mask needed
-            return []
-        changed = _differing(recorded, now, arr.shape)
+    def _mutations(self, arr, changed: np.ndarray, writer: Site | None) -> list:
+        """Mutation hazards for the readers of the elements ``changed`` marks (changed since the Tape last saw
+        ``arr``)."""
+        if is_declared(arr):
+            return []  # the backward must read the new values: the user said so (`read_at_backward`)
         if not _any(changed):
             return []
         region, slots, _ = self._region(arr)
@@ -951,11 +978,22 @@ class Tape(_compat.WarpTape):
                     else:
                         self._record_read(launch, use, None)
         changed_regions = []
+        # the arrays the launch may have changed: written, or over memory it wrote (views)
+        may_change = {
+            id(use): use.access.writes or self._shares_written(launch, use)
+            for use in launch.uses
+            if use.before is not None
+        }
+        if checking:  # their changes, all compared in one launch (their copies take the content)
+            written = [use for use in launch.uses if may_change.get(id(use))]
+            if written:
+                masks = contents.changed_many([(use.array, use.before, True, True) for use in written])
+                for use, mask in zip(written, masks):
+                    use.changed = mask
         for use in launch.uses:
             if use.before is None:
                 continue
-            unchanged = not use.access.writes and not self._shares_written(launch, use)
-            use.after = use.before if unchanged else _host_copy(use.array)
+            unchanged = not may_change[id(use)]
             if not checking or (unchanged and use.known):  # known and unchanged: nothing to refresh
                 continue
             # Known content matters for arrays a recorded launch reads (this one's included: its reads after its own
@@ -964,24 +1002,26 @@ class Tape(_compat.WarpTape):
             if tracked is None and launch.replayed and use.access.reads:
                 tracked = self._track(use.array)
             if not unchanged:
-                # Written: what the twin saw stored (whatever the value), and what changed (stores it cannot see).
-                if _same_bytes(use.before, use.after):
-                    changed = use.marks.written if use.marks is not None else None
-                else:
-                    changed = _differing(use.before, use.after, use.array.shape)
-                    if use.marks is not None:
-                        changed |= use.marks.written
-                count = 0 if changed is None else np.count_nonzero(changed)
+                # Written: what the twin saw stored (whatever the value), and what changed (stores it cannot see);
+                # the copy of the content before became the content after (above)
+                changed = use.changed | use.marks.written if use.marks is not None else use.changed
+                count = np.count_nonzero(changed)
                 if count:
                     found.extend(self._write_hazards(launch, use, changed, count))
-                    changed_regions.append((use.array, self._locate(use)[0]))
+                    changed_regions.append(use.array)
             if tracked is not None:
-                tracked.values = use.after
+                tracked.values = use.before
+            elif not use.known:  # a copy made for this launch only
+                use.before.release()
+                use.before = None
         # A thread's read of its own write: not stale for this launch's writes, but it is for later writers.
         if launch.replayed:
             for use in launch.uses:
                 if use.access.reads and use.array.size and use.reads_known() and use.marks.any("after"):
                     self._record_read(launch, use, "after")
+                # wp.atomic_min's backward reads the elements as the launch left them (which value won)
+                if use.access.adjoint_reads_result and use.reads_known() and use.marks.any("written"):
+                    self._record_read(launch, use, "written")
             if checking:
                 found.extend(self._rereads(launch))
         if checking and changed_regions:
@@ -1011,18 +1051,28 @@ class Tape(_compat.WarpTape):
         exact = replays_exactly(launch.kernel)
         pre = pre_backward(launch.kernel) if exact and not _reads_across_labels(launch) else None
         exact = pre is not None
-        # Stock Warp's backward re-runs an unflagged kernel's helper stores into memory.
-        replays_helper_stores = effective_zero_store(launch.kernel) is not True and _compat.kernel_has_backward(
-            launch.kernel
-        )
+        # Stock Warp's backward re-runs an unflagged kernel's helper stores into memory; a flagged kernel's replay
+        # sends those of array parameters to its log, not those through a struct a helper is passed.
+        backward = _compat.kernel_has_backward(launch.kernel)
+        replays_helper_stores = effective_zero_store(launch.kernel) is not True and backward
         for use in launch.uses:
+            if use.access.writes and use.array.size:  # for the host writes after it (`_recorded_host_write`)
+                region, slots, whole = self._locate(use)
+                region.write_any[slots if whole is None else whole] = True
             if use.saved is None:
                 continue
-            if use.before is not None and _same_bytes(use.before, use.after):
+            if use.changed is None and (use.reads_known() or use.crossed):
+                use.changed = contents.changed(use.array, use.saved)  # the launch's changes, on the device
+            if use.changed is not None and not _any(use.changed):
                 continue  # a snapshot of an array the launch did not change is not needed (known when compared)
+            if use.before is None and not use.access.surely_writes and observe.unchanged(use.saved, use.array):
+                continue  # the source only says "may write" (`access`): the launch changed no byte, so no restore
             self._snapshotted[id(use.array)] = use.array
             self._restored_by[id(use.array)] = launch.index
-            if replays_helper_stores and use.access.helper_stores:
+            self._served_by_restore(use)
+            through_struct = backward and any("." in label for label in use.labels)
+            reruns = (replays_helper_stores or through_struct) and use.access.helper_stores
+            if reruns and not _helper_stores_harmless(use):
                 found.append(Hazard(REPLAY, writer=launch.site(use.label), cause="helper store"))
             saved_bytes = use.saved.size * _compat.dtype_size_bytes(use.saved.dtype)
             if use.crossed and not use.reads_known():
@@ -1030,11 +1080,10 @@ class Tape(_compat.WarpTape):
                 # of such a launch shares its shadows between the labels, so it can): the Tape cannot tell a
                 # read before the write from one after. Restore what the launch wrote (what a plain Tape gives),
                 # and say so.
-                read_values.append((use.array, _device_array(use.after, use.array)))
+                read_values.append((use.array, _device_copy(use.array)))
                 inputs.append((use.array, use.saved))
                 self.snapshot_bytes += 2 * saved_bytes
-                read = use.marks.read if use.reads_known() else np.ones(use.array.shape, dtype=bool)
-                elements = int(np.count_nonzero(read & _changed(use.before, use.after, use.array.shape)))
+                elements = int(np.count_nonzero(use.changed))  # every element counts as read
                 found.append(Hazard(REPLAY, writer=launch.site(use.label), elements=elements, cause="aliased"))
                 continue
             after = use.marks.after if use.reads_known() else None
@@ -1050,12 +1099,14 @@ class Tape(_compat.WarpTape):
             if after is None or not _any(after):
                 read_values.append((use.array, use.saved))
                 self.snapshot_bytes += saved_bytes
+                if reruns:  # the adjoint writes the array again: put the input back for the earlier launches
+                    inputs.append((use.array, use.saved))
                 continue
             both = after & use.marks.before
             written = after & ~both if exact else after
-            values = use.before.copy()
-            values[written] = use.after[written]
-            read_values.append((use.array, _device_array(values, use.array)))
+            values = _device_copy(use.array)  # what the launch wrote where a thread read its own write,
+            contents.blend(values, use.saved, written)  # its input elsewhere
+            read_values.append((use.array, values))
             inputs.append((use.array, use.saved))
             self.snapshot_bytes += 2 * saved_bytes
             if _any(both) and not exact:
@@ -1070,6 +1121,45 @@ class Tape(_compat.WarpTape):
             _compat.insert_tape_callback(self, launch.index, _Restore(inputs))
         if found:
             self._report(found)
+
+    # -- host writes inside a recording snapshot Tape (`host_writes`)
+
+    def _recorded_host_write(self, kind: str, original, args, kwargs):
+        """``zero_``, ``fill_``, ``assign`` or an untaped ``wp.copy`` while this snapshot Tape records: where a recorded
+        launch read or wrote the destination's memory before, the write becomes an entry of the Tape that puts its
+        content back in ``backward()`` (if one was read) and zeroes the gradient of what it overwrote."""
+        write = host_writes.described(kind, args, kwargs)
+        dest = None if write is None else write.dest
+        if dest is None or not dest.size or _compat.is_capturing(dest.device):
+            return original(*args, **kwargs)
+        region, slots, _ = self._region(dest)
+        read, written = _any(region.read_unsaved[slots]), _any(region.write_any[slots])
+        if not (read or written):  # nothing recorded touched it: as a write before the Tape
+            return original(*args, **kwargs)
+        saved = _device_copy(dest) if read else None
+        count = _compat.tape_launch_count(self)
+        result = original(*args, **kwargs)
+        if _compat.tape_launch_count(self) > count:  # Warp recorded it (a copy between arrays with gradients)
+            return result
+        grad = None
+        if dest.grad is not None and not _compat.retains_grad(dest):
+            grad = host_writes.elements(dest.grad, write.window)
+        if saved is None and grad is None:
+            return result
+        _compat.append_tape_callback(self, host_writes.Undo(dest, saved, grad))
+        if saved is not None:
+            self._snapshotted[id(dest)] = dest
+            self.snapshot_bytes += saved.size * _compat.dtype_size_bytes(saved.dtype)
+            region.read_unsaved[slots] = False  # its restore serves the readers before it
+        # its content and its views' changed legitimately: not a mutation
+        views = self._views_of({id(dest)}, [dest])
+        if self.check == "off":
+            self._fingerprints.changed(dest, served=saved is not None, views=views)
+        for arr in [dest, *views]:
+            tracked = self._tracked.get(id(arr))
+            if tracked is not None and tracked.values is not None:
+                tracked.values.refresh(arr)
+        return result
 
     # -- bookkeeping
 
@@ -1090,7 +1180,7 @@ class Tape(_compat.WarpTape):
         if book is None:
             book = self._books[key] = AddressBook()
         region, slots = book.region(arr)
-        region.arrays[id(arr)] = arr
+        region.add(arr)
         cached = self._located[id(arr)] = (arr, region, slots, slot_range(arr, region.start, region.unit))
         return cached[1:]
 
@@ -1100,12 +1190,24 @@ class Tape(_compat.WarpTape):
             use.located = self._region(use.array)
         return use.located
 
-    def _read_before(self, arr) -> bool:
-        """Did a recorded launch read any element of ``arr``?"""
+    def _read_unsaved(self, arr) -> bool:
+        """Did a recorded launch read an element of ``arr`` since the last write that saved a restore of it?"""
         if not arr.size:
             return False
         region, slots, _ = self._region(arr)
-        return _any(region.read_any[slots])
+        return _any(region.read_unsaved[slots])
+
+    def _served_by_restore(self, use: _ArrayUse) -> None:
+        """The launch saved a restore of the whole array: readers of it so far are served (a later write need not
+        save it again for them), but not the launch's own reads of what it wrote (they want its output)."""
+        region, slots, whole = self._locate(use)
+        region.read_unsaved[slots if whole is None else whole] = False
+        if use.access.reads_after_store or use.crossed:
+            if use.reads_known() and not use.crossed:
+                if use.marks.any("after"):
+                    region.read_unsaved[slots[use.marks.after]] = True
+            else:
+                region.read_unsaved[slots if whole is None else whole] = True
 
     def _record_read(self, launch: _Launch, use: _ArrayUse, which: str | None) -> None:
         """``which``: the twin's marks of the elements read, ``"before"`` or ``"after"`` (callers pass only marks
@@ -1120,11 +1222,14 @@ class Tape(_compat.WarpTape):
             read = slots[getattr(use.marks, which)]
         entry = region.reads.get(key)
         if entry is None:
-            # a reader whose backward reads no value it loaded (`value_use`): a stale read of it is not real
+            # a reader whose backward reads no value it loaded (`value_use`), or whose adjoints that read them reach
+            # only arrays of this launch without a gradient: a stale read of it is not real
             site = launch.site(use.label)
-            entry = region.reads[key] = [site, np.zeros(region.writer.size, dtype=bool), use.access.value_read]
+            real = use.access.value_read and _gradient_reads(launch, use.access.value_readers)
+            entry = region.reads[key] = [site, np.zeros(region.writer.size, dtype=bool), real]
         entry[1][read] = True
         region.read_any[read] = True
+        region.read_unsaved[read] = True
 
     def _write_hazards(self, launch: _Launch, use: _ArrayUse, changed, count: int) -> list:
         """Overwrites and stale reads of the ``count`` elements ``changed`` marks. A hazard the Tape already
@@ -1167,13 +1272,16 @@ class Tape(_compat.WarpTape):
                     sites = np.flatnonzero(counts)
                     sites, counts = sites.tolist(), counts[sites].tolist()
             real = None
+            gradient = _compat.carries_gradient(use.array)
             for site, elements in zip(sites, counts):
                 if real is None:
                     # safe only where the store adjoint zeroes this array's gradient: never one made with
                     # retain_grad=True (Warp >= 1.13 skips zeroing it, stock and flagged alike). Real even where
                     # the earlier writer has no backward: what leaks stays in the gradient, and reaches whatever
-                    # that writer wrote over (an input a recorded copy read, say)
-                    real = not store_adjoints_zero(launch.kernel) or _compat.retains_grad(use.array)
+                    # that writer wrote over (an input a recorded copy read, say). Never real for an array without
+                    # a gradient (an integer or bool dtype, requires_grad=False when the later launch is recorded):
+                    # there is no adjoint to leak
+                    real = gradient and (not store_adjoints_zero(launch.kernel) or _compat.retains_grad(use.array))
                 if (OVERWRITE, writer, None, self._sites[site][1], real) in known:
                     continue
                 found.append(
@@ -1183,13 +1291,15 @@ class Tape(_compat.WarpTape):
                         earlier=self._site(site),
                         real=real,
                         elements=int(elements),
-                        cause="" if backward else "no backward",
+                        cause="no gradient" if not gradient else "" if backward else "no backward",
                     )
                 )
         if region.reads and _any(region.read_any[written]):  # else no read site can have read them
             for reader, (site, bitmap, value_read) in region.reads.items():
                 if (STALE_READ, writer, reader, None, value_read) in known:
                     continue
+                if site.launch == launch.index and use.access.adjoint_reads_result:
+                    continue  # wp.atomic_min's backward reads what its launch left (which value won), by design
                 elements = int(np.count_nonzero(bitmap[written]))
                 if elements:
                     found.append(
@@ -1208,21 +1318,28 @@ class Tape(_compat.WarpTape):
         launch, (kernel, argument, location) = self._sites[index]
         return Site(launch, kernel, argument, location)
 
-    def _refresh_views(self, launch: _Launch, changed_regions: list) -> None:
-        """Other arrays over memory a recorded launch changed (views) changed legitimately: not a mutation."""
-        passed = None
-        for arr, region in changed_regions:
+    def _views_of(self, passed, written: list) -> list:
+        """The other array objects located over memory of ``written`` (arrays a launch or a host write wrote), not
+        among ``passed`` (a `_Launch`, whose arrays are left out, or a set of ids): found through each region's
+        address index, so the cost follows the launch's arrays and what overlaps them, not the arrays seen before."""
+        found: dict = {}
+        for arr in written:
+            region = self._region(arr)[0]
             if len(region.arrays) == 1:
-                continue  # only the array itself, whose contents are known
-            if passed is None:
-                passed = {id(use.array) for use in launch.uses}
-            changed = byte_span(arr)
-            for other in region.arrays.values():
-                tracked = self._tracked.get(id(other))
-                if id(other) in passed or tracked is None or tracked.values is None:
-                    continue
-                if overlap(changed, byte_span(other)):
-                    tracked.values = _host_copy(other)
+                continue  # only the array itself
+            if isinstance(passed, _Launch):
+                passed = {id(use.array) for use in passed.uses}
+            for other in region.views(arr):
+                if id(other) not in passed:
+                    found[id(other)] = other
+        return list(found.values())
+
+    def _refresh_views(self, launch: _Launch, changed: list) -> None:
+        """Other arrays over memory a recorded launch changed (views) changed legitimately: not a mutation."""
+        for other in self._views_of(launch, changed):
+            tracked = self._tracked.get(id(other))
+            if tracked is not None and tracked.values is not None:
+                tracked.values.refresh(other)
 
     # -- reporting
 
@@ -1253,7 +1370,7 @@ class Tape(_compat.WarpTape):
         found = []
         for tracked in self._tracked.values():
             if tracked.read and tracked.values is not None:
-                found.extend(self._mutations(tracked.array, tracked.values, _host_copy(tracked.array), None))
+                found.extend(self._mutations(tracked.array, tracked.values.changed(tracked.array), None))
         self._report(found)
 
     def backward(self, loss: warp.array | None = None, grads: dict[warp.array, warp.array] | None = None) -> None:
@@ -1279,62 +1396,29 @@ class Tape(_compat.WarpTape):
             for arr, saved in final:  # the forward pass's final values, again
                 _copy_into(arr, saved)
 
-    # -- mutation after record, on a snapshot Tape without checks: a checksum per array a recorded launch reads
+    # -- mutation after record, on a snapshot Tape without checks: fingerprints of the arrays recorded launches read
 
     def _fingerprint(self, launch: _Launch) -> None:
-        """Checksums of the launch's arrays (their content after it), and who reads them. An array that changed
-        since the Tape last saw it, before this launch, is a mutation: its readers' backward would read new values."""
-        replayed = _compat.kernel_has_backward(launch.kernel)
+        """After the launch: fingerprints of its arrays and of the views of memory it wrote (`fingerprints`)."""
+        written = [use.array for use in launch.uses if use.access.writes and use.array.size]
         for use in launch.uses:
-            entry = self._fingerprints.get(id(use.array))
-            reads = replayed and use.access.reads and use.array.size
-            if entry is None and not reads:
-                continue
-            if entry is None or entry[0] is not use.array:
-                entry = self._fingerprints[id(use.array)] = [use.array, None, {}, False]
-            if reads:  # one reader per kernel, argument and line (a rollout reads an array at every step)
-                site = launch.site(use.label)
-                entry[2].setdefault((site.kernel, site.argument, site.location), site)
-            entry[1] = _checksum(use.after if use.after is not None else _compat.host_view(use.array))
-            entry[3] = self._restored_by.get(id(use.array)) == launch.index
-        # other arrays over memory this launch wrote (views) changed legitimately too
-        written = [byte_span(use.array) for use in launch.uses if use.access.writes and use.array.size]
-        if written and len(self._fingerprints) > len(launch.uses):
-            passed = {id(use.array) for use in launch.uses}
-            for key, entry in self._fingerprints.items():
-                if key in passed:
-                    continue
-                spanned = byte_span(entry[0])
-                if any(overlap(spanned, w) for w in written):
-                    entry[1] = _checksum(_compat.host_view(entry[0]))
-                    entry[3] = False  # no restore of its own
-
-    def _mutated_before(self, launch: _Launch) -> None:
-        """Arrays of this launch that changed since the last recorded launch that passed them (found now, raised at
-        ``backward()``)."""
-        for use in launch.uses:
-            entry = self._fingerprints.get(id(use.array))
-            if entry is None or entry[0] is not use.array or not entry[2]:
-                continue
-            now = use.before if use.before is not None else _compat.host_view(use.array)
-            if entry[1] != _checksum(now):
-                self._mutated.append((use.array, list(entry[2].values()), launch.site(use.label), entry[3]))
+            if use.array.size:
+                self._locate(use)  # in the address index, where a later launch's write finds it as a view
+        self._fingerprints.after(
+            launch,
+            restored=lambda arr: self._restored_by.get(id(arr)) == launch.index,
+            views=self._views_of(launch, written) if written else (),
+        )
 
     def _serve_last_readers(self) -> None:
         """When recording stops: an array a recorded launch restores, read by launches after the last launch that
         restored it, gets one restore more, of its content now, run first in the backward. The writers' restores
         put back what the readers before them read, not what those later readers read, and a change before
         ``backward()`` (a later rollout step over a scratch array) would reach their adjoints. An array changed
-        since its last launch is a mutation, refused at ``backward()``."""
+        since its last launch is a mutation, refused at ``backward()`` (the fingerprints say so there)."""
         restores = []
-        for entry in self._fingerprints.values():
-            arr, checksum, readers, served = entry
-            if served or not readers or id(arr) not in self._snapshotted:
-                continue
-            if checksum != _checksum(_compat.host_view(arr)):
-                continue
+        for arr in self._fingerprints.at_exit(self._snapshotted):
             restores.append((arr, _device_copy(arr)))
-            entry[3] = True
             self.snapshot_bytes += arr.size * _compat.dtype_size_bytes(arr.dtype)
         if restores:
             _compat.append_tape_callback(self, _Restore(restores))
@@ -1346,15 +1430,10 @@ class Tape(_compat.WarpTape):
         # restores put back what it and every earlier reader read, each before that reader's adjoint. Otherwise
         # (an input only read; a launch that read it after the last restoring writer) nothing puts back what
         # those readers read.
-        found = [m for m in self._mutated if not m[3]]
-        for arr, checksum, readers, served in self._fingerprints.values():
-            if readers and not served and checksum != _checksum(_compat.host_view(arr)):
-                found.append((arr, list(readers.values()), None, False))
+        found = self._fingerprints.refused()
         if not found:
             return
-        hazards = [
-            Hazard(MUTATED, writer=writer, reader=reader) for _, readers, writer, _ in found for reader in readers
-        ]
+        hazards = [Hazard(MUTATED, writer=writer, reader=reader) for _, readers, writer in found for reader in readers]
         self._report(hazards, force_error=True)
 
     def reset(self):

@@ -18,7 +18,7 @@ import warp
 
 from .. import _compat
 from ..access import written
-from ..codegen import pre_backward, warn_replay_issues
+from ..codegen import pre_backward, warn_backward
 from ..options import effective_zero_store
 from . import arrays, custom_ops, streams
 from .autograd import WarpFunction, record
@@ -566,7 +566,7 @@ def kernel_op(kernel, outputs: dict | None = None, *, in_out=(), dim=None, name:
 
     def launch_adjoint(args, adj_args, device):
         # what wp.Tape.backward does for one recorded launch: gradients of arrays, none for Python values
-        warn_replay_issues(adjoint_kernel)
+        warn_backward(adjoint_kernel)
         warp.launch(
             adjoint_kernel, dim=grid(args), inputs=list(args), adj_inputs=list(adj_args), adjoint=True, device=device
         )

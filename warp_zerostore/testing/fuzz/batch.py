@@ -26,7 +26,7 @@ import numpy as np
 import warp
 
 from ... import _compat, codegen
-from ...codegen import replay, replay_records
+from ...codegen import adjoint_lints, replay, replay_records
 from . import oracle
 from .nodes import THREADS
 from .printer import VEC_TYPE, Printer
@@ -85,7 +85,7 @@ class Failure:
     worst: float = float("inf")  # |warp - reference| / tolerance at the worst element
     array: str = ""  # the input (gradient) or output (forward) holding the worst element
     detail: str = ""
-    warned: str = ""  # a warning the package gave for this kernel at build time (the failure is not silent)
+    warned: str = ""  # a ReplayWarning or AdjointWarning the package gave for this kernel (not a silent failure)
     warp_value: dict = field(default_factory=dict)  # what Warp computed, by array
     reference: dict = field(default_factory=dict)  # what the reference computed, by array
     tape: str = ""  # "plain" or "snapshot" (`TAPES`); "" means the variant's `DEFAULT_TAPE`
@@ -150,14 +150,15 @@ def parallel_builds() -> int:
     return min(4, os.cpu_count() or 1) if _compat.THREADED_BUILDS else 1
 
 
-def check_batch(cases, device: str = "cpu", prelude: str = "", parts: int | None = None) -> list:
+def check_batch(cases, device: str = "cpu", prelude: str = "", parts: int | None = None, stop=None, each=None) -> list:
     """Build ``cases`` in ``parts`` modules at once (default `parallel_builds`; bisecting on a build error) and
-    check each; the failures found."""
+    check each; the failures found. ``each(case)`` is called after a case is checked on every path; once
+    ``stop()`` is true, the cases not checked yet are left so (a campaign's deadline: `budget.Budget.expired`)."""
     cases = list(cases)
     parts = max(1, min(parts or parallel_builds(), len(cases) // MIN_PART or 1))
     workdir = tempfile.mkdtemp(prefix="warp_zerostore_fuzz_")
     try:
-        with warnings.catch_warnings(record=True) as caught:  # the package's build-time warnings, per kernel
+        with warnings.catch_warnings(record=True) as caught:  # the package's warnings while building, per kernel
             warnings.simplefilter("always")
             size = -(-len(cases) // parts)
             chunks = [(cases[k : k + size], k) for k in range(0, len(cases), size)]
@@ -165,9 +166,9 @@ def check_batch(cases, device: str = "cpu", prelude: str = "", parts: int | None
         failures = []
         for (chunk, first), module in zip(chunks, modules):
             if isinstance(module, Exception):  # a kernel Warp cannot build: find it
-                failures += _bisect(chunk, first, workdir, device, prelude)
+                failures += _bisect(chunk, first, workdir, device, prelude, stop=stop, each=each)
             else:
-                failures += _check_module(chunk, first, module, caught, device)
+                failures += _check_module(chunk, first, module, caught, device, stop, each)
         return failures
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
@@ -210,8 +211,8 @@ def _pool(workers: int) -> concurrent.futures.ThreadPoolExecutor:
     return _POOLS[workers]
 
 
-def _bisect(cases, first, workdir, device, prelude, twins=True) -> list:
-    if not cases:
+def _bisect(cases, first, workdir, device, prelude, twins=True, stop=None, each=None) -> list:
+    if not cases or (stop is not None and stop()):
         return []
     try:
         with warnings.catch_warnings(record=True) as caught:
@@ -219,20 +220,25 @@ def _bisect(cases, first, workdir, device, prelude, twins=True) -> list:
             module = build(cases, workdir, prelude, first, twins)
     except Exception as error:  # a kernel Warp cannot build: find it
         if len(cases) == 1 and twins:  # perhaps its read twin: the Tape copes without one (whole-array reads)
-            return _bisect(cases, first, workdir, device, prelude, twins=False)
+            return _bisect(cases, first, workdir, device, prelude, False, stop, each)
         if len(cases) == 1:  # one build for every path: never worse than stock
+            if each is not None:
+                each(cases[0])
             return [Failure(cases[0], v, "build", detail=_short(error), tape=t) for v, t in PATHS]
         half = len(cases) // 2
-        return _bisect(cases[:half], first, workdir, device, prelude) + _bisect(
-            cases[half:], first + half, workdir, device, prelude
+        return _bisect(cases[:half], first, workdir, device, prelude, True, stop, each) + _bisect(
+            cases[half:], first + half, workdir, device, prelude, True, stop, each
         )
-    return _check_module(cases, first, module, caught, device)
+    return _check_module(cases, first, module, caught, device, stop, each)
 
 
-def _check_module(cases, first, module, caught, device) -> list:
-    """Each case on every path of `PATHS`; a package path's failure is worse than stock where stock's passed."""
+def _check_module(cases, first, module, caught, device, stop=None, each=None) -> list:
+    """Each case on every path of `PATHS`; a package path's failure is worse than stock where stock's passed
+    (``stop``, ``each``: `check_batch`'s)."""
     failures = []
     for j, case in enumerate(cases, first):
+        if stop is not None and stop():
+            break
         ref = oracle.reference(case.program, case.thresholds, case.inputs, case.cotangents)
         stock_values, stock_right = {}, False
         for variant, tape in PATHS:  # STOCK_PATH first
@@ -241,12 +247,16 @@ def _check_module(cases, first, module, caught, device) -> list:
             if (variant, tape) == STOCK_PATH:
                 stock_right = failure is None
             if failure is not None:
-                failure.warned = _replay_warning(kernel, tape) or next(
-                    (str(w.message) for w in caught if f"'c{j}_{variant}'" in str(w.message)), ""
+                failure.warned = (
+                    _replay_warning(kernel, tape)
+                    or next((message for message, _, _ in adjoint_lints.messages(kernel)), "")
+                    or next((str(w.message) for w in caught if f"'c{j}_{variant}'" in str(w.message)), "")
                 )
                 if stock_right and (variant, tape) != STOCK_PATH:
                     failure.worse, failure.stock = True, stock_values.get(failure.kind, {})
                 failures.append(failure)
+        if each is not None:
+            each(case)
     return failures
 
 

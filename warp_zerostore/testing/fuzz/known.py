@@ -134,6 +134,11 @@ KNOWN = {
 }
 
 
+def trigger(known_id: str) -> tuple:
+    """The constructs that trigger the known issue ``known_id`` (those of its shrunk repro)."""
+    return KNOWN[known_id][3]
+
+
 def match(failure, version: str | None = None) -> str:
     """The id of the known issue ``failure`` matches on ``version`` (default: the installed Warp), or "" (always
     for a failure worse than stock)."""

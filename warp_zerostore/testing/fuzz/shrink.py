@@ -4,7 +4,7 @@ Each round builds every one-step simplification of the current program in one mo
 statement, inline a branch or a loop body, replace an expression by one of its operands or a constant, drop a
 helper's use. The smallest candidate that still fails with the same variant, Tape and kind (and is still worse
 than stock, if the failure was) wins; rounds repeat until none does (a local minimum), or the round budget is
-spent.
+spent, or the campaign's time (`budget.Budget`: a round takes only the candidates that fit in it).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 
 from . import batch
+from .budget import Budget
 from .grammar import with_body
 from .nodes import (
     MAT33,
@@ -359,12 +360,14 @@ def fails_like(found, failure) -> bool:
     return found.path == failure.path and found.kind == failure.kind and (found.worse or not failure.worse)
 
 
-def shrink(failure, *, rounds: int = 12, device: str = "cpu", log=None, prelude: str = "") -> list:
+def shrink(failure, *, rounds: int = 12, device: str = "cpu", log=None, prelude: str = "", budget=None) -> list:
     """The smallest case found that fails like ``failure`` (`fails_like`: same variant, Tape and kind, still
     worse than stock if it was): its failures, every path's (the first is ``failure``'s own). ``prelude``: extra
-    source for each round's module, as `batch.check_batch` takes it (a mutant's helpers or salt)."""
-    best = [failure]
-    for _ in range(rounds):
+    source for each round's module, as `batch.check_batch` takes it (a mutant's helpers or salt). With ``budget``
+    (`budget.Budget`), each round takes the candidates that fit in the time left, smallest first; a failure it
+    leaves no time for is recorded as cut ("not shrunk", or "shrunk in part" after some rounds)."""
+    budget, best = budget or Budget(), [failure]
+    for done in range(rounds):
         program = best[0].case.program
         seen, candidates = {program}, []
         programs = sorted(list(statement_candidates(program)) + list(expression_candidates(program)), key=size)
@@ -379,12 +382,20 @@ def shrink(failure, *, rounds: int = 12, device: str = "cpu", log=None, prelude:
                 break
         if not candidates:
             break
-        found = batch.check_batch(candidates, device, prelude=prelude)
-        same = [f for f in found if fails_like(f, failure)]
-        if not same:
+        found, complete = budget.shrink_round(
+            candidates,
+            lambda cases, stop, each: batch.check_batch(cases, device, prelude=prelude, stop=stop, each=each),
+            f"shrinking: round {done + 1} of {rounds}",
+        )
+        same = [f for f in found or () if fails_like(f, failure)]
+        if same:
+            winner = min(same, key=lambda f: size(f.case.program))
+            best = [winner] + [f for f in found if f.case is winner.case and f is not winner]
+            if log is not None:
+                log(f"shrunk to {size(winner.case.program)} nodes")
+        elif not complete:  # not a local minimum: the time left did not check every candidate
+            budget.cut("failure", "shrunk in part" if done else "not shrunk")
             break
-        winner = min(same, key=lambda f: size(f.case.program))
-        best = [winner] + [f for f in found if f.case is winner.case and f is not winner]
-        if log is not None:
-            log(f"shrunk to {size(winner.case.program)} nodes")
+        else:
+            break
     return best
