@@ -676,6 +676,27 @@ def replace_launch_kernel(tape, index: int, kernel) -> None:
     tape.launches[index][0] = kernel
 
 
+def launch_caller(entry) -> str:
+    """``file:line`` where a recorded kernel launch was made: what the package's Tape noted (`note_launch_caller`:
+    Warp's own record names the launch hook's frame there), else the caller Warp keeps in the entry's metadata on
+    every supported version, else ""."""
+    metadata = entry[7] if len(entry) > 7 and isinstance(entry[7], dict) else {}
+    noted = metadata.get(_NOTED_CALLER)
+    if noted:
+        return noted
+    caller = metadata.get("caller")
+    return f"{caller['file']}:{caller['lineno']}" if caller else ""
+
+
+_NOTED_CALLER = "warp_zerostore_caller"
+
+
+def note_launch_caller(entry, location: str) -> None:
+    """Keep the user's ``file:line`` of a recorded kernel launch in its entry's metadata (`launch_caller`)."""
+    if len(entry) > 7 and isinstance(entry[7], dict):
+        entry[7][_NOTED_CALLER] = location
+
+
 def launch_values(entry) -> list:
     """The argument values of a recorded kernel launch, inputs then outputs."""
     return list(entry[3]) + list(entry[4])
@@ -1180,6 +1201,12 @@ def function_source(func) -> str:
     import textwrap  # noqa: PLC0415
 
     return textwrap.dedent(inspect.getsource(func))
+
+
+def function_location(func) -> tuple:
+    """``(source file, first line)`` of a Python function (its first decorator's line, as ``function_source``
+    starts)."""
+    return inspect.getsourcefile(func) or "?", inspect.getsourcelines(func)[1]
 
 
 def append_tape_callback(tape, callback) -> None:

@@ -69,7 +69,7 @@ from ..codegen import pre_backward, replays_exactly
 from ..codegen.replay import POST
 from ..config import CheckLevel, validate_check
 from ..options import effective_zero_store, store_adjoints_zero
-from . import contents, host_writes, observe, read_twin
+from . import atomic_replay, contents, host_writes, observe, read_twin, retained
 from .fingerprints import Fingerprints
 from .intent import is_declared
 from .memory import AddressBook, slot_range
@@ -83,11 +83,15 @@ MUTATED = "mutated after record"
 REPLAY = "read before and after write"
 CAPTURED = "not checked (graph capture)"
 IN_STRUCT = "not checked (arrays in a struct)"
-KINDS = (OVERWRITE, STALE_READ, MUTATED, REPLAY, CAPTURED, IN_STRUCT)
+ATOMIC = "atomic replay"
+KINDS = (OVERWRITE, STALE_READ, MUTATED, REPLAY, ATOMIC, CAPTURED, IN_STRUCT)
 #: what the Tape did not look at: never counted as a hazard, always as a launch left unchecked
 UNCHECKED = (CAPTURED, IN_STRUCT)
-# Kinds about what the Tape cannot do: reported (warned) even by a Tape with check="off".
-_ALWAYS_REPORTED = (REPLAY, CAPTURED, IN_STRUCT)
+# Kinds about what the Tape cannot do, or that no Tape mends: reported (warned) even by a Tape with check="off".
+_ALWAYS_REPORTED = (REPLAY, ATOMIC, CAPTURED, IN_STRUCT)
+#: an overwrite's cause when the array was made with ``retain_grad=True``: no store adjoint zeroes its gradient,
+#: so what the earlier writer gets is counted twice, on every Tape (reported with check="off" too)
+RETAIN_GRAD = "retain_grad"
 
 
 class OverwriteWarning(UserWarning):
@@ -159,9 +163,15 @@ class Hazard:
             (a thread read an element between two writes of the launch: no Tape can serve it) or
             ``"helper store"`` (a ``@wp.func`` helper stores into it, which Warp's backward runs again: an unflagged
             kernel's helper, or any kernel's helper storing through a ``@wp.struct`` it is passed). For an "overwrite":
-            ``"no backward"`` (the later kernel is built with ``enable_backward=False``: always real) or ``"no
+            ``"no backward"`` (the later kernel is built with ``enable_backward=False``: always real), ``"no
             gradient"`` (the array has none to leak: an integer or bool dtype, or ``requires_grad=False`` when the
-            later launch was recorded; never real).
+            later launch was recorded; never real) or ``"retain_grad"`` (the array was made with
+            ``retain_grad=True``: no store adjoint zeroes its gradient, stock or flagged, so the earlier writer's
+            inputs get it twice; always real). For an ``"atomic replay"``: ``"kernel"`` (the atomic is in the
+            kernel's body), ``"helper"`` (in a ``@wp.func`` it calls, whose atomic the backward applies to memory
+            again) or ``"helper log"`` (likewise, in a ``zero_store=True`` kernel, whose replay writes no memory).
+        detail: What the kind names beyond its sites: for an ``"atomic replay"``, the atomic
+            (`atomic_replay.UsedAtomic`).
     """
 
     kind: str
@@ -171,6 +181,7 @@ class Hazard:
     real: bool = True
     elements: int = 0
     cause: str = ""
+    detail: object = None
 
     def key(self) -> tuple:
         """What makes two hazards the same one (a Tape reports each once): kind, sites less launch numbers.
@@ -180,13 +191,14 @@ class Hazard:
         """
 
         # a launch builds this tuple from its sites' idents and looks it up before building a Hazard (`_write_hazards`)
-        return (
+        key = (
             self.kind,
             None if self.writer is None else self.writer.ident,
             None if self.reader is None else self.reader.ident,
             None if self.earlier is None else self.earlier.ident,
             self.real,
         )
+        return key if self.detail is None else (*key, self.detail)
 
     def message(self) -> str:
         """The warning's or error's text: what happened, where, and what to do.
@@ -194,6 +206,8 @@ class Hazard:
         Returns:
             One paragraph naming the kernels, arguments and source lines.
         """
+        if self.kind == ATOMIC:
+            return _atomic_message(self)
         if self.kind == OVERWRITE:
             verdict = (
                 "a real error: the later kernel does not zero its store adjoints, so the gradient of the "
@@ -212,10 +226,18 @@ class Hazard:
                     "with a backward and @wp.kernel(zero_store=True), or zero the array's .grad after it in a "
                     "tape.record_func"
                 )
-            return (
-                f"overwrite: {self.elements} element(s) written by {self.earlier.describe()} are written again by "
-                f"{self.writer.describe()}; {verdict}."
-            )
+            if self.cause == RETAIN_GRAD:
+                verdict = (
+                    "a real error: the array was made with retain_grad=True, and no store adjoint zeroes the "
+                    "gradient of such an array (stock Warp's and zero_store=True's alike: retain_grad keeps it for "
+                    "you to read), so the earlier launch's adjoint gets the gradient of the overwritten values on "
+                    "top of what the later write passes on: counted twice. Inspect the value through a separate "
+                    "array (copy it into one made with retain_grad=True), or keep retain_grad=True only on an array "
+                    "written once"
+                )
+            what = f"{self.elements} element(s) written by" if self.elements else "memory written by"
+            again = "are written again by" if self.elements else "is written again by"
+            return f"overwrite: {what} {self.earlier.describe()} {again} {self.writer.describe()}; {verdict}."
         if self.kind == STALE_READ:
             same = self.reader.launch == self.writer.launch
             return (
@@ -289,6 +311,36 @@ class Hazard:
             "read the new values (the adjoint method: a solve after the residual was recorded), declare it with "
             "warp_zerostore.read_at_backward(array)."
         )
+
+
+def _atomic_message(hazard: Hazard) -> str:
+    """An ``"atomic replay"``'s text: the kernel, the helper, the atomic's line, and what the backward does there."""
+    use = hazard.detail
+    if not use.helper:
+        where = f"in {hazard.writer.describe()}, the value wp.{use.atomic} returns at {use.at} is used"
+        why = (
+            "Warp's backward runs the kernel's forward code again without its atomics, so there the value is not "
+            "the forward's"
+        )
+    else:
+        where = (
+            f"in {hazard.writer.describe()}, the @wp.func '{use.helper}' called at {use.called_at} uses the value "
+            f"wp.{use.atomic} returns ({use.at})"
+        )
+        why = (
+            f"through a helper it changes '{use.array}' again: Warp's backward runs the helper's forward code, "
+            f"atomic included, so '{use.array}' advances during backward() (the forward's state changes) and the "
+            "value returned is another"
+            if hazard.cause == "helper"
+            else "through a helper of a zero_store=True kernel, the replay writes no memory but returns the value "
+            f"'{use.array}' holds after the forward"
+        )
+    return (
+        f"atomic replay: {where}. The backward replays this atomic: its return differs ({why}), so the gradient "
+        "through what is computed from it (an index, an operand) is wrong on any Tape, snapshots included. Keep the "
+        "returned value in an array the kernel writes and read it back in a @wp.func_replay (Warp's remedy), or "
+        "compute the index without an atomic."
+    )
 
 
 # -- hazard listeners: who hears of each new hazard besides the Tape that found it
@@ -677,6 +729,16 @@ def _host_write_hook(name, original, args, kwargs):
     return original(*args, **kwargs)
 
 
+def _entry_site(entry, index: int, label: str) -> Site:
+    """The `Site` of the Tape's recorded launch ``entry`` (at ``index``), where Warp recorded its caller."""
+    return Site(index, _compat.launch_kernel(entry).key, label, _compat.launch_caller(entry) or "<unknown>")
+
+
+def _atomic_hazard(kernel, site: Site, use: atomic_replay.UsedAtomic) -> Hazard:
+    cause = "kernel" if not use.helper else "helper" if atomic_replay.reruns(kernel) else "helper log"
+    return Hazard(ATOMIC, writer=site, cause=cause, detail=use)
+
+
 class Tape(_compat.WarpTape):
     """Warp's Tape, with overwrite checks and snapshots.
 
@@ -781,11 +843,13 @@ class Tape(_compat.WarpTape):
         if _compat.tape_launch_count(self) <= launch.index:  # not recorded (e.g. the Tape was left inside)
             return result
         entry = self.launches[launch.index]
+        _compat.note_launch_caller(entry, launch.location)  # Warp's own names the hook's frame
         if _compat.is_kernel_launch(entry) and _compat.launch_kernel(entry) is not launch.kernel:
             launch.kernel = _compat.launch_kernel(entry)  # the overload actually launched
             launch.replayed = _compat.kernel_has_backward(launch.kernel)
             launch.sites.clear()
         found += self._after(launch)
+        found += self._atomic_replays(launch)
         if self.snapshot:
             self._save_snapshots(launch)
             if self.check == "off":
@@ -835,6 +899,15 @@ class Tape(_compat.WarpTape):
             if position < len(values)
             and _compat.is_struct_instance(values[position])
             and _compat.struct_arrays(values[position])
+        ]
+
+    def _atomic_replays(self, launch: _Launch) -> list:
+        """An `ATOMIC` hazard per atomic whose returned value the kernel uses (`atomic_replay`), named at the
+        launch; a kernel without a backward is never replayed."""
+        if not launch.replayed:
+            return []
+        return [
+            _atomic_hazard(launch.kernel, launch.site(""), use) for use in atomic_replay.used_atomics(launch.kernel)
         ]
 
     def _captured(self, launch: _Launch, original, args, kwargs):
@@ -1281,7 +1354,15 @@ class Tape(_compat.WarpTape):
                         earlier=self._site(site),
                         real=real,
                         elements=int(elements),
-                        cause="no gradient" if not gradient else "" if backward else "no backward",
+                        cause=(
+                            "no gradient"
+                            if not gradient
+                            else "no backward"
+                            if not backward
+                            else RETAIN_GRAD
+                            if _compat.retains_grad(use.array)
+                            else ""
+                        ),
                     )
                 )
         if region.reads and _any(region.read_any[written]):  # else no read site can have read them
@@ -1343,7 +1424,7 @@ class Tape(_compat.WarpTape):
             if not hazard.real:
                 continue
             level = self.check
-            if hazard.kind in _ALWAYS_REPORTED and level == "off":
+            if level == "off" and (hazard.kind in _ALWAYS_REPORTED or hazard.cause == RETAIN_GRAD):
                 level = "warn"
             if level == "error" or force_error:
                 errors.append(hazard)
@@ -1375,14 +1456,40 @@ class Tape(_compat.WarpTape):
         """
         if self.check != "off":
             self._check_mutations()
-        elif self.snapshot:
-            self._refuse_mutations()
+        else:
+            self._report(self._from_entries())  # what the recorded launches alone show (a Tape that does not check)
+            if self.snapshot:
+                self._refuse_mutations()
         final = [(arr, _device_copy(arr)) for arr in self._snapshotted.values()]
         try:
             super().backward(loss=loss, grads=grads)
         finally:
             for arr, saved in final:  # the forward pass's final values, again
                 _copy_into(arr, saved)
+
+    def _from_entries(self) -> list:
+        """What a Tape that does not check can name at ``backward()`` from its recorded launches alone: the
+        ``retain_grad`` arrays a later launch stores over (`retained`) and, on a Tape that saw no launch (plain),
+        the atomics whose returned value a kernel uses (`atomic_replay`)."""
+        entries = _compat.tape_entries(self)
+        found = []
+        for over in retained.stored_over(entries):
+            earlier, later = entries[over.earlier], entries[over.later]
+            found.append(
+                Hazard(
+                    OVERWRITE,
+                    writer=_entry_site(later, over.later, over.later_label),
+                    earlier=_entry_site(earlier, over.earlier, over.earlier_label),
+                    cause=RETAIN_GRAD,
+                )
+            )
+        if not self._intercepts():
+            for index, entry in enumerate(entries):
+                kernel = _compat.launch_kernel(entry) if _compat.is_kernel_launch(entry) else None
+                if kernel is not None and _compat.kernel_has_backward(kernel):
+                    site = _entry_site(entry, index, "")
+                    found += [_atomic_hazard(kernel, site, use) for use in atomic_replay.used_atomics(kernel)]
+        return found
 
     # -- mutation after record, on a snapshot Tape without checks: fingerprints of the arrays recorded launches read
 
