@@ -136,18 +136,28 @@ def test_a_copy_window_zeroes_the_gradient_of_the_window_only():
     np.testing.assert_allclose(x.grad.numpy(), expected, rtol=1e-12)
 
 
-def test_the_hooks_exist_only_while_a_snapshot_tape_records():
+def test_the_hooks_belong_to_a_tape_from_recording_to_backward_and_record_only_inside_a_snapshot_tape():
     stock = {attr: getattr(owner, attr) for owner, attr in _compat.HOST_WRITES}
 
     def hooked():
         return {attr for owner, attr in _compat.HOST_WRITES if getattr(owner, attr) is not stock[attr]}
 
     assert hooked() == set()  # importing the package hooks nothing
-    with wp.Tape(check="warn"):
+    with wp.Tape():
+        assert hooked() == set()  # nor does a plain Tape
+    counter = wp.zeros(1, dtype=wp.float64, requires_grad=True)
+    x = wp.array(X0, dtype=wp.float64, requires_grad=True)
+    for options in ({"check": "warn"}, {"snapshot": True}):
+        tape = wp.Tape(**options)
+        with tape, warnings.catch_warnings():
+            warnings.simplefilter("ignore", wp.OverwriteWarning)
+            assert hooked() == {"zero_", "fill_", "assign", "copy"}
+            wp.launch(k.collide, dim=len(X0), inputs=[x, counter])
+            counter.zero_()  # a recorded write on the snapshot Tape only; the checking Tape's journal names it
+        assert hooked() == {"zero_", "fill_", "assign", "copy"}  # left: the calls until backward() are named
+        assert (len(tape.launches) == 2) is bool(options.get("snapshot"))
+        tape.backward(grads={counter: wp.ones(1, dtype=wp.float64)})
         assert hooked() == set()
-    with wp.Tape(snapshot=True):
-        assert hooked() == {"zero_", "fill_", "assign", "copy"}
-    assert hooked() == set()
     x = wp.zeros(2, dtype=float)
     x.fill_(3.0)  # Warp's own, outside any Tape
     assert x.numpy().tolist() == [3.0, 3.0]

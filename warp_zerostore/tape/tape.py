@@ -58,6 +58,7 @@ import os
 import sys
 import threading
 import warnings
+import weakref
 from typing import Callable, Iterator
 
 import numpy as np
@@ -72,6 +73,7 @@ from ..options import effective_zero_store, store_adjoints_zero
 from . import atomic_replay, contents, host_writes, observe, read_twin, retained
 from .fingerprints import Fingerprints
 from .intent import is_declared
+from .journal import JOURNAL
 from .memory import AddressBook, slot_range
 from .visualize import mark_hazards
 
@@ -171,7 +173,8 @@ class Hazard:
             kernel's body), ``"helper"`` (in a ``@wp.func`` it calls, whose atomic the backward applies to memory
             again) or ``"helper log"`` (likewise, in a ``zero_store=True`` kernel, whose replay writes no memory).
         detail: What the kind names beyond its sites: for an ``"atomic replay"``, the atomic
-            (`atomic_replay.UsedAtomic`).
+            (`atomic_replay.UsedAtomic`); for a "mutated after record", the change (`journal.Change`: the visible
+            calls that made it, with their ``file:line``, or the two points it happened between).
     """
 
     kind: str
@@ -302,14 +305,21 @@ class Hazard:
                 "its inputs. Record this Tape without graph capture to check it (for Newton's examples, "
                 "use_cuda_graph/use_graph = False)."
             )
+        found = f"at launch #{self.writer.launch} at {self.writer.location}" if self.writer else "at backward()"
+        how = (
+            f"outside any recorded kernel launch (wp.copy, assign, fill_, NumPy or Torch writes, untaped launches; "
+            f"found {found})"
+            if self.detail is None
+            else f"{self.detail.describe()} (found {found})"
+            if self.detail.writes
+            else self.detail.describe()  # it says between which two points
+        )
         return (
             f"mutated after record: the array read by {self.reader.describe()} changed after the launch was "
-            f"recorded, outside any recorded kernel launch (wp.copy, assign, fill_, NumPy or Torch writes, untaped launches; "
-            f"found {'at launch #' + str(self.writer.launch) + ' at ' + self.writer.location if self.writer else 'at backward()'}); "
-            "its backward pass will read the new values. If that is a bug (an alias of the array written in place, "
-            "an untaped write-back), record the change on the Tape or give the launch a copy; if the backward must "
-            "read the new values (the adjoint method: a solve after the residual was recorded), declare it with "
-            "warp_zerostore.read_at_backward(array)."
+            f"recorded, {how}; its backward pass will read the new values. If that is a bug (an alias of the array "
+            "written in place, an untaped write-back), record the change on the Tape or give the launch a copy; if "
+            "the backward must read the new values (the adjoint method: a solve after the residual was recorded), "
+            "declare it with warp_zerostore.read_at_backward(array)."
         )
 
 
@@ -470,6 +480,8 @@ class _Tracked:
         #: its content after the last recorded launch that passed it, on its device (`contents.Known`)
         self.values: contents.Known | None = None
         self.read = False  # a recorded launch read an element of it
+        #: when ``values`` was last known right: `_point` (the journal's clock, then what was recorded there)
+        self.at: tuple = (0, "", "")
 
 
 # -- one recorded launch, phase by phase
@@ -715,18 +727,98 @@ def _launch_hook(original, args, kwargs):
             return tape._recorded_launch(original, args, kwargs)
         finally:
             _recording.active = False
+    if JOURNAL.holders and not _recording.active:  # a launch no package Tape records: its writes, by call site
+        _journal_launch(_compat.launch_arguments(args, kwargs))
     return original(*args, **kwargs)
 
 
 def _host_write_hook(name, original, args, kwargs):
+    if _recording.active:
+        return original(*args, **kwargs)
+    if JOURNAL.holders:
+        write = host_writes.described(name, args, kwargs)
+        if write is not None:
+            JOURNAL.wrote(write.dest, _HOST_WRITE_NAMES[name], _call_site(3))
     tape = _compat.active_tape()
-    if isinstance(tape, Tape) and tape.snapshot and not _recording.active:
-        _recording.active = True  # assign's own wp.copy is part of the same write
-        try:
+    _recording.active = True  # assign's own wp.copy is part of the same write
+    try:
+        if isinstance(tape, Tape) and tape.snapshot:
             return tape._recorded_host_write(name, original, args, kwargs)
-        finally:
-            _recording.active = False
-    return original(*args, **kwargs)
+        return original(*args, **kwargs)
+    finally:
+        _recording.active = False
+
+
+#: how a report names each host write (`_compat.HOST_WRITES`)
+_HOST_WRITE_NAMES = {"zero_": "zero_()", "fill_": "fill_()", "assign": "assign()", "copy": "wp.copy"}
+
+
+def _journal_launch(a: dict) -> None:
+    """A launch that no package Tape records: the arrays its source may write go into the journal, with its call."""
+    if a.get("adjoint") or a.get("record_cmd"):
+        return  # a backward's launch writes gradients; a command is launched later
+    kernel = a["kernel"]
+    writes = _JOURNALED.get(id(kernel))
+    if writes is None or writes[0] is not kernel:
+        writes = _JOURNALED[id(kernel)] = (kernel, _written_arguments(kernel))
+    inputs, outputs = a.get("inputs") or (), a.get("outputs")
+    values = list(inputs) + list(outputs) if outputs else inputs
+    count, location = len(values), None
+    for position, path, what in writes[1]:
+        value = values[position] if position < count else None
+        if path is not None:
+            value = _compat.struct_field(value, path) if _compat.is_struct_instance(value) else None
+        if isinstance(value, warp.array):
+            location = location or _call_site(3)
+            JOURNAL.wrote(value, what, location)
+
+
+_JOURNALED: dict = {}  # id(kernel) -> (kernel, `_written_arguments`)
+
+
+def _written_arguments(kernel) -> list:
+    """``[(position, struct field path or None, how the journal names the launch)]`` of the arrays a kernel's source
+    may write."""
+    facts = _facts(kernel)
+    what = f"an untaped launch of kernel '{_compat.kernel_key(kernel)}'"
+    paths = [None] * len(facts.positions) + [path for _, path in facts.fields]
+    return [(position, path, what) for (position, _, access), path in zip(facts.arrays, paths) if access.writes]
+
+
+def _point(launch: _Launch) -> tuple:
+    """A moment the Tape knew an array's content: the journal's clock after ``launch``, and the launch."""
+    return (JOURNAL.clock, launch.kernel.key, launch.location)
+
+
+def _describe_point(at: tuple) -> str:
+    _, kernel, location = at
+    if kernel:
+        return f"the recorded launch of kernel '{kernel}' at {location}"
+    return f"the recorded {location}" if location else "the Tape's recording"
+
+
+def _describe_found(writer: Site | None, backward_at: str) -> str:
+    if writer is None:
+        return f"backward() at {backward_at}"
+    return f"the recorded launch of kernel '{writer.kernel}' at {writer.location}"
+
+
+class _JournalHold:
+    """A Tape's hold on the journal (`journal.JOURNAL`) and the hooks that fill it, from the moment it is entered
+    until its ``backward()``, ``reset()`` or collection: never from import."""
+
+    def __init__(self):
+        self.open = True
+        _compat.install_launch_hook(_launch_hook)
+        _compat.install_host_write_hook(_host_write_hook)
+        JOURNAL.hold()
+
+    def close(self) -> None:
+        if self.open:
+            self.open = False
+            JOURNAL.release()
+            _compat.remove_host_write_hook()
+            _compat.remove_launch_hook()
 
 
 def _entry_site(entry, index: int, label: str) -> Site:
@@ -784,6 +876,8 @@ class Tape(_compat.WarpTape):
         self._hazard_keys: set = set()
         self._hooked = False
         self._hooked_writes = False
+        self._journal: _JournalHold | None = None
+        self._backward_at = ""
         self._clear_tracking()
 
     def _clear_tracking(self):
@@ -808,6 +902,9 @@ class Tape(_compat.WarpTape):
         if self._intercepts():
             _compat.install_launch_hook(_launch_hook)
             self._hooked = True
+            if self._journal is None or not self._journal.open:  # until backward(): the calls that change arrays
+                self._journal = _JournalHold()
+                weakref.finalize(self, self._journal.close).atexit = False
         if self.snapshot:  # zero_, fill_, assign, untaped copies: recorded as writes while this Tape records
             _compat.install_host_write_hook(_host_write_hook)
             self._hooked_writes = True
@@ -831,6 +928,7 @@ class Tape(_compat.WarpTape):
     def _recorded_launch(self, original, args, kwargs):
         a = _compat.launch_arguments(args, kwargs)
         if a.get("adjoint") or not a.get("record_tape", True) or a.get("record_cmd"):
+            _journal_launch(a)
             return original(*args, **kwargs)
         launch = self._plan(a)
         if _compat.is_capturing(launch.device):
@@ -989,7 +1087,7 @@ class Tape(_compat.WarpTape):
             if not _any(changed):  # unchanged (the usual case)
                 use.known = True
             else:
-                found.extend(self._mutations(use.array, changed, launch.site(use.label)))
+                found.extend(self._mutations(use.array, changed, launch.site(use.label), self._tracked[id(use.array)]))
 
     def _shares_written(self, launch: _Launch, use: _ArrayUse) -> bool:
         """Does an array the launch does not write lie in a memory region with one it writes (a view of it)? Its
@@ -1011,9 +1109,9 @@ class Tape(_compat.WarpTape):
                 }
         return id(use.array) in plan.shared
 
-    def _mutations(self, arr, changed: np.ndarray, writer: Site | None) -> list:
+    def _mutations(self, arr, changed: np.ndarray, writer: Site | None, tracked: _Tracked) -> list:
         """Mutation hazards for the readers of the elements ``changed`` marks (changed since the Tape last saw
-        ``arr``)."""
+        ``arr``, which ``tracked`` says when), each naming the change (`journal`)."""
         if is_declared(arr):
             return []  # the backward must read the new values: the user said so (`read_at_backward`)
         if not _any(changed):
@@ -1023,11 +1121,16 @@ class Tape(_compat.WarpTape):
         # real whatever the reader does with the values: a change outside recorded launches is also a write no
         # adjoint sees, over what a recorded launch may have written (its gradient leaks there), which this does
         # not follow on its own (the program fuzzer found misses when linear readers' mutations were not real)
-        return [
-            Hazard(MUTATED, writer=writer, reader=reader)
-            for reader, bitmap, _ in region.reads.values()
-            if _any(bitmap[slots])
-        ]
+        readers = [reader for reader, bitmap, _ in region.reads.values() if _any(bitmap[slots])]
+        if not readers:
+            return []
+        change = self._change(arr, tracked.at, writer)
+        return [Hazard(MUTATED, writer=writer, reader=reader, detail=change) for reader in readers]
+
+    def _change(self, arr, at: tuple, writer: Site | None):
+        """The `journal.Change` of ``arr`` since point ``at`` (`_point`), found at ``writer``'s launch or, for None,
+        at ``backward()``."""
+        return JOURNAL.change(arr, at[0], _describe_point(at), _describe_found(writer, self._backward_at))
 
     def _after(self, launch: _Launch) -> list:
         """Reads recorded, then writes compared with earlier writes and reads; known contents refreshed."""
@@ -1077,6 +1180,7 @@ class Tape(_compat.WarpTape):
                     changed_regions.append(use.array)
             if tracked is not None:
                 tracked.values = use.before
+                tracked.at = _point(launch)
             elif not use.known:  # a copy made for this launch only
                 use.before.release()
                 use.before = None
@@ -1216,12 +1320,14 @@ class Tape(_compat.WarpTape):
             region.read_unsaved[slots] = False  # its restore serves the readers before it
         # its content and its views' changed legitimately: not a mutation
         views = self._views_of({id(dest)}, [dest])
+        at = (JOURNAL.now(), "", f"{_HOST_WRITE_NAMES[kind]} at {_call_site(3)}")
         if self.check == "off":
-            self._fingerprints.changed(dest, served=saved is not None, views=views)
+            self._fingerprints.changed(dest, served=saved is not None, views=views, at=at)
         for arr in [dest, *views]:
             tracked = self._tracked.get(id(arr))
             if tracked is not None and tracked.values is not None:
                 tracked.values.refresh(arr)
+                tracked.at = at
         return result
 
     # -- bookkeeping
@@ -1409,6 +1515,7 @@ class Tape(_compat.WarpTape):
             tracked = self._tracked.get(id(other))
             if tracked is not None and tracked.values is not None:
                 tracked.values.refresh(other)
+                tracked.at = _point(launch)
 
     # -- reporting
 
@@ -1439,7 +1546,8 @@ class Tape(_compat.WarpTape):
         found = []
         for tracked in self._tracked.values():
             if tracked.read and tracked.values is not None:
-                found.extend(self._mutations(tracked.array, tracked.values.changed(tracked.array), None))
+                changed = tracked.values.changed(tracked.array)
+                found.extend(self._mutations(tracked.array, changed, None, tracked))
         self._report(found)
 
     def backward(self, loss: warp.array | None = None, grads: dict[warp.array, warp.array] | None = None) -> None:
@@ -1454,6 +1562,7 @@ class Tape(_compat.WarpTape):
         Raises:
             OverwriteError: With ``check="error"``, a recorded launch's input changed outside recorded launches.
         """
+        self._backward_at = _call_site(2)
         if self.check != "off":
             self._check_mutations()
         else:
@@ -1461,11 +1570,18 @@ class Tape(_compat.WarpTape):
             if self.snapshot:
                 self._refuse_mutations()
         final = [(arr, _device_copy(arr)) for arr in self._snapshotted.values()]
+        active, _recording.active = _recording.active, True  # the backward's own copies are no user's writes
         try:
             super().backward(loss=loss, grads=grads)
         finally:
             for arr, saved in final:  # the forward pass's final values, again
                 _copy_into(arr, saved)
+            _recording.active = active
+            self._release_journal()
+
+    def _release_journal(self) -> None:
+        if self._journal is not None:
+            self._journal.close()
 
     def _from_entries(self) -> list:
         """What a Tape that does not check can name at ``backward()`` from its recorded launches alone: the
@@ -1503,6 +1619,7 @@ class Tape(_compat.WarpTape):
             launch,
             restored=lambda arr: self._restored_by.get(id(arr)) == launch.index,
             views=self._views_of(launch, written) if written else (),
+            at=_point(launch),
         )
 
     def _serve_last_readers(self) -> None:
@@ -1528,13 +1645,18 @@ class Tape(_compat.WarpTape):
         found = self._fingerprints.refused()
         if not found:
             return
-        hazards = [Hazard(MUTATED, writer=writer, reader=reader) for _, readers, writer in found for reader in readers]
+        hazards = [
+            Hazard(MUTATED, writer=writer, reader=reader, detail=self._change(arr, at, writer))
+            for arr, readers, writer, at in found
+            for reader in readers
+        ]
         self._report(hazards, force_error=True)
 
     def reset(self):
         """Clear the recorded launches, zero the gradients and free the snapshots (``hazards`` are kept)."""
         super().reset()
         self._clear_tracking()
+        self._release_journal()
 
     def visualize(
         self,
