@@ -676,6 +676,20 @@ def replace_launch_kernel(tape, index: int, kernel) -> None:
     tape.launches[index][0] = kernel
 
 
+def replace_launch_kernel_entry(entry, kernel) -> None:
+    """`replace_launch_kernel` on the entry itself (its place on the Tape may move as entries are inserted)."""
+    entry[0] = kernel
+
+
+def is_copy_adjoint(entry) -> bool:
+    """Whether a recorded callable is Warp's own adjoint of ``wp.copy`` / ``assign`` (the lambda ``context.copy``
+    records, on every supported version; `copy_adjoint` wraps it and says so with ``__wrapped__``): gradient work
+    only, which a second backward may run again."""
+    function = inspect.unwrap(entry) if callable(entry) else None
+    code = getattr(function, "__code__", None)
+    return code is not None and code.co_filename == context.__file__ and code.co_name == "<lambda>"
+
+
 def launch_caller(entry) -> str:
     """``file:line`` where a recorded kernel launch was made: what the package's Tape noted (`note_launch_caller`:
     Warp's own record names the launch hook's frame there), else the caller Warp keeps in the entry's metadata on

@@ -68,9 +68,9 @@ from .. import _compat, config
 from ..access import ArgumentAccess, argument_access, struct_field_access
 from ..codegen import pre_backward, replays_exactly
 from ..codegen.replay import POST
-from ..config import CheckLevel, validate_check
+from ..config import CheckLevel, validate_check, validate_measure
 from ..options import effective_zero_store, store_adjoints_zero
-from . import atomic_replay, contents, host_writes, observe, read_twin, retained
+from . import atomic_replay, contents, host_writes, measure, observe, read_twin, retained
 from .fingerprints import Fingerprints
 from .intent import is_declared
 from .journal import JOURNAL
@@ -175,6 +175,8 @@ class Hazard:
         detail: What the kind names beyond its sites: for an ``"atomic replay"``, the atomic
             (`atomic_replay.UsedAtomic`); for a "mutated after record", the change (`journal.Change`: the visible
             calls that made it, with their ``file:line``, or the two points it happened between).
+        measured: On a measuring Tape (``measure=True``), after ``backward()``: its effect on the gradients
+            (`measure.Measured`); ``real`` then follows it for stale reads and mutations.
     """
 
     kind: str
@@ -185,6 +187,7 @@ class Hazard:
     elements: int = 0
     cause: str = ""
     detail: object = None
+    measured: object = None
 
     def key(self) -> tuple:
         """What makes two hazards the same one (a Tape reports each once): kind, sites less launch numbers.
@@ -203,12 +206,21 @@ class Hazard:
         )
         return key if self.detail is None else (*key, self.detail)
 
+    def site_key(self) -> tuple:
+        """`key` without ``real``: the same hazard before and after a measuring Tape measured it."""
+        key = self.key()
+        return key[:4] + key[5:]
+
     def message(self) -> str:
-        """The warning's or error's text: what happened, where, and what to do.
+        """The warning's or error's text: what happened, where, what to do, and (measured) how much it matters.
 
         Returns:
             One paragraph naming the kernels, arguments and source lines.
         """
+        text = self._finding()
+        return text if self.measured is None else f"{text} {self.measured.describe()}"
+
+    def _finding(self) -> str:
         if self.kind == ATOMIC:
             return _atomic_message(self)
         if self.kind == OVERWRITE:
@@ -821,6 +833,40 @@ class _JournalHold:
             _compat.remove_launch_hook()
 
 
+def _not_measurable(hazard: Hazard) -> str:
+    """Why putting recorded values back cannot measure ``hazard`` (not a stale read, not a mutation)."""
+    if hazard.kind == OVERWRITE and hazard.cause == RETAIN_GRAD:
+        return "a retain_grad double count: no value read at backward() causes it, so no value put back changes it"
+    if hazard.kind == OVERWRITE:
+        return "an overwrite's gradient leak: no value read at backward() causes it, so no value put back changes it"
+    if hazard.kind == ATOMIC:
+        return "an atomic replay: what the backward's replay returns is no recorded value"
+    return "a construct inside the kernel: no values put back serve its reads"
+
+
+def _read_group(launch: _Launch) -> tuple:
+    """A measuring Tape's group (`measure`): a reader launch site, whose launches get back what they read."""
+    return ("read", launch.kernel.key, launch.location)
+
+
+def _hazard_group(hazard: Hazard) -> tuple | None:
+    """The group whose values put back measure ``hazard``: its reader's (None: putting values back cannot measure
+    it)."""
+    if hazard.kind in (STALE_READ, MUTATED):
+        return ("read", hazard.reader.kernel, hazard.reader.location)
+    return None
+
+
+_OVER_CAP = (
+    f"what its reader read was past the measuring memory cap ({measure.MEMORY_CAP >> 20} MiB, "
+    "warp_zerostore.tape.measure.MEMORY_CAP), so it was not kept"
+)
+_THROUGH_A_VIEW = (
+    "its reader read the memory through another array object than the one written (a view), whose content before "
+    "the write is not kept"
+)
+
+
 def _entry_site(entry, index: int, label: str) -> Site:
     """The `Site` of the Tape's recorded launch ``entry`` (at ``index``), where Warp recorded its caller."""
     return Site(index, _compat.launch_kernel(entry).key, label, _compat.launch_caller(entry) or "<unknown>")
@@ -868,10 +914,26 @@ class Tape(_compat.WarpTape):
         ```
     """
 
-    def __init__(self, check: CheckLevel | None = None, snapshot: bool = False):
+    def __init__(self, check: CheckLevel | None = None, snapshot: bool = False, measure: bool | None = None):
         super().__init__()
+        if measure is None:  # the process default: where it can apply (checks, no snapshots)
+            measure = config.measure and not snapshot and (check or config.check) != "off"
+        validate_measure(measure, "Tape(measure=...)")
+        if measure and snapshot:
+            raise ValueError(
+                "Tape(measure=True) measures what the hazards change in a plain Tape's gradients; with "
+                "snapshot=True the restores already put the recorded values back: use one or the other"
+            )
+        if measure and check == "off":
+            raise ValueError(
+                "Tape(measure=True) measures the hazards the checks find: give check='warn' or 'error', or leave "
+                "check out (then 'warn')"
+            )
+        if check is None and measure and config.check == "off":
+            check = "warn"
         self.check = validate_check(config.check if check is None else check, "Tape(check=...)")
         self.snapshot = bool(snapshot)
+        self.measure = measure
         self.hazards: list[Hazard] = []
         self._hazard_keys: set = set()
         self._hooked = False
@@ -891,6 +953,11 @@ class Tape(_compat.WarpTape):
         # snapshot Tape without checks: fingerprints of the arrays recorded launches read, compared at backward()
         self._fingerprints = Fingerprints()
         self._restored_by: dict = {}  # id -> index of the last launch that saved a restore of the array
+        #: measure=True: what its readers read, put back in extra backward passes (`measure`)
+        self._measuring = measure.Measure() if self.measure else None
+        #: measure=True, after backward(): each pass's gradients on the host, by pass (``"plain"``, ``"joint"``, a
+        #: reader group ``("read", kernel, file:line)``), then by gradient (``"x.grad"``)
+        self.measured_gradients: dict = {}
 
     def _intercepts(self) -> bool:
         return self.check != "off" or self.snapshot
@@ -948,10 +1015,11 @@ class Tape(_compat.WarpTape):
             launch.sites.clear()
         found += self._after(launch)
         found += self._atomic_replays(launch)
-        if self.snapshot:
+        if self.snapshot or self._measuring is not None:
             self._save_snapshots(launch)
             if self.check == "off":
                 self._fingerprint(launch)
+
         if found:
             self._report(found)
         return result
@@ -1050,14 +1118,22 @@ class Tape(_compat.WarpTape):
             self._contents_before(launch, found)
         for use in launch.uses:
             wanted = (
-                self.snapshot
+                (self.snapshot or self._measuring is not None)
                 and use.access.writes
                 and use.array.size
                 and (_reads_before_writing(use) or self._read_unsaved(use.array))
             )
+            if wanted and self._measuring is not None and not self._measure_room(use.array):
+                self._measuring.not_kept(use.array, _OVER_CAP)
+                wanted = False
             if wanted:
                 use.saved = _device_copy(use.array)
         return found
+
+    def _measure_room(self, arr) -> bool:
+        """Whether the measuring Tape's saves may grow by a copy of ``arr`` within `measure.MEMORY_CAP`."""
+        held = self.snapshot_bytes + self._measuring.bytes
+        return held + arr.size * _compat.dtype_size_bytes(arr.dtype) <= measure.MEMORY_CAP
 
     def _contents_before(self, launch: _Launch, found: list) -> None:
         """Check mode: ``use.before``, each array's content before the launch, where anything needs it, and the
@@ -1075,7 +1151,8 @@ class Tape(_compat.WarpTape):
             if tracked is not None and tracked.read and tracked.values is not None:
                 use.before = tracked.values  # compared, and brought to the content now
                 compared.append(use)
-                items.append((arr, use.before, True, True))
+                # a measuring Tape keeps the content before a change, to put it back in its extra passes
+                items.append((arr, use.before, self._measuring is None, True))
             elif use.access.writes or (launch.replayed and use.access.reads) or self._shares_written(launch, use):
                 use.before = contents.Known(arr, refresh=False)
                 items.append((arr, use.before, True, False))
@@ -1088,6 +1165,8 @@ class Tape(_compat.WarpTape):
                 use.known = True
             else:
                 found.extend(self._mutations(use.array, changed, launch.site(use.label), self._tracked[id(use.array)]))
+                if self._measuring is not None:
+                    use.before.refresh(use.array)  # now the content the launch reads
 
     def _shares_written(self, launch: _Launch, use: _ArrayUse) -> bool:
         """Does an array the launch does not write lie in a memory region with one it writes (a view of it)? Its
@@ -1125,7 +1204,18 @@ class Tape(_compat.WarpTape):
         if not readers:
             return []
         change = self._change(arr, tracked.at, writer)
+        if self._measuring is not None:
+            self._keep_for_measuring(arr, tracked)
         return [Hazard(MUTATED, writer=writer, reader=reader, detail=change) for reader in readers]
+
+    def _keep_for_measuring(self, arr, tracked: _Tracked) -> None:
+        """A measuring Tape keeps the content ``arr`` had before a change after record (its known copy, not brought
+        up to date yet), for the launches that read it since its last change (`measure`)."""
+        if not self._measure_room(arr):
+            self._measuring.not_kept(arr, _OVER_CAP)
+            return
+        self._measuring.changed(arr, measure.content_copy(tracked.values.ptr, arr))
+        self._measuring.bytes += arr.size * _compat.dtype_size_bytes(arr.dtype)
 
     def _change(self, arr, at: tuple, writer: Site | None):
         """The `journal.Change` of ``arr`` since point ``at`` (`_point`), found at ``writer``'s launch or, for None,
@@ -1230,10 +1320,12 @@ class Tape(_compat.WarpTape):
                 continue
             if use.changed is None and (use.reads_known() or use.crossed):
                 use.changed = contents.changed(use.array, use.saved)  # the launch's changes, on the device
-            if use.changed is not None and not _any(use.changed):
-                continue  # a snapshot of an array the launch did not change is not needed (known when compared)
-            if use.before is None and not use.access.surely_writes and observe.unchanged(use.saved, use.array):
-                continue  # the source only says "may write" (`access`): the launch changed no byte, so no restore
+            unchanged = (use.changed is not None and not _any(use.changed)) or (
+                use.before is None and not use.access.surely_writes and observe.unchanged(use.saved, use.array)
+            )
+            if unchanged:  # no snapshot needed: nothing to restore (known when compared; or observed, where the
+                # source only says "may write", `access`)
+                continue
             self._snapshotted[id(use.array)] = use.array
             self._restored_by[id(use.array)] = launch.index
             self._served_by_restore(use)
@@ -1280,6 +1372,9 @@ class Tape(_compat.WarpTape):
                 found.append(Hazard(REPLAY, writer=launch.site(use.label), elements=int(np.count_nonzero(both))))
         if not exact and launch.replayed:
             found.extend(self._rereads(launch))
+        if self._measuring is not None:
+            self._switched(launch, read_values, inputs, pre, found)
+            return
         if read_values and pre is not None and pre is not launch.kernel:
             _compat.replace_launch_kernel(self, launch.index, pre)
         if read_values:
@@ -1288,6 +1383,25 @@ class Tape(_compat.WarpTape):
             _compat.insert_tape_callback(self, launch.index, _Restore(inputs))
         if found:
             self._report(found)
+
+    def _switched(self, launch: _Launch, read_values: list, inputs: list, pre, found: list) -> None:
+        """A measuring Tape keeps what the snapshot Tape would restore, for the readers it serves (`measure`): the
+        launch's input for the launches that read the arrays since their last change, what it read itself for its
+        own reads; its PRE twin where those are put back. What no restore can make right here (``found``: a thread
+        read an element before and after writing it, ...) makes its own reads "not measured" instead of a report.
+        Other arrays over memory it wrote (views) had readers whose values are not kept."""
+        group = _read_group(launch)
+        for hazard in found:
+            self._measuring.inexact.setdefault(group, hazard.message())
+        entry = self.launches[launch.index]
+        if read_values and pre is not None and pre is not launch.kernel:
+            self._measuring.swaps.append(measure.Swap(entry, entry[0], pre, group))
+        before = {id(arr): saved for arr, saved in inputs}
+        for arr, values in read_values:
+            self._measuring.changed(arr, before.get(id(arr), values), own=entry, own_values=values)
+        written = [use.array for use in launch.uses if use.access.writes and use.array.size]
+        for other in self._views_of(launch, written) if written else ():
+            self._measuring.not_kept(other, _THROUGH_A_VIEW)
 
     # -- host writes inside a recording snapshot Tape (`host_writes`)
 
@@ -1389,6 +1503,8 @@ class Tape(_compat.WarpTape):
             read = slots if whole is None else whole
         else:
             read = slots[getattr(use.marks, which)]
+        if self._measuring is not None:  # what it read, kept at the array's next change
+            self._measuring.read(use.array, _read_group(launch), self.launches[launch.index])
         entry = region.reads.get(key)
         if entry is None:
             # a reader whose backward reads no value it loaded (`value_use`), or whose adjoints that read them reach
@@ -1530,6 +1646,8 @@ class Tape(_compat.WarpTape):
                 listener(hazard)
             if not hazard.real:
                 continue
+            if self._measuring is not None and hazard.kind not in UNCHECKED:
+                continue  # a measuring Tape reports at backward(), each hazard with its measurement
             level = self.check
             if level == "off" and (hazard.kind in _ALWAYS_REPORTED or hazard.cause == RETAIN_GRAD):
                 level = "warn"
@@ -1572,12 +1690,99 @@ class Tape(_compat.WarpTape):
         final = [(arr, _device_copy(arr)) for arr in self._snapshotted.values()]
         active, _recording.active = _recording.active, True  # the backward's own copies are no user's writes
         try:
-            super().backward(loss=loss, grads=grads)
+            if self._measuring is not None:
+                self._measured_backward(loss, grads)
+            else:
+                super().backward(loss=loss, grads=grads)
         finally:
             for arr, saved in final:  # the forward pass's final values, again
                 _copy_into(arr, saved)
             _recording.active = active
             self._release_journal()
+
+    def _measured_backward(self, loss, grads) -> None:
+        """A measuring Tape's backward: the extra passes and the user's plain one (`measure.run`), then each real
+        hazard reported with its measurement (a value hazard's ``real`` follows it)."""
+        pending = [h for h in self.hazards if h.real and h.measured is None and h.kind not in UNCHECKED]
+        values = [h for h in pending if _hazard_group(h) is not None]
+
+        def backward(entries: list) -> None:
+            own, self.launches = self.launches, entries
+            try:
+                super(Tape, self).backward(loss=loss, grads=grads)
+            finally:
+                self.launches = own
+
+        found = measure.run(
+            self._measuring,
+            values,
+            _hazard_group,
+            backward,
+            _compat.tape_entries(self),
+            (_Restore, host_writes.Undo),
+            self._changed_by_passes(loss, grads),
+            self._compared_gradients(),
+            self.measured_gradients,
+        )
+        by_key = {h.key(): dataclasses.replace(h, real=found[k].real, measured=found[k]) for k, h in enumerate(values)}
+        for hazard in pending:
+            if hazard.key() not in by_key:
+                not_measured = measure.Measured(measure.NOT_MEASURED, reason=_not_measurable(hazard))
+                by_key[hazard.key()] = dataclasses.replace(hazard, measured=not_measured)
+        self.hazards = [by_key.get(h.key(), h) for h in self.hazards]
+        errors = []
+        for hazard in by_key.values():
+            self._hazard_keys.add(hazard.key())
+            for listener in list(_listeners):
+                listener(hazard)
+            if hazard.real and self.check == "error":
+                errors.append(hazard)
+            elif hazard.real:
+                warnings.warn(OverwriteWarning(hazard.message()), stacklevel=_user_stacklevel())
+        if errors:
+            raise OverwriteError("\n".join(h.message() for h in errors))
+
+    def _entry_arrays(self, entry) -> list:
+        """``[(label, array, ArgumentAccess)]`` of a recorded kernel launch (its arrays and its structs' arrays)."""
+        facts = _facts(_compat.launch_kernel(entry))
+        values = _compat.launch_values(entry)
+        found = []
+        for index, (position, label, access) in enumerate(facts.arrays):
+            value = values[position] if position < len(values) else None
+            if index >= len(facts.positions):
+                path = facts.fields[index - len(facts.positions)][1]
+                value = _compat.struct_field(value, path) if _compat.is_struct_instance(value) else None
+            if isinstance(value, warp.array):
+                found.append((label, value, access))
+        return found
+
+    def _changed_by_passes(self, loss, grads) -> tuple:
+        """``(arrays, arrays whose gradients)`` a backward pass may change: the arrays recorded launches may write
+        (Warp's backward runs an unflagged kernel's helper stores again), the seeds, and every gradient."""
+        arrays, gradients = list((grads or {}).values()), list(self.gradients) + list(grads or {})
+        gradients += [loss] if loss is not None else []
+        for entry in _compat.tape_entries(self):
+            if _compat.is_kernel_launch(entry):
+                for _, value, access in self._entry_arrays(entry):
+                    gradients.append(value)
+                    if access.writes:
+                        arrays.append(value)
+        return arrays, [a for a in gradients if isinstance(a, warp.array)]
+
+    def _compared_gradients(self) -> dict:
+        """``{name: array}`` of the gradients a measuring Tape compares: every array a recorded launch passes that
+        has one, named by its first label (``x.grad``; a later array under a label taken: ``x.grad (launch #n)``)."""
+        named, seen = {}, set()
+        for index, entry in enumerate(_compat.tape_entries(self)):
+            if not _compat.is_kernel_launch(entry):
+                continue
+            for label, value, _ in self._entry_arrays(entry):
+                if value.grad is None or id(value) in seen:
+                    continue
+                seen.add(id(value))
+                name = f"{label}.grad" if f"{label}.grad" not in named else f"{label}.grad (launch #{index})"
+                named[name] = value
+        return named
 
     def _release_journal(self) -> None:
         if self._journal is not None:
