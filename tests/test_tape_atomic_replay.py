@@ -103,3 +103,20 @@ def test_a_kernel_without_backward_is_never_named():
         with tape:
             wp.launch(forward_only, dim=N, inputs=[x, wp.zeros(1, dtype=int), wp.zeros(2 * N, dtype=float)])
     assert not [h for h in tape.hazards if h.kind == "atomic replay"]
+
+
+@pytest.mark.parametrize("tape", sorted(TAPES))
+def test_negative_twin_warps_remedy_a_func_replay_is_not_named_and_right(tape):
+    x = wp.array(np.arange(1.0, 2 * N + 1.0), dtype=float, requires_grad=True)
+    cursor, slots = wp.zeros(1, dtype=int), wp.zeros(N, dtype=int)
+    out = wp.zeros(2 * N, dtype=float, requires_grad=True)
+    recorder = TAPES[tape]()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with recorder:
+            wp.launch(k.cube_into_replayed_claim, dim=N, inputs=[x, cursor, slots, out])
+        recorder.backward(grads={out: wp.array([1.0] * N + [0.0] * N, dtype=float)})
+    np.testing.assert_allclose(x.grad.numpy(), RIGHT)  # the replay reads the slots back: right
+    assert int(cursor.numpy()[0]) == N
+    assert not [h for h in recorder.hazards if h.kind == "atomic replay"]
+    assert not [w for w in caught if "atomic replay" in str(w.message)]

@@ -302,3 +302,30 @@ def test_the_check_command_measures_with_an_option(tmp_path):
     assert measured.returncode == 0, measured.stdout + measured.stderr
     assert "warp_zerostore check: 0 hazard(s)" in measured.stdout
     assert "Measured: no effect on this run's gradients" in measured.stdout
+
+
+def test_a_change_whose_gradient_leaks_is_not_labelled_without_effect():
+    # x read linearly, filled inside the Tape, read again: putting back what the first launch read changes nothing,
+    # but the second launch's gradient of the filled values reaches x.grad (no adjoint zeroes it at the fill)
+    def run(read_again: bool):
+        x = wp.array(X, dtype=float, requires_grad=True)
+        y1, y2 = (wp.zeros(len(X), dtype=float, requires_grad=True) for _ in range(2))
+        tape = wp.Tape(measure=True)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with tape:
+                wp.launch(k.double, dim=len(X), inputs=[x, y1])
+                x.fill_(2.0)
+                if read_again:
+                    wp.launch(k.double, dim=len(X), inputs=[x, y2])
+            tape.backward(grads={y1: wp.ones(len(X), dtype=float), y2: wp.ones(len(X), dtype=float)})
+        (hazard,) = [h for h in tape.hazards if h.kind == "mutated after record"]
+        return x.grad.numpy(), hazard, caught
+
+    grad, hazard, caught = run(read_again=True)
+    np.testing.assert_array_equal(grad, 4.0)  # the plain Tape's; 2 is the gradient of x's values before the fill
+    assert hazard.real and hazard.measured.status == measure.NOT_MEASURED
+    assert "a write no adjoint sees" in hazard.message() and len(caught) == 1
+    grad, hazard, caught = run(read_again=False)  # the twin: nothing reads or seeds x after the fill
+    np.testing.assert_array_equal(grad, 2.0)
+    assert not hazard.real and hazard.measured.status == measure.NO_EFFECT and caught == []

@@ -1168,6 +1168,12 @@ def has_custom_adjoint(obj) -> bool:
     return function_class is not None and isinstance(obj, function_class) and obj.custom_grad_func is not None
 
 
+def has_custom_replay(function) -> bool:
+    """Whether a user ``@wp.func`` has a ``@wp.func_replay`` (or a native replay snippet): Warp's backward runs that
+    where it replays the function's forward code (every supported version keeps it as ``custom_replay_func``)."""
+    return getattr(function, "custom_replay_func", None) is not None or bool(getattr(function, "replay_snippet", None))
+
+
 def user_function(obj):
     """A user ``@wp.func`` as Warp keeps it (``wp.Function``), or None for builtins and anything else."""
     function_class = getattr(context, "Function", None)

@@ -32,3 +32,24 @@ def cube_and_count(x: wp.array(dtype=float), cursor: wp.array(dtype=int), out: w
     i = wp.tid()
     wp.atomic_add(cursor, 0, 1)  # the negative twin: the return is discarded
     out[i] = x[i] * x[i] * x[i] / 3.0
+
+
+@wp.func
+def claim_kept(cursor: wp.array(dtype=int), slots: wp.array(dtype=int), i: int):
+    slot = wp.atomic_add(cursor, 0, 1)
+    slots[i] = slot
+    return slot
+
+
+@wp.func_replay(claim_kept)
+def claim_kept_replay(cursor: wp.array(dtype=int), slots: wp.array(dtype=int), i: int):
+    return slots[i]  # Warp's remedy: the backward reads back the slot the forward claimed
+
+
+@wp.kernel
+def cube_into_replayed_claim(
+    x: wp.array(dtype=float), cursor: wp.array(dtype=int), slots: wp.array(dtype=int), out: wp.array(dtype=float)
+):
+    i = wp.tid()
+    slot = claim_kept(cursor, slots, i)
+    out[slot] = x[slot] * x[slot] * x[slot] / 3.0

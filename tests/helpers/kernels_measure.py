@@ -49,3 +49,9 @@ def energy(x: wp.array(dtype=float), loss: wp.array(dtype=float)):
 def overwrite_accumulating(x: wp.array(dtype=float), y: wp.array(dtype=float)):
     i = wp.tid()
     y[i] = 3.0 * x[i]
+
+
+@wp.kernel
+def double(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+    i = wp.tid()
+    y[i] = 2.0 * x[i]  # linear: the values read never reach a gradient

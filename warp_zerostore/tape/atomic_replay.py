@@ -10,8 +10,9 @@ element holds after the forward. A discarded return (``wp.atomic_add(acc, 0, v)`
 v``) is no use and never named.
 
 Which atomics: `warp_zerostore.lints.atomic_returns` reads the kernel's source and the helpers it calls (resolved
-from the kernel's names, each to the depth the lint follows); a helper it cannot resolve is not followed. A fact
-from the source, used only to report: it changes no gradient.
+from the kernel's names, each to the depth the lint follows); a helper it cannot resolve is not followed, nor one
+with a ``@wp.func_replay`` (Warp's remedy: the backward runs the replay function, which reads the values back). A
+fact from the source, used only to report: it changes no gradient.
 """
 
 from __future__ import annotations
@@ -91,8 +92,8 @@ def _resolver(namespace: dict, helpers: dict):
 
     def resolve(func: ast.expr):
         function = _compat.user_function(called(ast.Call(func=func, args=[], keywords=[]), namespace))
-        if function is None:
-            return None
+        if function is None or _compat.has_custom_replay(function):
+            return None  # a builtin, or a helper whose @wp.func_replay the backward runs instead (Warp's remedy)
         python = _compat.function_python(function)
         try:
             definition = next(

@@ -142,6 +142,9 @@ class Measure:
         self.inexact: dict = {}
         #: group -> why its values were not kept (the memory cap, a read through another array over the memory)
         self.unkept: dict = {}
+        #: key of a mutation hazard -> True (a launch after the change reads the array: its gradient may leak
+        #: through the change, a write no adjoint sees) or the array (it leaks where backward() seeds its gradient)
+        self.leaky: dict = {}
         self.bytes = 0  # held by the copies made for measuring (the snapshots' own count apart)
 
     def read(self, arr, group: tuple, entry) -> None:

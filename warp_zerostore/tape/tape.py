@@ -65,6 +65,7 @@ import numpy as np
 import warp
 
 from .. import _compat, config
+from .._memory import byte_span
 from ..access import ArgumentAccess, argument_access, struct_field_access
 from ..codegen import pre_backward, replays_exactly
 from ..codegen.replay import POST
@@ -861,6 +862,21 @@ _OVER_CAP = (
     f"what its reader read was past the measuring memory cap ({measure.MEMORY_CAP >> 20} MiB, "
     "warp_zerostore.tape.measure.MEMORY_CAP), so it was not kept"
 )
+_LEAKS = (
+    "putting back the values its reader read changes no gradient, but the change is also a write no adjoint sees, "
+    "and the gradient of the new values (read by a recorded launch after it, or seeded by backward()) reaches what "
+    "the readers before it read, which no value put back measures"
+)
+
+
+def _overlap(one, other) -> bool:
+    """Do two arrays share memory on one device?"""
+    if str(one.device) != str(other.device):
+        return False
+    (a, b), (c, d) = byte_span(one), byte_span(other)
+    return a < d and c < b
+
+
 _THROUGH_A_VIEW = (
     "its reader read the memory through another array object than the one written (a view), whose content before "
     "the write is not kept"
@@ -1164,7 +1180,8 @@ class Tape(_compat.WarpTape):
             if not _any(changed):  # unchanged (the usual case)
                 use.known = True
             else:
-                found.extend(self._mutations(use.array, changed, launch.site(use.label), self._tracked[id(use.array)]))
+                tracked, reads = self._tracked[id(use.array)], launch.replayed and use.access.reads
+                found.extend(self._mutations(use.array, changed, launch.site(use.label), tracked, reads))
                 if self._measuring is not None:
                     use.before.refresh(use.array)  # now the content the launch reads
 
@@ -1188,9 +1205,10 @@ class Tape(_compat.WarpTape):
                 }
         return id(use.array) in plan.shared
 
-    def _mutations(self, arr, changed: np.ndarray, writer: Site | None, tracked: _Tracked) -> list:
+    def _mutations(self, arr, changed: np.ndarray, writer: Site | None, tracked: _Tracked, read_after=False) -> list:
         """Mutation hazards for the readers of the elements ``changed`` marks (changed since the Tape last saw
-        ``arr``, which ``tracked`` says when), each naming the change (`journal`)."""
+        ``arr``, which ``tracked`` says when), each naming the change (`journal`); ``read_after``: the launch that
+        found it (``writer``) reads the array, whose backward it is replayed in."""
         if is_declared(arr):
             return []  # the backward must read the new values: the user said so (`read_at_backward`)
         if not _any(changed):
@@ -1204,9 +1222,15 @@ class Tape(_compat.WarpTape):
         if not readers:
             return []
         change = self._change(arr, tracked.at, writer)
+        found = [Hazard(MUTATED, writer=writer, reader=reader, detail=change) for reader in readers]
         if self._measuring is not None:
             self._keep_for_measuring(arr, tracked)
-        return [Hazard(MUTATED, writer=writer, reader=reader, detail=change) for reader in readers]
+            # the change is also a write no adjoint sees (one would zero the gradient of what it overwrote): where a
+            # launch after it reads the array, or the backward seeds its gradient, the gradient of the new values
+            # reaches the readers before it, which no value put back measures (the seeds are known at backward())
+            for hazard in found:
+                self._measuring.leaky[hazard.key()] = True if read_after else arr
+        return found
 
     def _keep_for_measuring(self, arr, tracked: _Tracked) -> None:
         """A measuring Tape keeps the content ``arr`` had before a change after record (its known copy, not brought
@@ -1724,6 +1748,12 @@ class Tape(_compat.WarpTape):
             self._compared_gradients(),
             self.measured_gradients,
         )
+        seeded = [a for a in [loss, *(grads or {})] if isinstance(a, warp.array)]
+        for k, hazard in enumerate(values):
+            leaky = self._measuring.leaky.get(hazard.key())
+            if leaky is True or (leaky is not None and any(_overlap(leaky, s) for s in seeded)):
+                if found[k].status == measure.NO_EFFECT:
+                    found[k] = measure.Measured(measure.NOT_MEASURED, found[k].changes, _LEAKS)
         by_key = {h.key(): dataclasses.replace(h, real=found[k].real, measured=found[k]) for k, h in enumerate(values)}
         for hazard in pending:
             if hazard.key() not in by_key:
