@@ -6,8 +6,8 @@ kernels (a stale read with an effect every step: one reader site measured, one e
 particles and ``--steps`` steps; (2) ``style_program.simulate`` (12 steps of 7 tiny launches on 8x6 arrays, new
 arrays per step: no value hazard to measure, so no extra pass: the saves alone). Printed: medians of interleaved
 runs (both sides in the same run), wall and thread CPU time, the ratios measure/check and check/plain; the bytes each
-Tape holds on the arrays' device (snapshots, the contents kept before changes, the start saved at ``backward()``,
-counted from array sizes); with ``--rss``, the peak resident-set growth of one forward+backward per side, each in a
+Tape holds on the arrays' device (known contents, snapshots, the contents kept before changes, the start saved at
+``backward()``, counted from array sizes; the snapshot Tape's beside, the scale the measuring Tape's saves are at); with ``--rss``, the peak resident-set growth of one forward+backward per side, each in a
 child process (glibc's mmap threshold at 64 KiB, as the other memory benchmarks).
 
 Usage: python benchmarks/bench_measure.py [--repeats 7] [--particles 10000] [--steps 50] [--rss]
@@ -34,6 +34,7 @@ from warp_zerostore.tape import measure
 SIDES = {
     "plain": lambda: warp.Tape(),
     "check": lambda: wp.Tape(check="warn"),
+    "snapshot": lambda: wp.Tape(snapshot=True),  # the memory scale the measuring Tape's saves are at
     "measure": lambda: wp.Tape(measure=True),
 }
 
@@ -69,8 +70,11 @@ def euler(tape, particles: int, steps: int):
 
 
 def _held_bytes(tape) -> int:
-    """What a Tape holds on the arrays' device beyond the program's arrays, counted from sizes."""
-    held = getattr(tape, "snapshot_bytes", 0)
+    """What a Tape holds on the arrays' device beyond the program's arrays, counted from sizes: the checking Tape's
+    copies of the contents it knows, snapshots, and the measuring Tape's saves and saved start."""
+    tracked = getattr(tape, "_tracked", {}).values()
+    held = sum(t.values.layout.nbytes for t in tracked if t.values is not None and t.values.slab is not None)
+    held += getattr(tape, "snapshot_bytes", 0)
     measuring = getattr(tape, "_measuring", None)
     if measuring is not None:
         held += measuring.bytes
@@ -114,8 +118,9 @@ def _timed(name: str, args) -> dict:
         )
     held = out["held_bytes"]
     print(
-        f"  {name}: held beyond the program's arrays: check {held['check'] / 2**20:.2f} MiB (snapshots: none), "
-        f"measure {held['measure'] / 2**20:.2f} MiB; extra backward passes {out['extra_passes']}; measured "
+        f"  {name}: held beyond the program's arrays: check {held['check'] / 2**20:.2f} MiB, snapshot "
+        f"{held['snapshot'] / 2**20:.2f} MiB, measure {held['measure'] / 2**20:.2f} MiB; extra backward passes "
+        f"{out['extra_passes']}; measured "
         f"{', '.join(out['measured']) or 'nothing'}"
     )
     return out
@@ -150,7 +155,8 @@ def _rss(name: str, args, repeats: int = 3) -> dict:
     print(
         f"  {name}: peak RSS growth (child processes, median of {repeats}): "
         + ", ".join(f"{s} {b / 2**20:.2f} MiB" for s, b in medians.items())
-        + f"; measure/check {medians['measure'] / max(medians['check'], 1):.2f}x"
+        + f"; measure/check {medians['measure'] / max(medians['check'], 1):.2f}x, measure/snapshot "
+        f"{medians['measure'] / max(medians['snapshot'], 1):.2f}x"
     )
     return {"median_bytes": medians, "samples_bytes": samples}
 

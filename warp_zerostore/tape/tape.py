@@ -208,7 +208,11 @@ class Hazard:
         return key if self.detail is None else (*key, self.detail)
 
     def site_key(self) -> tuple:
-        """`key` without ``real``: the same hazard before and after a measuring Tape measured it."""
+        """`key` without ``real``: the same hazard before and after a measuring Tape measured it.
+
+        Returns:
+            A hashable tuple.
+        """
         key = self.key()
         return key[:4] + key[5:]
 
@@ -906,9 +910,16 @@ class Tape(_compat.WarpTape):
             creates it, or at ``backward()`` for a mutation).
         snapshot: Save, before each recorded launch, what it overwrites that a recorded launch reads, so that
             in-place updates are differentiable.
+        measure: Measure, at ``backward()``, how much each stale read and mutation after record changes this run's
+            gradients (extra backward passes with what the readers read put back, `measure`); the gradients stay
+            the plain Tape's, each hazard is reported with its effect, one without effect as a note. None:
+            ``warp_zerostore.config.measure`` where it applies (checks on, no snapshots). Implies ``check="warn"``
+            unless given.
 
     Raises:
-        ValueError: ``check`` is not one of ``"off"``, ``"warn"``, ``"error"``.
+        ValueError: ``check`` is not one of ``"off"``, ``"warn"``, ``"error"``; ``measure=True`` with
+            ``snapshot=True`` or ``check="off"``.
+        TypeError: ``measure`` is not True, False or None.
 
     Example:
         ```python
