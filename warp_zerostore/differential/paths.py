@@ -67,10 +67,25 @@ def run_tape(module, j: int, case, variant: str, tape: str, repeat: int = 1) -> 
                     for h in getattr(recorder, "hazards", [])
                 ]
             result.grads = {n: flat(program, n, v.grad.numpy()) for n, v in a.items()}
+            result.measured = _measured(program, a, recorder)
         except Exception as error:  # noqa: BLE001 - a path that raises is a result too (a refusal or a crash)
             result.error, result.error_type = _short(error), type(error).__name__
     result.warnings = [(w.category.__name__, str(w.message)) for w in seen]
     return result
+
+
+def _measured(program, a: dict, tape) -> dict:
+    """A measuring Tape's passes' gradients by program array (``{pass: {name: flat}}``), where it ran any."""
+    names = {id(v): n for n, v in a.items()}
+    arrays = getattr(tape, "measured_arrays", {})
+    out = {}
+    for name, grads in getattr(tape, "measured_gradients", {}).items():
+        out[str(name)] = {
+            names[id(arrays[label])]: flat(program, names[id(arrays[label])], value)
+            for label, value in grads.items()
+            if value is not None and id(arrays.get(label)) in names
+        }
+    return out
 
 
 def applies(program: Program, bridge: str) -> str:

@@ -29,6 +29,7 @@ class Result:
     error_type: str = ""
     hazards: list = field(default_factory=list)
     warnings: list = field(default_factory=list)
+    measured: dict = field(default_factory=dict)  # a measuring Tape's passes: {pass: {array name: gradient}}
 
     @property
     def ran(self) -> bool:

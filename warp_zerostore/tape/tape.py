@@ -990,8 +990,10 @@ class Tape(_compat.WarpTape):
         #: measure=True: what its readers read, put back in extra backward passes (`measure`)
         self._measuring = measure.Measure() if self.measure else None
         #: measure=True, after backward(): each pass's gradients on the host, by pass (``"plain"``, ``"joint"``, a
-        #: reader group ``("read", kernel, file:line)``), then by gradient (``"x.grad"``)
+        #: reader group ``("read", kernel, file:line)``), then by gradient (``"x.grad"``), and the arrays those names
+        #: stand for
         self.measured_gradients: dict = {}
+        self.measured_arrays: dict = {}
 
     def _intercepts(self) -> bool:
         return self.check != "off" or self.snapshot
@@ -1760,6 +1762,7 @@ class Tape(_compat.WarpTape):
             finally:
                 self.launches = own
 
+        self.measured_arrays = self._compared_gradients()
         found = measure.run(
             self._measuring,
             values,
@@ -1768,7 +1771,7 @@ class Tape(_compat.WarpTape):
             _compat.tape_entries(self),
             (_Restore, host_writes.Undo),
             self._changed_by_passes(loss, grads),
-            self._compared_gradients(),
+            self.measured_arrays,
             self.measured_gradients,
         )
         seeded = [a for a in [loss, *(grads or {})] if isinstance(a, warp.array)]
