@@ -176,3 +176,41 @@ def test_the_journal_says_when_it_cannot_vouch_for_the_whole_interval(monkeypatc
     assert not change.complete and change.writes == ()
     assert "by no call the Tape's journal kept" in change.describe()
     log.release()
+
+
+def _inner_snapshot_gradient(inside_backward: bool) -> np.ndarray:
+    """x read by ``square``, then bumped in place, on a snapshot Tape (its backward needs x as ``square`` read it);
+    recorded and differentiated inside a callback of a plain Tape's backward (as a checkpointed rollout reverses a
+    step), or on its own."""
+    got = {}
+
+    def inner():
+        x = wp.array(np.arange(1.0, N + 1.0), dtype=float, requires_grad=True)
+        y = wp.zeros(N, dtype=float, requires_grad=True)
+        tape = wp.Tape(snapshot=True)
+        with tape:
+            wp.launch(k.square, dim=N, inputs=[x, y])
+            wp.launch(k.bump, dim=N, inputs=[x])
+        tape.backward(grads={y: wp.ones(N, dtype=float)})
+        got["x"] = x.grad.numpy().copy()
+
+    if not inside_backward:
+        inner()
+        return got["x"]
+    a = wp.array(np.ones(N), dtype=float, requires_grad=True)
+    b = wp.zeros(N, dtype=float, requires_grad=True)
+    outer = wp.Tape()
+    with outer:
+        wp.launch(k.square, dim=N, inputs=[a, b])
+        outer.record_func(backward=inner, arrays=[])
+    outer.backward(grads={b: wp.ones(N, dtype=float)})
+    return got["x"]
+
+
+def test_a_snapshot_tape_recorded_inside_another_tapes_backward_snapshots_as_anywhere_else():
+    # the backward's own copies stay out of the journal; a Tape entered there still records its launches
+    np.testing.assert_array_equal(_inner_snapshot_gradient(inside_backward=True), 2.0 * np.arange(1.0, N + 1.0))
+
+
+def test_negative_twin_the_same_snapshot_tape_on_its_own():
+    np.testing.assert_array_equal(_inner_snapshot_gradient(inside_backward=False), 2.0 * np.arange(1.0, N + 1.0))

@@ -738,6 +738,7 @@ _FACTS: dict = {}
 class _Recording(threading.local):
     active = False  # a recorded launch is under way on this thread: a launch it makes (a user's wrapper calling
     # the next name in the chain, ``warp.launch`` -> ``context.launch``) is that same launch, not another
+    backward = 0  # package Tapes' backward() under way on this thread (nested: a callback's own backward)
 
 
 _recording = _Recording()
@@ -751,19 +752,29 @@ def _launch_hook(original, args, kwargs):
             return tape._recorded_launch(original, args, kwargs)
         finally:
             _recording.active = False
-    if JOURNAL.holders and not _recording.active:  # a launch no package Tape records: its writes, by call site
+    if not _recording.active and _journaling(tape):  # a launch no package Tape records: its writes, by call site
         _journal_launch(_compat.launch_arguments(args, kwargs))
     return original(*args, **kwargs)
+
+
+def _journaling(tape) -> bool:
+    """Whether a call goes into the journal now: while a Tape holds it, except the calls a backward() makes with no
+    checking or snapshot Tape recording (Warp's seeding of gradients, the restores, the measuring passes). A Tape
+    entered inside a backward (a checkpointed rollout re-recording a step from a callback) records and journals as
+    anywhere else."""
+    if not JOURNAL.holders:
+        return False
+    return not _recording.backward or (isinstance(tape, Tape) and tape._intercepts())
 
 
 def _host_write_hook(name, original, args, kwargs):
     if _recording.active:
         return original(*args, **kwargs)
-    if JOURNAL.holders:
+    tape = _compat.active_tape()
+    if _journaling(tape):
         write = host_writes.described(name, args, kwargs)
         if write is not None:
             JOURNAL.wrote(write.dest, _HOST_WRITE_NAMES[name], _call_site(3))
-    tape = _compat.active_tape()
     _recording.active = True  # assign's own wp.copy is part of the same write
     try:
         if isinstance(tape, Tape) and tape.snapshot:
@@ -1737,7 +1748,7 @@ class Tape(_compat.WarpTape):
             if self.snapshot:
                 self._refuse_mutations()
         final = [(arr, _device_copy(arr)) for arr in self._snapshotted.values()]
-        active, _recording.active = _recording.active, True  # the backward's own copies are no user's writes
+        _recording.backward += 1  # its own copies are no user's writes (`_journaling`); a Tape entered inside records
         try:
             if self._measuring is not None:
                 self._measured_backward(loss, grads)
@@ -1746,7 +1757,7 @@ class Tape(_compat.WarpTape):
         finally:
             for arr, saved in final:  # the forward pass's final values, again
                 _copy_into(arr, saved)
-            _recording.active = active
+            _recording.backward -= 1
             self._release_journal()
 
     def _measured_backward(self, loss, grads) -> None:
