@@ -49,8 +49,10 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import ctypes
 import dataclasses
 import inspect
+import math
 import os
 import pathlib
 import re
@@ -476,7 +478,16 @@ def element_shape(dtype) -> tuple:
 
 
 def dtype_size_bytes(dtype) -> int:
-    return wtypes.type_size_in_bytes(dtype)
+    size = _SIZES.get(dtype)  # Warp's own cache is weakly keyed: several times slower to ask, at every launch
+    if size is None:
+        size = wtypes.type_size_in_bytes(dtype)
+        if len(_SIZES) > 1024:  # dtypes made anew (structs redefined): start over rather than grow
+            _SIZES.clear()
+        _SIZES[dtype] = size
+    return size
+
+
+_SIZES: dict = {}  # Warp dtype -> its size in bytes
 
 
 def numpy_scalar(dtype):
@@ -1005,9 +1016,48 @@ def cpu_view(arr):
         return cached[1]
     import numpy as np  # noqa: PLC0415
 
-    view = np.asarray(arr)  # through the array interface, in place (what ``arr.numpy()`` does on the CPU)
+    # NumPy over the array's memory through a ctypes buffer at its address, from its pointer, shape and strides:
+    # Warp's array interface costs several microseconds the first time an array is asked (a rollout's check views
+    # each new state), and the view holds no reference to the array (cached on it, it would make a cycle)
+    layout = _cpu_layout(arr.dtype)
+    strides = arr.strides
+    if layout is None or not arr.size or not arr.ptr or any(st < 0 for st in strides):
+        view = np.asarray(arr)  # through the array interface, in place (what ``arr.numpy()`` does on the CPU)
+    else:
+        scalar, inner_shape, inner_strides = layout
+        span = sum((n - 1) * st for n, st in zip(arr.shape, strides)) + dtype_size_bytes(arr.dtype)
+        view = np.ndarray(
+            (*arr.shape, *inner_shape),
+            dtype=scalar,
+            buffer=(ctypes.c_char * span).from_address(arr.ptr),
+            strides=(*strides, *inner_strides),
+        )
     arr.__dict__["_wzs_cpu_view"] = (arr.ptr, view)
     return view
+
+
+def _cpu_layout(dtype):
+    """``(NumPy scalar dtype, inner shape, inner byte strides)`` of a Warp scalar, vector or matrix dtype (what Warp's
+    array interface flattens an element into); None for others (structs): `cpu_view` asks the interface then."""
+    found = _CPU_LAYOUTS.get(dtype, False)
+    if found is False:
+        found = None
+        if dtype in wtypes.scalar_and_bool_types or (isinstance(dtype, type) and issubclass(dtype, ctypes.Array)):
+            try:
+                scalar = numpy_scalar(dtype)
+            except (KeyError, TypeError, AttributeError):
+                scalar = None
+            if scalar is not None:
+                inner = tuple(getattr(dtype, "_shape_", ()))
+                item = dtype_size_bytes(scalar_type(dtype))
+                strides = tuple(item * math.prod(inner[k + 1 :]) for k in range(len(inner)))
+                found = (scalar, inner, strides)
+        if len(_CPU_LAYOUTS) < 256:
+            _CPU_LAYOUTS[dtype] = found
+    return found
+
+
+_CPU_LAYOUTS: dict = {}  # Warp dtype -> `_cpu_layout`
 
 
 def host_view(arr):

@@ -24,6 +24,8 @@ copies and blends are exact.
 
 from __future__ import annotations
 
+import ctypes
+
 import numpy as np
 import warp
 
@@ -312,7 +314,10 @@ class Ledger:
         self.next: dict = {}  # device alias -> next free slot
 
     def take(self, arr) -> tuple:
-        """Launch the fingerprint of ``arr``'s content now into a new slot; returns the slot's handle."""
+        """Launch the fingerprint of ``arr``'s content now into a new slot; returns the slot's handle (on the CPU,
+        the fingerprint itself, taken in place: `_fingerprint_in_place`)."""
+        if IN_PLACE_ON_CPU and arr.device.is_cpu:
+            return (None, _fingerprint_in_place(arr))
         shape_of = layout(arr)
         device = shape_of.device.alias
         slot = self.next.get(device, 0)
@@ -337,6 +342,9 @@ class Ledger:
         gets one: a table of their addresses goes to the device, not their content)."""
         handles, groups = [], {}
         for arr in arrays:
+            if IN_PLACE_ON_CPU and arr.device.is_cpu:
+                handles.append((None, _fingerprint_in_place(arr)))
+                continue
             shape_of = layout(arr)
             device = shape_of.device.alias
             slot = self.next.get(device, 0)
@@ -373,33 +381,64 @@ class Ledger:
 
 
 def value(values: dict, handle: tuple) -> int:
-    """A fingerprint's value from `Ledger.read`."""
+    """A fingerprint's value from `Ledger.read` (a handle taken in place holds its value)."""
     device, slot = handle
-    return int(values[device][slot])
+    return slot if device is None else int(values[device][slot])
+
+
+#: bytes hashed at a time by `_fingerprint_in_place` (a larger array is hashed in parts: no copy of it whole)
+_PART_BYTES = 1 << 24
+
+
+def _fingerprint_in_place(arr) -> int:
+    """A CPU array's fingerprint from its memory in place (the CPU's memory is the host's: nothing crosses), element
+    position by element position: Python's 64-bit hash of its bytes in order (SipHash), by parts of `_PART_BYTES`.
+    The same guarantee as the kernel's (a guess, used only to refuse), at a fraction of its cost: a prepared launch
+    costs several microseconds, and one CPU thread walks the elements with index arithmetic."""
+    size = arr.size
+    if not size:
+        return 0
+    nbytes = size * _compat.dtype_size_bytes(arr.dtype)
+    if arr.is_contiguous:
+        ptr = int(arr.ptr)
+        if nbytes <= _PART_BYTES:
+            return hash(ctypes.string_at(ptr, nbytes))
+        return hash(
+            tuple(
+                hash(ctypes.string_at(ptr + at, min(_PART_BYTES, nbytes - at))) for at in range(0, nbytes, _PART_BYTES)
+            )
+        )
+    view = _compat.cpu_view(arr)
+    rows = max(1, len(view) * _PART_BYTES // nbytes)
+    return hash(tuple(hash(view[at : at + rows].tobytes()) for at in range(0, len(view), rows)))
 
 
 # -- copies and masks
 
 
 class Known:
-    """An array's elements, in a contiguous buffer on its device: what the Tape last knew of its content. Its
-    bytes come from a slab (one allocation serves many copies: a rollout makes one per new state)."""
+    """An array's elements, in a contiguous buffer on its device: what the Tape last knew of its content. Off the
+    CPU its bytes come from a slab (one allocation serves many copies: a rollout makes one per new state); on the
+    CPU (`IN_PLACE_ON_CPU`) it is a NumPy copy, the CPU's memory being the host's."""
 
-    __slots__ = ("ptr", "slab", "layout")
+    __slots__ = ("ptr", "slab", "layout", "host")
 
     def __init__(self, arr, refresh: bool = True):
         self.layout = layout(arr)
+        if IN_PLACE_ON_CPU and self.layout.device.is_cpu:
+            self.host = np.array(_compat.cpu_view(arr))  # its content now, whatever ``refresh``
+            self.slab = self.ptr = None
+            return
+        self.host = None
         self.slab, self.ptr = _carve(arr.device, self.layout.nbytes)
         if refresh:  # else the caller takes the content (`changed_many`)
             self.refresh(arr)
 
-    def host_bytes(self) -> np.ndarray:
-        """Its bytes in place, on the CPU (the slab's memory is the host's)."""
-        start = self.ptr - self.slab.ptr
-        return _compat.cpu_view(self.slab)[start : start + self.layout.nbytes]
-
     def release(self) -> None:
         """The Tape no longer needs this copy: its bytes serve the next one of its size."""
+        if self.host is not None:
+            self.host = None
+            return
         spare = _SPARE.setdefault((self.layout.device.alias, _rounded(self.layout.nbytes)), [])
         if len(spare) < _SPARE_PER_SIZE:
             spare.append((self.slab, self.ptr))
@@ -500,8 +539,7 @@ def changed_many(items: list) -> list:
 def _changed_in_place(arr, copy, update: bool, masked: bool):
     """`changed_many` of one CPU array, with NumPy on its memory in place."""
     now = _compat.cpu_view(arr)
-    kept = copy.host_bytes() if isinstance(copy, Known) else _compat.cpu_view(copy).reshape(-1).view(np.uint8)
-    kept = kept.view(now.dtype).reshape(now.shape)
+    kept = copy.host if isinstance(copy, Known) else _compat.cpu_view(copy).reshape(now.shape)
     if kept.tobytes() == now.tobytes():  # unchanged (the usual case): no mask to work out, nothing to copy
         return np.zeros(arr.shape, dtype=bool) if masked else None
     mask = _differing(kept, now, arr.shape) if masked else None

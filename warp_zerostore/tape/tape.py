@@ -72,7 +72,7 @@ from ..options import effective_zero_store, store_adjoints_zero
 from . import contents, host_writes, observe, read_twin
 from .fingerprints import Fingerprints
 from .intent import is_declared
-from .memory import AddressBook, slot_range
+from .memory import AddressBook, Place
 from .visualize import mark_hazards
 
 _log = logging.getLogger(__name__)
@@ -453,7 +453,7 @@ class _ArrayUse:
         self.known = False  # ``before`` is the content the Tape knew (unchanged since the last launch passing it)
         self.marks: read_twin.ElementReads | None = None  # element reads and writes, when the twin ran
         self.saved = None  # device copy from before the launch (snapshot)
-        self.located: tuple | None = None  # `Tape._region` of the array, once looked up for this launch
+        self.located: Place | None = None  # `Tape._region` of the array, once looked up for this launch
 
     def reads_known(self) -> bool:
         return self.marks is not None and self.marks.reads_known
@@ -726,8 +726,8 @@ class Tape(_compat.WarpTape):
 
     def _clear_tracking(self):
         self._tracked: dict = {}
-        self._books: dict = {}  # device -> AddressBook
-        self._located: dict = {}  # id -> (array, Region, slots)
+        self._books: dict = {}  # device alias -> AddressBook
+        self._located: dict = {}  # id -> (array, its Place)
         self._sites: list = []  # writers as (launch, Site.ident), indexed from Region.writer
         self._plans: dict = {}  # (id(kernel), launch site) -> _Plan of its last launch
         self._snapshotted: dict = {}  # id -> array with at least one snapshot
@@ -930,11 +930,11 @@ class Tape(_compat.WarpTape):
                 for u in launch.uses:  # every array located first: a region one of them merges is gone
                     if u.array.size:
                         self._locate(u)
-                regions = {id(self._locate(u)[0]) for u in written}
+                regions = {id(self._locate(u).region) for u in written}
                 plan.shared = {
                     id(u.array)
                     for u in launch.uses
-                    if not u.access.writes and u.array.size and id(self._locate(u)[0]) in regions
+                    if not u.access.writes and u.array.size and id(self._locate(u).region) in regions
                 }
         return id(use.array) in plan.shared
 
@@ -945,8 +945,8 @@ class Tape(_compat.WarpTape):
             return []  # the backward must read the new values: the user said so (`read_at_backward`)
         if not _any(changed):
             return []
-        region, slots, _ = self._region(arr)
-        slots = slots[changed]
+        place = self._region(arr)
+        region, slots = place.region, place.slots[changed]
         # real whatever the reader does with the values: a change outside recorded launches is also a write no
         # adjoint sees, over what a recorded launch may have written (its gradient leaks there), which this does
         # not follow on its own (the program fuzzer found misses when linear readers' mutations were not real)
@@ -1032,6 +1032,17 @@ class Tape(_compat.WarpTape):
 
     def _save_snapshots(self, launch: _Launch) -> None:
         """Restore entries around the launch: before its adjoint, what it read; after its adjoint, its input."""
+        saving = False
+        for use in launch.uses:
+            if use.access.writes and use.array.size:  # for the host writes after it (`_recorded_host_write`)
+                place = self._locate(use)
+                place.region.write_any[place.index] = True
+            saving = saving or use.saved is not None
+        rereading = launch.replayed and any(
+            use.marks is not None and use.marks.reread is not None and use.marks.any("reread") for use in launch.uses
+        )
+        if not (saving or rereading):
+            return  # nothing saved and no read between writes: nothing to decide (most launches)
         read_values, inputs = [], []
         found = []
         # A kernel that replays exactly (zero_store=True, no ReplayWarning) serves a thread's reads of its own
@@ -1046,9 +1057,6 @@ class Tape(_compat.WarpTape):
         backward = _compat.kernel_has_backward(launch.kernel)
         replays_helper_stores = effective_zero_store(launch.kernel) is not True and backward
         for use in launch.uses:
-            if use.access.writes and use.array.size:  # for the host writes after it (`_recorded_host_write`)
-                region, slots, whole = self._locate(use)
-                region.write_any[slots if whole is None else whole] = True
             if use.saved is None:
                 continue
             if use.changed is None and (use.reads_known() or use.crossed):
@@ -1122,7 +1130,8 @@ class Tape(_compat.WarpTape):
         dest = None if write is None else write.dest
         if dest is None or not dest.size or _compat.is_capturing(dest.device):
             return original(*args, **kwargs)
-        region, slots, _ = self._region(dest)
+        place = self._region(dest)
+        region, slots = place.region, place.index
         read, written = _any(region.read_unsaved[slots]), _any(region.write_any[slots])
         if not (read or written):  # nothing recorded touched it: as a write before the Tape
             return original(*args, **kwargs)
@@ -1159,24 +1168,25 @@ class Tape(_compat.WarpTape):
             tracked = self._tracked[id(arr)] = _Tracked(arr)
         return tracked
 
-    def _region(self, arr) -> tuple:
-        """``(Region, slot per element, the slots as a slice or None)`` of an array (`memory.slot_range`); kept per
-        array object while its region is not merged."""
+    def _region(self, arr) -> Place:
+        """Where an array lies (`memory.Place`: its region and slots); kept per array object while its region is not
+        merged."""
         cached = self._located.get(id(arr))
-        if cached is not None and cached[0] is arr and cached[1].alive:
-            return cached[1:]
-        key = str(arr.device)
-        book = self._books.get(key)
+        if cached is not None and cached[0] is arr and cached[1].region.alive:
+            return cached[1]
+        device = arr.device.alias
+        book = self._books.get(device)
         if book is None:
-            book = self._books[key] = AddressBook()
-        region, slots = book.region(arr)
+            book = self._books[device] = AddressBook()
+        region = book.locate(arr)
         region.add(arr)
-        cached = self._located[id(arr)] = (arr, region, slots, slot_range(arr, region.start, region.unit))
-        return cached[1:]
+        place = Place(region, arr)
+        self._located[id(arr)] = (arr, place)
+        return place
 
-    def _locate(self, use: _ArrayUse) -> tuple:
+    def _locate(self, use: _ArrayUse) -> Place:
         """The use's `_region`, looked up once per launch (regions only grow within a launch)."""
-        if use.located is None or not use.located[0].alive:
+        if use.located is None or not use.located.region.alive:
             use.located = self._region(use.array)
         return use.located
 
@@ -1184,42 +1194,47 @@ class Tape(_compat.WarpTape):
         """Did a recorded launch read an element of ``arr`` since the last write that saved a restore of it?"""
         if not arr.size:
             return False
-        region, slots, _ = self._region(arr)
-        return _any(region.read_unsaved[slots])
+        place = self._region(arr)
+        return _any(place.region.read_unsaved[place.index])
 
     def _served_by_restore(self, use: _ArrayUse) -> None:
         """The launch saved a restore of the whole array: readers of it so far are served (a later write need not
         save it again for them), but not the launch's own reads of what it wrote (they want its output)."""
-        region, slots, whole = self._locate(use)
-        region.read_unsaved[slots if whole is None else whole] = False
+        place = self._locate(use)
+        region = place.region
+        region.read_unsaved[place.index] = False
         if use.access.reads_after_store or use.crossed:
             if use.reads_known() and not use.crossed:
                 if use.marks.any("after"):
-                    region.read_unsaved[slots[use.marks.after]] = True
+                    region.read_unsaved[place.slots[use.marks.after]] = True
             else:
-                region.read_unsaved[slots if whole is None else whole] = True
+                region.read_unsaved[place.index] = True
 
     def _record_read(self, launch: _Launch, use: _ArrayUse, which: str | None) -> None:
         """``which``: the twin's marks of the elements read, ``"before"`` or ``"after"`` (callers pass only marks
         with one set: a launch that read nothing, a zero-size one or a guarded branch, leaves nothing to be stale or
-        mutated); None: the whole array."""
+        mutated); None: the whole array. A snapshot Tape without checks keeps only which slots were read since
+        their last saved restore (it reports no stale read and compares no content)."""
+        place = self._locate(use)
+        region = place.region
+        if which is None or use.marks.all(which):
+            read = place.index
+        else:
+            read = place.slots[getattr(use.marks, which)]
+        region.read_unsaved[read] = True
+        if self.check == "off":
+            return
         self._track(use.array).read = True
         key = launch.ident(use.label)
-        region, slots, whole = self._locate(use)
-        if which is None or use.marks.all(which):
-            read = slots if whole is None else whole
-        else:
-            read = slots[getattr(use.marks, which)]
         entry = region.reads.get(key)
         if entry is None:
             # a reader whose backward reads no value it loaded (`value_use`), or whose adjoints that read them reach
             # only arrays of this launch without a gradient: a stale read of it is not real
             site = launch.site(use.label)
             real = use.access.value_read and _gradient_reads(launch, use.access.value_readers)
-            entry = region.reads[key] = [site, np.zeros(region.writer.size, dtype=bool), real]
+            entry = region.reads[key] = [site, np.zeros(region.size, dtype=bool), real]
         entry[1][read] = True
         region.read_any[read] = True
-        region.read_unsaved[read] = True
 
     def _write_hazards(self, launch: _Launch, use: _ArrayUse, changed, count: int) -> list:
         """Overwrites and stale reads of the ``count`` elements ``changed`` marks. A hazard the Tape already
@@ -1227,11 +1242,12 @@ class Tape(_compat.WarpTape):
         found = []
         known = self._hazard_keys
         writer = launch.ident(use.label)
-        region, slots, whole = self._locate(use)
+        place = self._locate(use)
+        region, whole = place.region, place.whole
         if count == changed.size:  # every element (the usual case): a slice of the tables where the array is one run
-            written = slots if whole is None else whole
+            written = place.index
         else:
-            written, whole = slots[changed], None
+            written, whole = place.slots[changed], None
         broadcast = 0 in use.array.strides  # one element at several indices
         if broadcast:
             written = np.unique(written)
@@ -1244,7 +1260,7 @@ class Tape(_compat.WarpTape):
             if use.marks is not None and use.marks.stored is not None and not use.marks.all("stored"):
                 # only the elements a store wrote on this launch (a branch that only accumulated is no overwrite);
                 # a change the twin did not mark (a store it cannot index) counts as a store
-                stored, stored_whole = slots[changed & (use.marks.stored | ~use.marks.written)], None
+                stored, stored_whole = place.slots[changed & (use.marks.stored | ~use.marks.written)], None
                 if broadcast:
                     stored = np.unique(stored)
             last = region.last_write
@@ -1312,7 +1328,7 @@ class Tape(_compat.WarpTape):
         address index, so the cost follows the launch's arrays and what overlaps them, not the arrays seen before."""
         found: dict = {}
         for arr in written:
-            region = self._region(arr)[0]
+            region = self._region(arr).region
             if len(region.arrays) == 1:
                 continue  # only the array itself
             if isinstance(passed, _Launch):
