@@ -1036,6 +1036,18 @@ def cpu_view(arr):
     return view
 
 
+def cpu_bytes(arr) -> bytes:
+    """A CPU array's elements' bytes, element after element in row-major order, read from its memory in place (the
+    CPU's memory is the host's: nothing is transferred): one copy of the memory where it is contiguous, else through
+    `cpu_view`. Only for CPU arrays."""
+    size = arr.size
+    if not size:
+        return b""
+    if arr.is_contiguous:
+        return ctypes.string_at(int(arr.ptr), size * dtype_size_bytes(arr.dtype))
+    return cpu_view(arr).tobytes()
+
+
 def _cpu_layout(dtype):
     """``(NumPy scalar dtype, inner shape, inner byte strides)`` of a Warp scalar, vector or matrix dtype (what Warp's
     array interface flattens an element into); None for others (structs): `cpu_view` asks the interface then."""

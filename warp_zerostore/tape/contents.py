@@ -24,7 +24,7 @@ copies and blends are exact.
 
 from __future__ import annotations
 
-import ctypes
+import math
 
 import numpy as np
 import warp
@@ -391,23 +391,14 @@ _PART_BYTES = 1 << 24
 
 
 def _fingerprint_in_place(arr) -> int:
-    """A CPU array's fingerprint from its memory in place (the CPU's memory is the host's: nothing crosses), element
-    position by element position: Python's 64-bit hash of its bytes in order (SipHash), by parts of `_PART_BYTES`.
-    The same guarantee as the kernel's (a guess, used only to refuse), at a fraction of its cost: a prepared launch
-    costs several microseconds, and one CPU thread walks the elements with index arithmetic."""
-    size = arr.size
-    if not size:
-        return 0
-    nbytes = size * _compat.dtype_size_bytes(arr.dtype)
-    if arr.is_contiguous:
-        ptr = int(arr.ptr)
-        if nbytes <= _PART_BYTES:
-            return hash(ctypes.string_at(ptr, nbytes))
-        return hash(
-            tuple(
-                hash(ctypes.string_at(ptr + at, min(_PART_BYTES, nbytes - at))) for at in range(0, nbytes, _PART_BYTES)
-            )
-        )
+    """A CPU array's fingerprint from its memory in place (`_compat.cpu_bytes`: the CPU's memory is the host's,
+    nothing crosses), element position by element position: Python's 64-bit hash (SipHash) of its bytes in order, by
+    parts of `_PART_BYTES` (no copy of a large array whole). The same kind of guess as the kernel's (used only to
+    refuse), at a fraction of its cost: a prepared launch costs microseconds, and one CPU thread walks the elements
+    with index arithmetic."""
+    nbytes = arr.size * _compat.dtype_size_bytes(arr.dtype)
+    if nbytes <= _PART_BYTES:
+        return hash(_compat.cpu_bytes(arr))
     view = _compat.cpu_view(arr)
     rows = max(1, len(view) * _PART_BYTES // nbytes)
     return hash(tuple(hash(view[at : at + rows].tobytes()) for at in range(0, len(view), rows)))
@@ -419,16 +410,17 @@ def _fingerprint_in_place(arr) -> int:
 class Known:
     """An array's elements, in a contiguous buffer on its device: what the Tape last knew of its content. Off the
     CPU its bytes come from a slab (one allocation serves many copies: a rollout makes one per new state); on the
-    CPU (`IN_PLACE_ON_CPU`) it is a NumPy copy, the CPU's memory being the host's."""
+    CPU (`IN_PLACE_ON_CPU`) they are a ``bytes`` object (`_compat.cpu_bytes`: the CPU's memory is the host's),
+    compared with the array's bytes in one ``==`` and replaced when the content changes."""
 
     __slots__ = ("ptr", "slab", "layout", "host")
 
     def __init__(self, arr, refresh: bool = True):
-        self.layout = layout(arr)
-        if IN_PLACE_ON_CPU and self.layout.device.is_cpu:
-            self.host = np.array(_compat.cpu_view(arr))  # its content now, whatever ``refresh``
-            self.slab = self.ptr = None
+        if IN_PLACE_ON_CPU and arr.device.is_cpu:
+            self.host = _compat.cpu_bytes(arr)  # its content now, whatever ``refresh``
+            self.slab = self.ptr = self.layout = None
             return
+        self.layout = layout(arr)
         self.host = None
         self.slab, self.ptr = _carve(arr.device, self.layout.nbytes)
         if refresh:  # else the caller takes the content (`changed_many`)
@@ -491,7 +483,7 @@ def changed_many(items: list) -> list:
     found: list = [None] * len(items)
     by_device: dict = {}
     for k, item in enumerate(items):
-        if not layout(item[0]).size:
+        if not item[0].size:
             if item[3]:
                 found[k] = np.zeros(item[0].shape, dtype=bool)
         elif IN_PLACE_ON_CPU and item[0].device.is_cpu:
@@ -537,19 +529,35 @@ def changed_many(items: list) -> list:
 
 
 def _changed_in_place(arr, copy, update: bool, masked: bool):
-    """`changed_many` of one CPU array, with NumPy on its memory in place."""
-    now = _compat.cpu_view(arr)
-    kept = copy.host if isinstance(copy, Known) else _compat.cpu_view(copy).reshape(now.shape)
-    if kept.tobytes() == now.tobytes():  # unchanged (the usual case): no mask to work out, nothing to copy
+    """`changed_many` of one CPU array, on its memory in place: its bytes against the copy's (a `Known`, or a
+    contiguous CPU array of its elements)."""
+    now = _compat.cpu_bytes(arr)
+    known = isinstance(copy, Known)
+    kept = copy.host if known else _compat.cpu_bytes(copy)
+    if kept == now:  # unchanged (the usual case): no mask to work out, nothing to copy
         return np.zeros(arr.shape, dtype=bool) if masked else None
-    mask = _differing(kept, now, arr.shape) if masked else None
+    mask = _differing_bytes(kept, now, arr.shape) if masked else None
     if update:
-        np.copyto(kept, now)
+        if known:
+            copy.host = now
+        else:
+            view = _compat.cpu_view(copy)
+            np.copyto(view, np.frombuffer(now, dtype=view.dtype).reshape(view.shape))
     return mask
 
 
 _UNSIGNED = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 _VOIDS: dict = {}  # element size in bytes -> its void dtype
+
+
+def _differing_bytes(before: bytes, after: bytes, shape: tuple) -> np.ndarray:
+    """`_differing` of two arrays' bytes (`_compat.cpu_bytes`), elements of ``shape``."""
+    count = math.prod(shape)
+    before, after = np.frombuffer(before, dtype=np.uint8), np.frombuffer(after, dtype=np.uint8)
+    unsigned = _UNSIGNED.get(before.size // count)
+    if unsigned is not None:  # scalars: one compare per element
+        return (before.view(unsigned) != after.view(unsigned)).reshape(shape)
+    return _differing(before.reshape(count, -1), after.reshape(count, -1), (count,)).reshape(shape)
 
 
 def _differing(before: np.ndarray, after: np.ndarray, shape: tuple) -> np.ndarray:

@@ -433,6 +433,8 @@ class _ArrayUse:
         "access",
         "labels",
         "crossed",
+        "reads",
+        "writes",
         "before",
         "changed",
         "known",
@@ -447,6 +449,9 @@ class _ArrayUse:
         self.access = access  # the union of its labels' accesses
         self.labels = labels
         self.crossed = crossed  # passed under several labels, read through one and written through another
+        size = array.size
+        self.reads = access.reads and size != 0  # the kernel's source reads it, and it has elements
+        self.writes = access.writes and size != 0  # the kernel's source may write it, and it has elements
         #: check mode: the content from before the launch, on its device; after the launch, the content then
         self.before: contents.Known | None = None
         self.changed: np.ndarray | None = None  # the elements whose bytes the launch changed, where compared
@@ -825,7 +830,7 @@ class Tape(_compat.WarpTape):
     def _struct_arguments(self, launch: _Launch, a: dict) -> list:
         """A `IN_STRUCT` report per ``@wp.struct`` holding arrays passed where the kernel's parameter is generic: its
         fields are not known from the kernel, so the Tape cannot follow them (a typed struct's are followed)."""
-        structs = _facts(launch.kernel).structs
+        structs = launch.plan.facts.structs
         if not structs:
             return []
         values = list(a.get("inputs") or []) + list(a.get("outputs") or [])
@@ -877,15 +882,10 @@ class Tape(_compat.WarpTape):
                 use.marks = _combined_marks(use, marks, access)
         if checking:
             self._contents_before(launch, found)
-        for use in launch.uses:
-            wanted = (
-                self.snapshot
-                and use.access.writes
-                and use.array.size
-                and (_reads_before_writing(use) or self._read_unsaved(use.array))
-            )
-            if wanted:
-                use.saved = _device_copy(use.array)
+        if self.snapshot:
+            for use in launch.uses:
+                if use.writes and (_reads_before_writing(use) or self._read_unsaved(use.array)):
+                    use.saved = _device_copy(use.array)
         return found
 
     def _contents_before(self, launch: _Launch, found: list) -> None:
@@ -907,7 +907,8 @@ class Tape(_compat.WarpTape):
                 items.append((arr, use.before, True, True))
             elif use.access.writes or (launch.replayed and use.access.reads) or self._shares_written(launch, use):
                 use.before = contents.Known(arr, refresh=False)
-                items.append((arr, use.before, True, False))
+                if use.before.host is None:  # off the CPU, its content comes with the comparisons (a CPU copy has it)
+                    items.append((arr, use.before, True, False))
         if not items:
             return
         masks = iter(m for m in contents.changed_many(items) if m is not None)
@@ -964,7 +965,7 @@ class Tape(_compat.WarpTape):
         # never replayed, so they cannot be stale.
         if launch.replayed:
             for use in launch.uses:
-                if use.access.reads and use.array.size:
+                if use.reads:
                     if use.reads_known():
                         if use.marks.any("before"):
                             self._record_read(launch, use, "before")
@@ -1010,7 +1011,7 @@ class Tape(_compat.WarpTape):
         # A thread's read of its own write: not stale for this launch's writes, but it is for later writers.
         if launch.replayed:
             for use in launch.uses:
-                if use.access.reads and use.array.size and use.reads_known() and use.marks.any("after"):
+                if use.reads and use.reads_known() and use.marks.any("after"):
                     self._record_read(launch, use, "after")
             if checking:
                 found.extend(self._rereads(launch))
@@ -1022,19 +1023,23 @@ class Tape(_compat.WarpTape):
         """Elements a thread read between two writes of the launch, where the backward that runs reads them from
         memory, which holds the last write: wrong on any Tape. A ``zero_store=True`` kernel whose backward reports no
         replay issue serves such a read from its log (the later write follows the read)."""
-        if replays_exactly(launch.kernel, POST):
+        rereads = [
+            use
+            for use in launch.uses
+            if use.marks is not None and use.marks.reread is not None and use.marks.any("reread")
+        ]
+        if not rereads or replays_exactly(launch.kernel, POST):
             return []
         return [
             Hazard(REPLAY, writer=launch.site(use.label), elements=use.marks.count("reread"), cause="reread")
-            for use in launch.uses
-            if use.marks is not None and use.marks.reread is not None and use.marks.any("reread")
+            for use in rereads
         ]
 
     def _save_snapshots(self, launch: _Launch) -> None:
         """Restore entries around the launch: before its adjoint, what it read; after its adjoint, its input."""
         saving = False
         for use in launch.uses:
-            if use.access.writes and use.array.size:  # for the host writes after it (`_recorded_host_write`)
+            if use.writes:  # for the host writes after it (`_recorded_host_write`)
                 place = self._locate(use)
                 place.region.write_any[place.index] = True
             saving = saving or use.saved is not None
@@ -1404,15 +1409,13 @@ class Tape(_compat.WarpTape):
 
     def _fingerprint(self, launch: _Launch) -> None:
         """After the launch: fingerprints of its arrays and of the views of memory it wrote (`fingerprints`)."""
-        written = [use.array for use in launch.uses if use.access.writes and use.array.size]
+        written = []
         for use in launch.uses:
             if use.array.size:
                 self._locate(use)  # in the address index, where a later launch's write finds it as a view
-        self._fingerprints.after(
-            launch,
-            restored=lambda arr: self._restored_by.get(id(arr)) == launch.index,
-            views=self._views_of(launch, written) if written else (),
-        )
+                if use.writes:
+                    written.append(use.array)
+        self._fingerprints.after(launch, self._restored_by, self._views_of(launch, written) if written else ())
 
     def _serve_last_readers(self) -> None:
         """When recording stops: an array a recorded launch restores, read by launches after the last launch that
@@ -1437,7 +1440,11 @@ class Tape(_compat.WarpTape):
         found = self._fingerprints.refused()
         if not found:
             return
-        hazards = [Hazard(MUTATED, writer=writer, reader=reader) for _, readers, writer in found for reader in readers]
+        hazards = [
+            Hazard(MUTATED, writer=None if at is None else Site(at[0], *at[1]), reader=Site(launch, *ident))
+            for _, readers, at in found
+            for ident, launch in readers.items()
+        ]
         self._report(hazards, force_error=True)
 
     def reset(self):
