@@ -436,6 +436,11 @@ class Known:
             spare.append((self.slab, self.ptr))
         self.slab = None
 
+    def same(self, arr) -> bool:
+        """True where ``arr``'s content is known to equal this copy's without a comparison launch: on the CPU, its
+        bytes compared in place (False off the CPU: `changed_many` compares there, several arrays at once)."""
+        return self.host is not None and self.host == _compat.cpu_bytes(arr)
+
     def refresh(self, arr) -> None:
         """Take ``arr``'s content now."""
         changed_many([(arr, self, True, False)])
@@ -535,7 +540,7 @@ def _changed_in_place(arr, copy, update: bool, masked: bool):
     known = isinstance(copy, Known)
     kept = copy.host if known else _compat.cpu_bytes(copy)
     if kept == now:  # unchanged (the usual case): no mask to work out, nothing to copy
-        return np.zeros(arr.shape, dtype=bool) if masked else None
+        return unchanged(arr.shape) if masked else None
     mask = _differing_bytes(kept, now, arr.shape) if masked else None
     if update:
         if known:
@@ -548,6 +553,20 @@ def _changed_in_place(arr, copy, update: bool, masked: bool):
 
 _UNSIGNED = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 _VOIDS: dict = {}  # element size in bytes -> its void dtype
+
+
+def unchanged(shape: tuple) -> np.ndarray:
+    """A read-only all-False mask of ``shape``, shared (an unchanged array's mask, made once per shape)."""
+    mask = _UNCHANGED.get(shape)
+    if mask is None:
+        if len(_UNCHANGED) > 256:
+            _UNCHANGED.clear()
+        mask = _UNCHANGED[shape] = np.zeros(shape, dtype=bool)
+        mask.flags.writeable = False
+    return mask
+
+
+_UNCHANGED: dict = {}  # shape -> `unchanged`
 
 
 def _differing_bytes(before: bytes, after: bytes, shape: tuple) -> np.ndarray:

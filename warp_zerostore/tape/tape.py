@@ -903,6 +903,9 @@ class Tape(_compat.WarpTape):
             tracked = self._tracked.get(id(arr))
             if tracked is not None and tracked.read and tracked.values is not None:
                 use.before = tracked.values  # compared, and brought to the content now
+                if use.before.same(arr):  # on the CPU, unchanged (the usual case): no mask, no launch
+                    use.known = True
+                    continue
                 compared.append(use)
                 items.append((arr, use.before, True, True))
             elif use.access.writes or (launch.replayed and use.access.reads) or self._shares_written(launch, use):
