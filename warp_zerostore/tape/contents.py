@@ -436,6 +436,17 @@ class Known:
             spare.append((self.slab, self.ptr))
         self.slab = None
 
+    def compare(self, arr):
+        """On the CPU: None where ``arr``'s content equals this copy's, else the mask of its elements that differ
+        (``arr``'s shape), the copy taking ``arr``'s content (`changed` with ``update``, without the batch's
+        plumbing). Only for a copy on the CPU (``host``)."""
+        now = _compat.cpu_bytes(arr)
+        if now == self.host:
+            return None
+        mask = _differing_bytes(self.host, now, arr.shape)
+        self.host = now
+        return mask
+
     def same(self, arr) -> bool:
         """True where ``arr``'s content is known to equal this copy's without a comparison launch: on the CPU, its
         bytes compared in place (False off the CPU: `changed_many` compares there, several arrays at once)."""
@@ -572,10 +583,10 @@ _UNCHANGED: dict = {}  # shape -> `unchanged`
 def _differing_bytes(before: bytes, after: bytes, shape: tuple) -> np.ndarray:
     """`_differing` of two arrays' bytes (`_compat.cpu_bytes`), elements of ``shape``."""
     count = math.prod(shape)
+    unsigned = _UNSIGNED.get(len(before) // count)
+    if unsigned is not None:  # one word per element: one compare each
+        return (np.frombuffer(before, dtype=unsigned) != np.frombuffer(after, dtype=unsigned)).reshape(shape)
     before, after = np.frombuffer(before, dtype=np.uint8), np.frombuffer(after, dtype=np.uint8)
-    unsigned = _UNSIGNED.get(before.size // count)
-    if unsigned is not None:  # scalars: one compare per element
-        return (before.view(unsigned) != after.view(unsigned)).reshape(shape)
     return _differing(before.reshape(count, -1), after.reshape(count, -1), (count,)).reshape(shape)
 
 

@@ -112,7 +112,8 @@ class Region:
         self.size = slots = -(-(stop - start) // unit)
         self._writer = None
         self._read_any = None
-        #: read-site key -> [Site, bool bitmap, whether its backward reads the values loaded (`value_use`)]
+        #: read-site key ``(kernel, argument, location)`` -> [(first launch reading here, key), bool bitmap, whether
+        #: its backward reads the values loaded (`value_use`)]
         self.reads: dict = {}
         self.write_any = np.zeros(slots, dtype=bool)  # a recorded launch wrote the slot (snapshot Tapes)
         #: snapshot Tapes: a recorded launch read the slot since the last write that saved a restore of it (a

@@ -955,7 +955,7 @@ class Tape(_compat.WarpTape):
         # adjoint sees, over what a recorded launch may have written (its gradient leaks there), which this does
         # not follow on its own (the program fuzzer found misses when linear readers' mutations were not real)
         return [
-            Hazard(MUTATED, writer=writer, reader=reader)
+            Hazard(MUTATED, writer=writer, reader=Site(reader[0], *reader[1]))
             for reader, bitmap, _ in region.reads.values()
             if _any(bitmap[slots])
         ]
@@ -974,24 +974,33 @@ class Tape(_compat.WarpTape):
                             self._record_read(launch, use, "before")
                     else:
                         self._record_read(launch, use, None)
+        if not checking:  # a snapshot Tape without checks compared no content (`before` is the checks')
+            if launch.replayed:
+                self._record_reads_after(launch)
+            return found
         changed_regions = []
         # the arrays the launch may have changed: written, or over memory it wrote (views)
-        may_change = {
-            id(use): use.access.writes or self._shares_written(launch, use)
-            for use in launch.uses
-            if use.before is not None
-        }
-        if checking:  # their changes, all compared in one launch (their copies take the content)
-            written = [use for use in launch.uses if may_change.get(id(use))]
-            if written:
-                masks = contents.changed_many([(use.array, use.before, True, True) for use in written])
-                for use, mask in zip(written, masks):
-                    use.changed = mask
+        written, compared = [], []
         for use in launch.uses:
             if use.before is None:
                 continue
-            unchanged = not may_change[id(use)]
-            if not checking or (unchanged and use.known):  # known and unchanged: nothing to refresh
+            compared.append(use)
+            if use.access.writes or self._shares_written(launch, use):
+                written.append(use)
+        batch = []  # off the CPU, their changes all compared in one launch (their copies take the content)
+        for use in written:
+            if use.before.host is None:
+                batch.append(use)
+                continue
+            mask = use.before.compare(use.array)  # on the CPU, in place (None: unchanged)
+            use.changed = contents.unchanged(use.array.shape) if mask is None else mask
+        if batch:
+            masks = contents.changed_many([(use.array, use.before, True, True) for use in batch])
+            for use, mask in zip(batch, masks):
+                use.changed = mask
+        for use in compared:
+            unchanged = use.changed is None
+            if unchanged and use.known:  # known and unchanged: nothing to refresh
                 continue
             # Known content matters for arrays a recorded launch reads (this one's included: its reads after its own
             # writes are recorded below); the first launch that reads another copies it then.
@@ -1011,16 +1020,18 @@ class Tape(_compat.WarpTape):
             elif not use.known:  # a copy made for this launch only
                 use.before.release()
                 use.before = None
-        # A thread's read of its own write: not stale for this launch's writes, but it is for later writers.
         if launch.replayed:
-            for use in launch.uses:
-                if use.reads and use.reads_known() and use.marks.any("after"):
-                    self._record_read(launch, use, "after")
-            if checking:
-                found.extend(self._rereads(launch))
-        if checking and changed_regions:
+            self._record_reads_after(launch)
+            found.extend(self._rereads(launch))
+        if changed_regions:
             self._refresh_views(launch, changed_regions)
         return found
+
+    def _record_reads_after(self, launch: _Launch) -> None:
+        """A thread's read of its own write: not stale for this launch's writes, but it is for later writers."""
+        for use in launch.uses:
+            if use.reads and use.reads_known() and use.marks.any("after"):
+                self._record_read(launch, use, "after")
 
     def _rereads(self, launch: _Launch) -> list:
         """Elements a thread read between two writes of the launch, where the backward that runs reads them from
@@ -1238,9 +1249,8 @@ class Tape(_compat.WarpTape):
         if entry is None:
             # a reader whose backward reads no value it loaded (`value_use`), or whose adjoints that read them reach
             # only arrays of this launch without a gradient: a stale read of it is not real
-            site = launch.site(use.label)
             real = use.access.value_read and _gradient_reads(launch, use.access.value_readers)
-            entry = region.reads[key] = [site, np.zeros(region.size, dtype=bool), real]
+            entry = region.reads[key] = [(launch.index, key), np.zeros(region.size, dtype=bool), real]
         entry[1][read] = True
         region.read_any[read] = True
 
@@ -1314,9 +1324,10 @@ class Tape(_compat.WarpTape):
                     continue
                 elements = int(np.count_nonzero(bitmap[written]))
                 if elements:
+                    reader = Site(site[0], *site[1])  # (launch, ident): made when a hazard names it
                     found.append(
                         Hazard(
-                            STALE_READ, writer=launch.site(use.label), reader=site, elements=elements, real=value_read
+                            STALE_READ, writer=launch.site(use.label), reader=reader, elements=elements, real=value_read
                         )
                     )
         self._sites.append((launch.index, writer))
