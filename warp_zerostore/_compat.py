@@ -251,6 +251,17 @@ def kernel_cache_dir() -> str:
     return warp.config.kernel_cache_dir or ""
 
 
+def memo(obj) -> dict:
+    """The package's facts about one Warp kernel or ``@wp.func`` (its source analysis, read twins, launch plans),
+    kept on the object itself: they live and die with it. A kernel redefined under the same name leaves Warp's
+    module with the new one, and the old one's facts go with it (a table keyed by ``id(kernel)`` would keep every
+    redefinition). Callers key the dict by what they keep."""
+    found = obj.__dict__.get("_wzs_memo")
+    if found is None or found[0] != id(obj):  # a copy of another object's ``__dict__`` holds that one's
+        found = obj.__dict__["_wzs_memo"] = (id(obj), {})
+    return found[1]
+
+
 def kernel_options(kernel) -> dict:
     return kernel.options
 

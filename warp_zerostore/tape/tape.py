@@ -643,13 +643,11 @@ class _KernelFacts:
 
 
 def _facts(kernel) -> _KernelFacts:
-    cached = _FACTS.get(id(kernel))
-    if cached is None or cached.kernel is not kernel:
-        cached = _FACTS[id(kernel)] = _KernelFacts(kernel)
+    memo = _compat.memo(kernel)
+    cached = memo.get("tape.facts")
+    if cached is None:
+        cached = memo["tape.facts"] = _KernelFacts(kernel)
     return cached
-
-
-_FACTS: dict = {}
 
 
 class _Recording(threading.local):
