@@ -427,13 +427,17 @@ class Known:
             self.refresh(arr)
 
     def release(self) -> None:
-        """The Tape no longer needs this copy: its bytes serve the next one of its size."""
+        """The Tape no longer needs this copy: its bytes serve the next one of its size (up to `SPARE_BYTES` of
+        spare copies in all)."""
+        global _spare_bytes
         if self.host is not None:
             self.host = None
             return
-        spare = _SPARE.setdefault((self.layout.device.alias, _rounded(self.layout.nbytes)), [])
-        if len(spare) < _SPARE_PER_SIZE:
+        size = _rounded(self.layout.nbytes)
+        spare = _SPARE.setdefault((self.layout.device.alias, size), [])
+        if len(spare) < _SPARE_PER_SIZE and _spare_bytes + size <= SPARE_BYTES:
             spare.append((self.slab, self.ptr))
+            _spare_bytes += size
         self.slab = None
 
     def compare(self, arr):
@@ -463,6 +467,9 @@ class Known:
 
 _SPARE: dict = {}  # (device alias, rounded bytes) -> (slab, address) of released copies
 _SPARE_PER_SIZE = 16
+_spare_bytes = 0
+#: bytes of released copies kept for reuse, all sizes together (a slab lives while a copy in it is kept)
+SPARE_BYTES = 64 << 20
 _SLAB_BYTES = 1 << 20
 _SLABS: dict = {}  # device alias -> [the slab being carved, bytes used]
 
@@ -474,10 +481,15 @@ def _rounded(nbytes: int) -> int:
 def _carve(device, nbytes: int) -> tuple:
     """``(slab, address)`` of ``nbytes`` on ``device``: a released copy's, else the next bytes of the current slab
     (a new slab when it is full; a slab lives while a copy in it does)."""
+    global _spare_bytes
     size = _rounded(nbytes)
     spare = _SPARE.get((device.alias, size))
     if spare:
-        return spare.pop()
+        _spare_bytes -= size
+        found = spare.pop()
+        if not spare:
+            del _SPARE[(device.alias, size)]
+        return found
     current = _SLABS.get(device.alias)
     if current is None or current[1] + size > current[0].size:
         with _compat.no_active_tape():
@@ -666,14 +678,20 @@ def blend(dest, src, keep) -> None:
 
 
 _MASKS: dict = {}  # (device, size) -> (scratch uint8 array, its host view on the CPU)
+_mask_bytes = 0
+#: bytes of scratch masks kept for reuse
+MASK_BYTES = 64 << 20
 
 
 def _mask(device, size: int) -> tuple:
+    global _mask_bytes
     key = (str(device), size)
     entry = _MASKS.get(key)
     if entry is None:
-        if len(_MASKS) > 256:
+        if len(_MASKS) > 256 or _mask_bytes + size > MASK_BYTES:  # start over rather than grow
             _MASKS.clear()
+            _mask_bytes = 0
+        _mask_bytes += max(size, 1)
         with _compat.no_active_tape():
             scratch = warp.empty(max(size, 1), dtype=warp.uint8, device=device)
         entry = _MASKS[key] = (scratch, _compat.host_view(scratch)[:size] if scratch.device.is_cpu else None)

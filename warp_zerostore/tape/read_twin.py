@@ -36,6 +36,7 @@ puts its kernels' twins in the batch's module: one compile instead of one per tw
 from __future__ import annotations
 
 import ast
+import collections
 import contextlib
 import copy
 import dataclasses
@@ -791,16 +792,31 @@ def forget(obj) -> None:
 
 def _pooled(key: tuple, shape: tuple, dtype, device):
     """A scratch array (and its host view on the CPU) reused from launch to launch: the twin's copies of the
-    launch's arrays and its shadows; allocating them per launch was most of check mode's cost."""
+    launch's arrays and its shadows; allocating them per launch was most of check mode's cost. The pool keeps the
+    most recently used up to `POOL_BYTES` (a runner keeps the ones it was made with while it lives)."""
+    global _pool_bytes
     entry = _POOL.get(key)
-    if entry is None:
-        with _compat.no_active_tape():
-            scratch = warp.empty(shape, dtype=dtype, device=device)
-        entry = _POOL[key] = (scratch, _compat.host_view(scratch) if scratch.device.is_cpu else None)
+    if entry is not None:
+        _POOL.move_to_end(key)
+        return entry
+    with _compat.no_active_tape():
+        scratch = warp.empty(shape, dtype=dtype, device=device)
+    entry = _POOL[key] = (scratch, _compat.host_view(scratch) if scratch.device.is_cpu else None)
+    _pool_bytes += _nbytes(scratch)
+    while _pool_bytes > POOL_BYTES and len(_POOL) > 1:  # the least recently used go first
+        _, (evicted, _) = _POOL.popitem(last=False)
+        _pool_bytes -= _nbytes(evicted)
     return entry
 
 
-_POOL: dict = {}
+def _nbytes(arr) -> int:
+    return arr.size * _compat.dtype_size_bytes(arr.dtype)
+
+
+_POOL: collections.OrderedDict = collections.OrderedDict()  # key -> (scratch array, its host view on the CPU)
+_pool_bytes = 0
+#: bytes of scratch arrays the pool keeps (least recently used dropped first)
+POOL_BYTES = 64 << 20
 
 
 def _zero(entry) -> None:
@@ -1117,6 +1133,8 @@ def _none(shape: tuple) -> np.ndarray:
     """A read-only all-False mask of ``shape``, shared."""
     mask = _NONE.get(shape)
     if mask is None:
+        if len(_NONE) > 256:  # shapes that keep changing: start over rather than grow
+            _NONE.clear()
         mask = _NONE[shape] = np.zeros(shape, dtype=bool)
         mask.flags.writeable = False
     return mask
