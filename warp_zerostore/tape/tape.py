@@ -618,7 +618,7 @@ def _gradient_reads(launch: _Launch, readers: frozenset | None) -> bool:
 class _KernelFacts:
     """What the Tape asks of a kernel at every launch, looked up once per kernel."""
 
-    __slots__ = ("kernel", "arrays", "positions", "fields", "structs", "access")
+    __slots__ = ("kernel", "arrays", "positions", "take", "fields", "structs", "access")
 
     def __init__(self, kernel):
         self.kernel = kernel
@@ -630,6 +630,8 @@ class _KernelFacts:
             (position, label, access[label]) for position, (label, _) in enumerate(parameters) if label in access
         ]
         self.positions = [position for position, _, _ in self.arrays]
+        #: the arrays at `positions` of a launch's values, as a tuple (where every position is given)
+        self.take = operator.itemgetter(*self.positions) if len(self.positions) > 1 else None
         #: ``[(position of the struct parameter, path of the field)]``, in the order of their entries in `arrays`
         self.fields = []
         for label, (position, path, field_access) in struct_field_access(kernel).items():
@@ -805,7 +807,11 @@ class Tape(_compat.WarpTape):
         inputs, outputs = a.get("inputs") or (), a.get("outputs")
         values = list(inputs) + list(outputs) if outputs else inputs
         count = len(values)
-        arrays = tuple(values[position] if position < count else None for position in facts.positions)
+        positions = facts.positions
+        if facts.take is not None and positions[-1] < count:
+            arrays = facts.take(values)
+        else:
+            arrays = tuple(values[position] if position < count else None for position in positions)
         if facts.fields:  # the arrays a struct holds now (a field can be set anew between launches)
             arrays += tuple(
                 _compat.struct_field(values[position], path)
