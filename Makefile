@@ -15,7 +15,7 @@ HYPOTHESIS_PROFILE ?= ci
 # tests skip). The `test` extra carries checkpoint-schedules and tqdm, so checkpointing is tested on every version;
 # `lint` carries mypy and pyright. pyproject.toml's extras declare ranges; constraints/ci.txt pins this project's
 # own environments to exact versions (`pip install -c`), so CI is reproducible and users are not pinned.
-EXTRAS ?= test,lint,torch,jax,newton
+EXTRAS ?= test,lint,torch,jax,newton,examples
 CONSTRAINTS ?= constraints/ci.txt
 export HYPOTHESIS_PROFILE
 
@@ -27,7 +27,7 @@ STAMP := $(VENV)/.installed-$(WARP)-$(subst $(comma),-,$(EXTRAS))
 # matrix venvs skip the lint (RUN_LINT=0): it does not depend on the Warp version.
 RUN_LINT ?= $(if $(filter 1.9.%,$(WARP)),0,1)
 
-.PHONY: install demo lint typecheck test test-fast fuzz-matrix test-matrix test-minors matrix-job test-low-ends test-torch-low test-torch-high test-torch-range bench gpu-check test-warp-suite probe-versions docs wheel-check clean
+.PHONY: install demo lint typecheck test test-fast fuzz-matrix test-matrix test-minors matrix-job test-low-ends test-torch-low test-torch-high test-torch-range bench gpu-check test-warp-suite test-warp-examples probe-versions docs wheel-check clean
 
 $(STAMP): pyproject.toml $(CONSTRAINTS)
 	$(PYTHON) -m venv $(VENV)
@@ -163,6 +163,14 @@ gpu-check: install
 test-warp-suite: install
 	$(BIN)/python -m warp_zerostore warp-suite
 	$(BIN)/python -m warp_zerostore warp-suite --zero-store true
+
+# Warp's own examples that differentiate, each in every mode of the package (stock, imported, zero_store forced,
+# under check, every Tape a snapshot Tape), compared with stock bitwise; a table and warp-examples.json
+# (docs/development.md, "Warp's own examples"). WARP_EXAMPLES: names to run (default: every one).
+WARP_EXAMPLES ?=
+WARP_EXAMPLES_FLAGS ?=
+test-warp-examples: install
+	$(BIN)/python -m warp_zerostore warp-examples $(WARP_EXAMPLES) --json warp-examples.json $(WARP_EXAMPLES_FLAGS)
 
 # The documentation site (build/site): the pictures first (docs/pictures.py runs docs/pictures.md's examples
 # into docs/generated/), then mkdocs with --strict (a warning fails it). GraphViz's `dot` renders the Tape

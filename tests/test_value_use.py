@@ -53,6 +53,14 @@ CASES = [
     ("wp.atomic_add(y, 0, x[i])\n    v[i] = y[0] * y[0]", True),
     ("y[i] = helper(x[i])", True),  # anything not a Warp builtin may use it any way
     ("for j in range(wp.int32(x[i])):\n        y[j] = 1.0", True),
+    # an in-place update: loaded before its store, so no load reads the stored value back (linear: not needed)
+    ("x[i] = x[i] + 1.0", False),
+    ("a = x[i]\n    x[i] = a - v[i]", False),
+    # negative twins: a load after the store, or in a loop around it, may read the stored value back
+    ("x[i] = x[i] + 1.0\n    y[i] = x[i] * x[i]", True),
+    # in a loop, the stored value comes back through the load, whose use is linear too: not needed
+    ("for j in range(3):\n        x[i] = x[i] + 1.0\n    y[i] = 0.0", False),
+    ("for j in range(3):\n        x[i] = x[i] + 1.0\n        y[i] = x[i] * x[i]", True),
 ]
 
 

@@ -274,9 +274,30 @@ def kernel_key(kernel) -> str:
     return kernel.key
 
 
-def kernel_source_location(kernel) -> str:
+def kernel_source_line(kernel) -> tuple:
+    """``(file, line of the kernel's first source line)``, the line None where it cannot be known. Warp builds an
+    overload of a generic kernel (warp.fem's, warp.optim's) from the generic kernel's source text and gives it no
+    line (``fun_lineno`` 0, every version): the function's own first line is the same text's, where the file holds
+    it there; a kernel built from other text has no line."""
+    import linecache  # noqa: PLC0415
+
     adj = kernel.adj
-    return f"{adj.filename}:{adj.fun_lineno}"
+    if adj.fun_lineno:
+        return adj.filename, adj.fun_lineno
+    code = getattr(inspect.unwrap(kernel.func), "__code__", None)
+    first = (adj.source or "").lstrip("\n").splitlines()[:1]
+    if code is not None and first and os.path.abspath(code.co_filename) == os.path.abspath(adj.filename):
+        if linecache.getline(code.co_filename, code.co_firstlineno).strip() == first[0].strip():
+            return adj.filename, code.co_firstlineno
+    return adj.filename, None
+
+
+def kernel_source_location(kernel) -> str:
+    """``file:line`` of a kernel's source (`kernel_source_line`), or ``file (line unknown: ...)``."""
+    filename, line = kernel_source_line(kernel)
+    if line is None:
+        return f"{filename} (line unknown: a kernel built from source text)"
+    return f"{filename}:{line}"
 
 
 def kernel_function(kernel):
@@ -363,8 +384,16 @@ def caller_module_name(stack_level: int) -> str:
 
 
 def warp_package_dirs() -> tuple:
-    """Folders of Warp's own Python files (call sites inside them are not the user's)."""
+    """Folders of Warp's own Python files (call sites inside them are not the user's, except in
+    `warp_user_code_dirs`)."""
     return (os.path.dirname(warp.__file__) + os.sep,)
+
+
+def warp_user_code_dirs() -> tuple:
+    """Folders inside Warp's package that hold programs written as a user writes them, not Warp's runtime: its
+    examples and its tests (a launch made from them is the user's)."""
+    base = os.path.dirname(warp.__file__)
+    return tuple(os.path.join(base, name) + os.sep for name in ("examples", "tests"))
 
 
 def builtin_function(name: str):
@@ -719,6 +748,21 @@ def tape_entries(tape) -> list:
     return list(tape.launches)
 
 
+def relaunch_forward(entry) -> None:
+    """Run a recorded kernel launch's forward again with the arguments it was recorded with, recorded on no
+    Tape (a tiled launch's recorded ``dim`` already ends with its block dimension)."""
+    _LAUNCH_ORIGINAL(
+        entry[0],
+        dim=entry[1],
+        inputs=entry[3],
+        outputs=entry[4],
+        device=entry[5],
+        max_blocks=entry[2],
+        block_dim=entry[6],
+        record_tape=False,
+    )
+
+
 def hold_source(array, source, storage_base: int, storage_nbytes: int) -> None:
     """What ``wp.from_torch`` sets on an array over a tensor's memory: a reference keeping the tensor (and so the
     memory) alive, and the bounds of its whole allocation (APIC capture uses them to match views of one buffer)."""
@@ -841,6 +885,22 @@ def no_active_tape():
         yield
     finally:
         context.runtime.tape = saved
+
+
+@contextlib.contextmanager
+def autograd_array_access_unverified():
+    """Within the block, ``warp.config.verify_autograd_array_access`` is off: this package's own instrument kernels
+    (the read twin) and their scratch copies are built and run without Warp's read and write flags, whose
+    warnings would name the package's kernels and mark the user's arrays read. The user's launches keep them."""
+    saved = getattr(warp.config, "verify_autograd_array_access", None)
+    if not saved:
+        yield
+        return
+    warp.config.verify_autograd_array_access = False
+    try:
+        yield
+    finally:
+        warp.config.verify_autograd_array_access = saved
 
 
 def _tape_namespaces() -> list:
@@ -1240,6 +1300,18 @@ def function_tree(function) -> ast.Module:
     if tree is None:
         raise OSError(f"no source for @wp.func {getattr(function, 'key', function)!r}")
     return tree
+
+
+def reference_parameters(obj) -> frozenset:
+    """Positions of a Warp function's parameters annotated ``wp.ref[T]`` (warp-lang >= 1.15; a native or a Python
+    ``@wp.func``): an argument passed there, an array element included, may be written by the callee. Empty for
+    anything else, and on a Warp without references."""
+    function_class = getattr(context, "Function", None)
+    is_reference = getattr(wtypes, "is_reference", None)
+    if is_reference is None or function_class is None or not isinstance(obj, function_class):
+        return frozenset()
+    types = getattr(obj, "input_types", None) or {}
+    return frozenset(position for position, t in enumerate(types.values()) if is_reference(t))
 
 
 def is_builtin_function(obj) -> bool:

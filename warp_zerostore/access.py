@@ -30,7 +30,15 @@ import dataclasses
 import logging
 
 from . import _compat
-from .builtin_facts import ACCUMULATING, READING, STORING, augmented_is_atomic, call_name
+from .builtin_facts import (
+    ACCUMULATING,
+    ADJOINT_READS_RESULT,
+    READING,
+    RESULT_IS_READ,
+    STORING,
+    augmented_is_atomic,
+    call_name,
+)
 from .value_use import ValueUses
 
 _log = logging.getLogger(__name__)
@@ -39,6 +47,9 @@ _log = logging.getLogger(__name__)
 METADATA_ATTRIBUTES = frozenset({"shape", "ndim", "strides", "size", "dtype", "ptr"})
 # How deep helpers calling helpers are followed before an argument counts as read and stored.
 HELPER_DEPTH = 8
+BY_REFERENCE = (
+    "passed by reference"  # an element passed to a wp.ref[T] parameter (`ArgumentAccess.adjoint_reads_result`)
+)
 
 
 @dataclasses.dataclass
@@ -65,6 +76,10 @@ class ArgumentAccess:
     #: (`value_use.ValueUses.readers`); None: any gradient may (an index, a branch, a helper, a use not followed).
     #: A stale read whose readers' arrays all have no gradient at the launch changes no gradient
     value_readers: frozenset | None = frozenset()
+    #: every use is one builtin whose adjoint reads the element as the launch left it (``wp.atomic_min`` alone, or
+    #: ``wp.atomic_max`` alone: which value won), or passes elements by reference (``wp.ref[T]``: written in place):
+    #: the launch's own writes are what its backward must read
+    adjoint_reads_result: bool = False
 
     @property
     def writes(self) -> bool:
@@ -192,6 +207,7 @@ def _either(one: ArgumentAccess, other: ArgumentAccess) -> ArgumentAccess:
         **{f.name: getattr(one, f.name) or getattr(other, f.name) for f in dataclasses.fields(ArgumentAccess)}
     )
     either.surely_writes = one.surely_writes and other.surely_writes
+    either.adjoint_reads_result = one.adjoint_reads_result and other.adjoint_reads_result
     readers = None if one.value_readers is None or other.value_readers is None else one.value_readers
     either.value_readers = readers if readers is None else readers | other.value_readers
     return either
@@ -218,6 +234,7 @@ class _Visitor(ast.NodeVisitor):
         self.namespace = namespace or {}
         self.depth = depth
         self.loops: list = []  # per enclosing loop: {name: set of "read" / "store" seen in its body}
+        self.uses: dict = {}  # label -> the builtins it is passed to first (`ADJOINT_READS_RESULT`), or "other"
         #: the function's value uses (`value_use`), set by whoever visits it; None: every value read is needed
         self.values: ValueUses | None = None
         #: what a helper's return value holds: ``{path in the value: {labels}}`` (path ``()``: the value is an array)
@@ -409,6 +426,9 @@ class _Visitor(ast.NodeVisitor):
 
     def _use(self, node, parent, label: str, ndim) -> None:
         access = self.access[label]
+        if not (isinstance(parent, ast.Subscript) and parent.value is node):  # an element's use: `_element`
+            by = call_name(parent) if isinstance(parent, ast.Call) and parent.args and parent.args[0] is node else ""
+            self.uses.setdefault(label, set()).add(by if by in ADJOINT_READS_RESULT else "other")
         if isinstance(parent, ast.Subscript) and parent.value is node:
             self._element(parent, label, ndim)
         elif isinstance(parent, ast.Attribute) and parent.attr in METADATA_ATTRIBUTES:
@@ -418,26 +438,38 @@ class _Visitor(ast.NodeVisitor):
         elif isinstance(parent, ast.Call) and self._constructor_field(parent, node) is not None:
             self._struct_use(parent, {(self._constructor_field(parent, node),): label})  # S(a): a struct holding it
         elif isinstance(parent, ast.Call) and (node in parent.args or node in [k.value for k in parent.keywords]):
-            name = call_name(parent)
             if self._follow(parent, node, {None: label}):  # a @wp.func: what it does with its parameter
                 pass
-            elif name in ACCUMULATING:
-                self._note(label, access, store=True)
-                access.accumulates = access.surely_writes = True
-            elif name in READING:
-                self._note(label, access, read=True)
-                _value_read(access, None)
-            elif name in STORING:
-                self._note(label, access, store=True)
-                access.stores = access.surely_writes = True
-            else:  # another builtin, or a helper whose source cannot be read: it may do anything with the array
-                _anything(access)
+            elif not self._builtin_effect(label, access, parent):
+                _anything(access)  # another builtin, or a helper whose source cannot be read: anything
         elif isinstance(parent, ast.Return):  # the caller follows the value (`_HelperUse.returns`)
             self.returned.setdefault((), set()).add(label)
         elif isinstance(parent, ast.Expr):
             pass
         else:  # bound to a local, compared, ...: conservative
             _anything(access)
+
+    def _builtin_effect(self, label: str, access: ArgumentAccess, call) -> bool:
+        """The effect `builtin_facts` states for an array passed to ``call`` (a read, a store or an accumulation);
+        False where the table states none (the caller counts anything)."""
+        name = call_name(call)
+        if name in ACCUMULATING:
+            self._note(label, access, store=True)
+            access.accumulates = access.surely_writes = True
+        elif name in READING:
+            self._note(label, access, read=True)
+            access.reads = True
+            # a tile load's result is the values it read: its uses decide whether a backward reads them
+            if name not in RESULT_IS_READ or self.values is None:
+                _value_read(access, None)
+            elif self.values.is_needed(call):
+                _value_read(access, self.values.readers(call))
+        elif name in STORING:
+            self._note(label, access, store=True)
+            access.stores = access.surely_writes = True
+        else:
+            return False
+        return True
 
     def _bound_to(self, node) -> str | None:
         """The local name ``node`` is bound to (``name = node``), or None."""
@@ -483,9 +515,23 @@ class _Visitor(ast.NodeVisitor):
                     self._note(label, access, read=True)
                     _value_read(access, None)
                 return
+            call = self.parents.get(outer)
+            if isinstance(call, ast.Call) and call.args and call.args[0] is outer:
+                if self._builtin_effect(label, access, call):  # wp.tile_store(a[i], t): the row, as the array
+                    self.uses.setdefault(label, set()).add("other")
+                    return
             if ndim is not None:  # a view passed on, compared, ...: it may be stored into
                 _anything(access)
                 return
+        call = self.parents.get(outer)
+        if isinstance(call, ast.Call) and outer in call.args:
+            if call.args.index(outer) in _compat.reference_parameters(called(call, self.namespace)):
+                # passed by reference (wp.ref[T]): the callee may read and write the element in place, and its
+                # adjoint sees it as the launch left it
+                _anything(access)
+                self.uses.setdefault(label, set()).add(BY_REFERENCE)
+                return
+        self.uses.setdefault(label, set()).add("other")
         if isinstance(getattr(outer, "ctx", None), ast.Store):
             augmented = self.parents.get(outer)
             if isinstance(augmented, ast.AugAssign) and not augmented_is_atomic(augmented.op):
@@ -592,6 +638,8 @@ def _analysis(kernel) -> tuple:
     tree = _compat.kernel_tree(kernel)
     visitor.values = ValueUses(tree, _builtin_test(names_in_scope))
     visitor.visit(tree)
+    for label, kinds in visitor.uses.items():
+        visitor.access[label].adjoint_reads_result = len(kinds) == 1 and kinds <= ADJOINT_READS_RESULT | {BY_REFERENCE}
     found = (
         {label: visitor.access[label] for label, _ in arrays},
         {name: (position, path, visitor.access[name]) for name, (position, path) in fields.items()},

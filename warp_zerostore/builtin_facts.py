@@ -5,6 +5,16 @@ Each row is one builtin as a kernel names it (``wp.atomic_add``), with the facts
 * ``linear``: its adjoint reads no argument's value (a constructor, a cast, a sum, a selection, an
   accumulation). The adjoint lints (`warp_zerostore.lints`)
   count a local passed to any other call as a use whose adjoint reads its value.
+* ``linear_args``: the positions in which it is linear on its own: no adjoint reads a value passed there (a tile
+  FFT's tile, transformed in place; a transpose's tile; the tile a tile store writes). The other positions are
+  read (an offset, say), unless ``linear`` or ``products`` says otherwise.
+* ``products``: positions multiplied together (``tile_matmul``'s ``a`` and ``b``): linear in each separately, so
+  a value passed at one is read by the adjoint of the others, unless each other one is a constant. A product of
+  two loaded values is not linear.
+* ``result_is_read``: its result is the values it reads from the array passed to it (a tile load): whether a
+  backward reads them is decided by the uses of the result (`warp_zerostore.value_use`).
+* ``adjoint_reads_result``: its adjoint reads the element as the launch left it, by design (``atomic_min``: which
+  value won), so a write of that element by the launch's own calls of it is what its backward must read.
 * ``array``: what it does to an array passed to it: ``"read"``, ``"store"`` (overwrites elements) or
   ``"accumulate"`` (adds into elements, reading none: its adjoint is exact whatever else the launch does).
   A builtin not in the table, given an array, may do anything with it (`warp_zerostore.access` counts the
@@ -35,6 +45,10 @@ class Builtin:
     linear: bool = False
     array: str = ""  # "read" | "store" | "accumulate" | "" (takes no array, or may do anything with one)
     replay: str = ""  # "followed" | "not followed" | "not overlaid" | ""
+    linear_args: tuple = ()
+    products: tuple = ()
+    result_is_read: bool = False
+    adjoint_reads_result: bool = False
 
 
 _CONSTRUCTORS = ("vec2", "vec3", "vec4", "vector", "mat22", "mat33", "mat44", "matrix", "quat", "transform")
@@ -57,8 +71,8 @@ TABLE: dict[str, Builtin] = {
         Builtin("atomic_add", linear=True, array="accumulate", replay="followed"),
         Builtin("atomic_sub", linear=True, array="accumulate", replay="followed"),
         # their adjoints read the element (which value won): not accumulations; the array counts as read and stored
-        Builtin("atomic_min", replay="followed"),
-        Builtin("atomic_max", replay="followed"),
+        Builtin("atomic_min", replay="followed", adjoint_reads_result=True),
+        Builtin("atomic_max", replay="followed", adjoint_reads_result=True),
         Builtin("atomic_exch", replay="followed"),
         # integer bit operations and compare-and-swap: not differentiable; the log does not follow them
         Builtin("atomic_cas", replay="not followed"),
@@ -66,10 +80,17 @@ TABLE: dict[str, Builtin] = {
         Builtin("atomic_or", replay="not followed"),
         Builtin("atomic_xor", replay="not followed"),
         # tiles: a tile load reads memory (never the log), tile writes are not followed
-        Builtin("tile_load", array="read", replay="not overlaid"),
-        Builtin("tile_load_indexed", array="read", replay="not overlaid"),
-        Builtin("tile_store", array="store", replay="not followed"),
+        Builtin("tile_load", array="read", replay="not overlaid", result_is_read=True),
+        Builtin("tile_load_indexed", array="read", replay="not overlaid", result_is_read=True),
+        Builtin("tile_store", array="store", replay="not followed", linear_args=(1,)),
         Builtin("tile_store_indexed", array="store", replay="not followed"),
+        # linear maps of a tile: the FFTs transform their tile in place
+        Builtin("tile_fft", linear_args=(0,)),
+        Builtin("tile_ifft", linear_args=(0,)),
+        Builtin("tile_transpose", linear_args=(0,)),
+        # out = alpha * a @ b (+ beta * out): bilinear in a and b; alpha, beta and out (one position for two
+        # overloads) are read
+        Builtin("tile_matmul", products=(0, 1)),
         Builtin("tile_atomic_add", array="accumulate", replay="not followed"),
         Builtin("tile_atomic_add_indexed", array="accumulate", replay="not followed"),
         Builtin("len", array="read"),
@@ -84,6 +105,14 @@ READING: frozenset = frozenset(name for name, b in TABLE.items() if b.array == "
 STORING: frozenset = frozenset(name for name, b in TABLE.items() if b.array == "store")
 #: builtins that only accumulate into an array passed to them
 ACCUMULATING: frozenset = frozenset(name for name, b in TABLE.items() if b.array == "accumulate")
+#: per builtin, the positions in which it is linear on its own (``linear_args``)
+LINEAR_ARGS: dict = {name: frozenset(b.linear_args) for name, b in TABLE.items() if b.linear_args}
+#: per builtin, the positions multiplied together (``products``)
+PRODUCTS: dict = {name: tuple(b.products) for name, b in TABLE.items() if b.products}
+#: builtins whose result is the values they read from an array (tile loads)
+RESULT_IS_READ: frozenset = frozenset(name for name, b in TABLE.items() if b.result_is_read)
+#: builtins whose adjoint reads the element as the launch left it (``adjoint_reads_result``)
+ADJOINT_READS_RESULT: frozenset = frozenset(name for name, b in TABLE.items() if b.adjoint_reads_result)
 #: element atomics whose write the replay log follows
 REPLAY_FOLLOWED_ATOMICS: frozenset = frozenset(
     name for name, b in TABLE.items() if b.replay == "followed" and name.startswith("atomic_")
@@ -110,9 +139,13 @@ def augmented_is_atomic(op) -> bool:
 
 __all__ = [
     "ACCUMULATING",
+    "ADJOINT_READS_RESULT",
     "Builtin",
     "LINEAR",
+    "LINEAR_ARGS",
+    "PRODUCTS",
     "READING",
+    "RESULT_IS_READ",
     "REPLAY_FOLLOWED_ATOMICS",
     "STORING",
     "TABLE",

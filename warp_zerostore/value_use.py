@@ -1,7 +1,8 @@
 """Whether a kernel's backward pass reads the value of what it loads: read from its Python source.
 
 Warp's backward re-runs a kernel's loads and differentiates what it computed. A loaded value whose every use is
-linear (added, subtracted, negated, scaled by a literal, cast, put into a vector, stored, accumulated) enters the
+linear (added, subtracted, negated, scaled by a literal, cast, put into a vector, stored, accumulated, passed where
+a builtin is linear in it: `builtin_facts`' ``linear_args`` and ``products``) enters the
 gradient through adjoints that never read it: if the array changes before ``backward()``, the gradient is the
 same. Any other use (a product of two variables, a builtin such as ``wp.sin``, a comparison, a branch or loop
 test, an index, a ``@wp.func`` call, a return) makes the value needed. The analysis is flow-insensitive and
@@ -26,7 +27,7 @@ from __future__ import annotations
 
 import ast
 
-from .builtin_facts import ACCUMULATING, LINEAR, STORING, call_name
+from .builtin_facts import ACCUMULATING, LINEAR, LINEAR_ARGS, PRODUCTS, STORING, call_name
 
 #: builtins whose position-wise linearity this analysis handles itself: a selection's condition and a loop's bounds
 #: are needed, an accumulation's index too (its value, from the third argument on, is not)
@@ -81,12 +82,18 @@ class ValueUses:
         for node in ast.walk(function):
             for child in ast.iter_child_nodes(node):
                 self.parents[child] = node
-        #: parameters the function loads from (a name used other than as a store's base): a value stored into one
-        #: may come back through a load (a flagged kernel's replay forwards it there)
+        #: parameters a load may read after a store into them (a store's statement before a load's, or both in
+        #: one loop): a value stored into one may come back through that load (a flagged kernel's replay forwards
+        #: it there). A parameter loaded only before its stores (``x[i] = x[i] + 1.0``) is not read back.
+        loads: dict = {}
+        stores: dict = {}
+        for n in ast.walk(function):
+            if isinstance(n, ast.Name) and n.id in parameters:
+                (stores if self._stored_into(n) else loads).setdefault(n.id, []).append(n)
         self.read_back = frozenset(
-            n.id
-            for n in ast.walk(function)
-            if isinstance(n, ast.Name) and n.id in parameters and not self._stored_into(n)
+            name
+            for name, found in loads.items()
+            if any(self._may_follow(load, store) for load in found for store in stores.get(name, ()))
         )
         self.needed: set = set()
         self.live: set = set()
@@ -123,6 +130,29 @@ class ValueUses:
                     self.loaded_needed.add(name.id)
                     changed = True
 
+    def _statement(self, node):
+        """The statement ``node`` is part of."""
+        while not isinstance(node, ast.stmt) and node in self.parents:
+            node = self.parents[node]
+        return node
+
+    def _loops(self, node) -> set:
+        """The loops around ``node``."""
+        found = set()
+        while node in self.parents:
+            node = self.parents[node]
+            if isinstance(node, (ast.For, ast.While)):
+                found.add(id(node))
+        return found
+
+    def _may_follow(self, load, store) -> bool:
+        """Whether ``load`` may run after ``store``: a later statement (within one statement, the value is loaded
+        before the target is stored), or both inside one loop."""
+        before, after = self._statement(store), self._statement(load)
+        if before is not after and (before.lineno, before.col_offset) < (after.lineno, after.col_offset):
+            return True
+        return bool(self._loops(load) & self._loops(store))
+
     def _stored_into(self, name) -> bool:
         """Is ``name`` the base of a store's target (``a[i] = v``, ``a[i].x += v``)?"""
         child = name
@@ -134,8 +164,9 @@ class ValueUses:
                 child = parent
                 continue
             if isinstance(parent, ast.Call) and parent.args and parent.args[0] is child:
-                # wp.atomic_add(a, i, v): a store of its own; a[i] loaded as the first argument counts as a load
-                return call_name(parent) in ACCUMULATING and child is name
+                # wp.atomic_add(a, i, v), wp.tile_store(a, t): a store of its own; a[i] loaded as the first
+                # argument counts as a load
+                return (call_name(parent) in ACCUMULATING or call_name(parent) in STORING) and child is name
             return False
 
     def is_needed(self, node) -> bool:
@@ -349,6 +380,13 @@ class ValueUses:
                 position = parent.args.index(child)
                 if name in _LINEAR_CALLS or (name in _SELECTIONS and position > 0):
                     pass
+                elif position in LINEAR_ARGS.get(name, ()):
+                    if name in STORING:  # the tile a tile store writes: like `a[i] = v`
+                        into = _base_name(parent.args[0])
+                        return _NEEDED if into is None or into in self.read_back else (nonlinear, True)
+                elif position in PRODUCTS.get(name, ()):
+                    others = [parent.args[p] for p in PRODUCTS[name] if p != position and p < len(parent.args)]
+                    nonlinear |= not all(_constant(other, self.is_builtin) for other in others)
                 elif name in _ACCUMULATIONS and position >= 2:
                     into = _base_name(parent.args[0])
                     if into is None:
@@ -370,7 +408,9 @@ class ValueUses:
             elif isinstance(parent, ast.AugAssign):
                 return _NEEDED if child is parent.target else self._target(parent.target, parent.op, nonlinear)
             elif isinstance(parent, ast.Expr):
-                return False, False  # a statement's value, discarded
+                # a call as a statement acts in place (wp.tile_fft(t)): where it uses the value nonlinearly, its
+                # adjoint reads it; else the value is discarded
+                return nonlinear, False
             else:  # a comparison, a test, an index, a return, a tuple, ...: needed
                 return _NEEDED
             child = parent

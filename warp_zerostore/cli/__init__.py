@@ -1,5 +1,5 @@
 """The command line: ``warp-zerostore`` / ``python -m warp_zerostore`` with the subcommands ``demo``, ``check``,
-``warp-suite``, ``fuzz``. Each subcommand lives in its own module, which defines ``add_parser(subparsers)``: it adds its
+``warp-suite``, ``warp-examples``, ``fuzz``. Each subcommand lives in its own module, which defines ``add_parser(subparsers)``: it adds its
 parser and sets ``handler`` (``handler(args, parser) -> int``); ``COMMANDS`` lists those modules in ``--help``
 order. Exit statuses: `warp_zerostore.cli.status.ExitStatus`."""
 
@@ -13,7 +13,7 @@ import sys
 from .status import EPILOG, ExitStatus
 
 #: The subcommand modules, in the order ``--help`` lists them.
-COMMANDS = ("demo", "check", "warp_suite", "fuzz")
+COMMANDS = ("demo", "check", "warp_suite", "warp_examples", "fuzz")
 
 DESCRIPTION = """\
 NVIDIA Warp with a per-kernel zero_store flag.
@@ -21,6 +21,7 @@ NVIDIA Warp with a per-kernel zero_store flag.
   demo        print the seed program's gradients: stock Warp next to each flag
   check       run a program with every Tape checking for overwrite hazards
   warp-suite  run Warp's own unittest modules with this package imported
+  warp-examples  run Warp's own examples that differentiate in every mode, compared with stock
   fuzz        draw whole kernels and check their gradients against a NumPy reference
 
 'COMMAND --help' describes each command."""

@@ -22,7 +22,7 @@ import traceback
 import warnings
 
 from .. import _compat, config
-from ..tape.tape import KINDS, MUTATED, UNCHECKED, OverwriteWarning, Tape, hazard_listener
+from ..tape.tape import KINDS, MUTATED, OVERWRITE, STALE_READ, UNCHECKED, OverwriteWarning, Tape, hazard_listener
 from .status import EPILOG, ExitStatus
 
 
@@ -56,28 +56,49 @@ def _summary(hazards: list) -> str:
     return line
 
 
+#: why a hazard the Tape labels not real is safe, by kind and cause (`Hazard.cause`); each group of notes is headed
+#: by its own reason, and a (kind, cause) not listed here is named as it is (`safe_reason`)
+SAFE_REASONS = {
+    (OVERWRITE, ""): "the later writer zeroes its store adjoints",
+    (STALE_READ, ""): "the reader's backward reads no value it loaded: each is used linearly",
+}
+
+
+def safe_reason(hazard) -> str:
+    """Why ``hazard`` (``real=False``) is safe, as its group's heading says it."""
+    reason = SAFE_REASONS.get((hazard.kind, hazard.cause))
+    return reason if reason is not None else f"labelled not real, cause {hazard.cause or 'none given'!r}"
+
+
 def format_report(hazards: list, tapes: dict | None = None) -> str:
-    """The hazards, grouped by kind, then by writing kernel and argument; safe overwrites listed as notes."""
+    """The hazards, grouped by kind, then by writing kernel and argument; hazards that are not real listed as
+    notes, each group headed by the reason that applies to it (`safe_reason`)."""
     lines = [_summary(hazards)]
     for kind in KINDS:
         for is_real in (True, False):
-            group = [h for h in hazards if h.kind == kind and h.real is is_real]
-            if not group:
-                continue
-            lines.append("")
-            lines.append(
-                f"== {kind}{'' if is_real else ' (safe: the later writer zeroes its store adjoints)'}: {len(group)}"
-            )
-            by_site: dict = {}
-            for h in group:
-                site = h.reader if kind == MUTATED else h.writer
-                by_site.setdefault((site.kernel, site.argument), []).append(h)
-            for (kernel, argument), items in by_site.items():
-                lines.append(f"  kernel '{kernel}'" + (f", array '{argument}':" if argument else ":"))
-                for h in items:
-                    count = (tapes or {}).get(h.key(), 1)
-                    lines.append(f"    - {h.message()}" + (f" (found by {count} Tapes)" if count > 1 else ""))
+            of_kind = [h for h in hazards if h.kind == kind and h.real is is_real]
+            reasons = [""] if is_real else list(dict.fromkeys(safe_reason(h) for h in of_kind))
+            for reason in reasons:
+                group = [h for h in of_kind if is_real or safe_reason(h) == reason]
+                if group:
+                    lines += ["", f"== {kind}{f' (safe: {reason})' if reason else ''}: {len(group)}"]
+                    lines += _by_site(kind, group, tapes)
     return "\n".join(lines)
+
+
+def _by_site(kind: str, group: list, tapes: dict | None) -> list:
+    """One group's hazards under the kernel and argument each is about."""
+    lines = []
+    by_site: dict = {}
+    for h in group:
+        site = h.reader if kind == MUTATED else h.writer
+        by_site.setdefault((site.kernel, site.argument), []).append(h)
+    for (kernel, argument), items in by_site.items():
+        lines.append(f"  kernel '{kernel}'" + (f", array '{argument}':" if argument else ":"))
+        for h in items:
+            count = (tapes or {}).get(h.key(), 1)
+            lines.append(f"    - {h.message()}" + (f" (found by {count} Tapes)" if count > 1 else ""))
+    return lines
 
 
 def add_parser(subparsers) -> None:

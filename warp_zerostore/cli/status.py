@@ -7,7 +7,9 @@ import enum
 
 class ExitStatus(enum.IntEnum):
     OK = 0
-    HAZARDS = 1  #: check: a real hazard was found (whatever the program's own status); fuzz: a drawn kernel failed
+    #: check: a real hazard was found (whatever the program's own status); fuzz: a drawn kernel failed; warp-suite:
+    #: a test failed; warp-examples: a mode's gradients differ from stock's, or it raised where stock ran
+    HAZARDS = 1
     USAGE = 2  #: a bad command line (argparse's status), or a device that is not available
     UNCHECKED = 3  #: check: nothing real found, but launches under graph capture could not be checked
     NOT_FOUND = 4  #: check: the script or module does not exist
@@ -17,7 +19,8 @@ class ExitStatus(enum.IntEnum):
 
 EPILOG = """exit status:
   0  success
-  1  check: hazards found (whatever the program's own status); fuzz: a kernel failed (known or new)
+  1  check: hazards found (whatever the program's own status); fuzz: a kernel failed (known or new);
+     warp-suite: a test failed; warp-examples: a mode differs from stock (or raised where stock ran)
   2  usage error (bad arguments, a device that is not available)
   3  check: nothing found, but some launches (under graph capture) could not be checked
   4  check: the script or module was not found

@@ -38,8 +38,10 @@ def messages(kernel) -> list:
         _log.debug("kernel %s: no source tree to check for Warp's wrong adjoints (%s)", kernel, error)
         return []
     location = _compat.kernel_source_location(kernel)
-    filename, first = location.rsplit(":", 1)
-    return [(f.message(_compat.kernel_key(kernel), location), filename, int(first) + f.line - 1) for f in found]
+    filename, first = _compat.kernel_source_line(kernel)
+    if first is None:  # no line in the file: lines of the kernel's own text, under a name that says so
+        filename, first = f"<kernel '{_compat.kernel_key(kernel)}' built from source text, {filename}>", 1
+    return [(f.message(_compat.kernel_key(kernel), location), filename, first + f.line - 1) for f in found]
 
 
 def warn(kernel) -> None:

@@ -905,7 +905,7 @@ class _Runner:
         self.last = list(params)
         dim = launch["dim"]
         self.size = math.prod(dim if isinstance(dim, (tuple, list)) else (dim,))
-        with _compat.no_active_tape():
+        with _compat.no_active_tape(), _compat.autograd_array_access_unverified():
             self.command = (
                 _compat.prepared_launch(
                     variant, dim, params, device, launch.get("max_blocks", 0), launch.get("block_dim", 256)
@@ -915,6 +915,10 @@ class _Runner:
             )
 
     def run(self, values: list) -> None:
+        with _compat.autograd_array_access_unverified():  # the user's arrays are read here by copies, not launches
+            self._run(values)
+
+    def _run(self, values: list) -> None:
         for entries in self.shadows.values():
             for entry in entries:
                 _zero(entry)

@@ -340,11 +340,15 @@ _PACKAGE_DIR = os.path.dirname(os.path.dirname(__file__)) + os.sep  # warp_zeros
 
 
 def _is_internal(filename: str) -> bool:
+    """Whether a frame of ``filename`` is Warp's runtime or this package, not the user's program. Warp's
+    examples and tests are programs as a user writes them: theirs are user frames."""
     internal = _INTERNAL.get(filename)
     if internal is None:
-        internal = _INTERNAL[filename] = filename.startswith(
-            _compat.warp_package_dirs() + (_PACKAGE_DIR,)
-        ) or filename.startswith("<frozen")
+        path = filename if filename.startswith("<") else os.path.abspath(filename)
+        internal = _INTERNAL[filename] = (
+            path.startswith(_compat.warp_package_dirs() + (_PACKAGE_DIR,))
+            and not path.startswith(_compat.warp_user_code_dirs())
+        ) or path.startswith("<frozen")
     return internal
 
 
@@ -352,7 +356,8 @@ _INTERNAL: dict = {}
 
 
 def _call_site(depth: int = 1) -> str:
-    """``file:line`` of the first frame, from ``depth`` frames up, outside Warp and this package."""
+    """``file:line`` of the first frame, from ``depth`` frames up, outside Warp's runtime and this package
+    (`_is_internal`)."""
     frame = sys._getframe(depth)
     while frame is not None:
         internal = _INTERNAL.get(frame.f_code.co_filename)  # inlined `_is_internal`: four frames a launch
@@ -363,7 +368,8 @@ def _call_site(depth: int = 1) -> str:
         frame = frame.f_back
     if frame is None:
         return "<unknown>"
-    key = (frame.f_code, frame.f_lasti)  # one instruction of one function: one line, without computing it
+    # one instruction of one function: one line, without computing it (code objects compare equal across files)
+    key = (frame.f_code.co_filename, frame.f_code, frame.f_lasti)
     location = _LOCATIONS.get(key)
     if location is None:
         if len(_LOCATIONS) > 65536:
@@ -473,6 +479,7 @@ def _union(access: ArgumentAccess, other: ArgumentAccess) -> None:
     access.stores |= other.stores
     access.accumulates |= other.accumulates
     access.value_read |= other.value_read
+    access.adjoint_reads_result &= other.adjoint_reads_result
     if access.value_readers is not None:
         access.value_readers = None if other.value_readers is None else access.value_readers | other.value_readers
     access.helper_stores |= other.helper_stores
@@ -1036,6 +1043,9 @@ class Tape(_compat.WarpTape):
         for use in launch.uses:
             if use.reads and use.reads_known() and use.marks.any("after"):
                 self._record_read(launch, use, "after")
+            # wp.atomic_min's backward reads the elements as the launch left them (which value won)
+            if use.access.adjoint_reads_result and use.reads_known() and use.marks.any("written"):
+                self._record_read(launch, use, "written")
 
     def _rereads(self, launch: _Launch) -> list:
         """Elements a thread read between two writes of the launch, where the backward that runs reads them from
@@ -1326,6 +1336,8 @@ class Tape(_compat.WarpTape):
             for reader, (site, bitmap, value_read) in region.reads.items():
                 if (STALE_READ, writer, reader, None, value_read) in known:
                     continue
+                if site[0] == launch.index and use.access.adjoint_reads_result:
+                    continue  # wp.atomic_min's backward reads what its launch left (which value won), by design
                 elements = int(np.count_nonzero(bitmap[written]))
                 if elements:
                     reader = Site(site[0], *site[1])  # (launch, ident): made when a hazard names it
