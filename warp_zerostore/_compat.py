@@ -1080,11 +1080,11 @@ def copy_on_device(dest, src) -> None:
 def cpu_view(arr):
     """A NumPy view of a CPU array's own memory, in place (the CPU device's memory is the host's: nothing is
     transferred); made once per array object. Only for CPU arrays."""
-    if not arr.device.is_cpu:
-        raise ValueError(f"cpu_view of an array on {arr.device}: its memory is not the host's")
-    cached = arr.__dict__.get("_wzs_cpu_view")
+    cached = arr.__dict__.get("_wzs_cpu_view")  # only CPU arrays get one
     if cached is not None and cached[0] == arr.ptr:
         return cached[1]
+    if not arr.device.is_cpu:
+        raise ValueError(f"cpu_view of an array on {arr.device}: its memory is not the host's")
     import numpy as np  # noqa: PLC0415
 
     # NumPy over the array's memory through a ctypes buffer at its address, from its pointer, shape and strides:
@@ -1111,12 +1111,15 @@ def cpu_bytes(arr) -> bytes:
     """A CPU array's elements' bytes, element after element in row-major order, read from its memory in place (the
     CPU's memory is the host's: nothing is transferred): one copy of the memory where it is contiguous, else through
     `cpu_view`. Only for CPU arrays."""
-    size = arr.size
-    if not size:
-        return b""
-    if arr.is_contiguous:
-        return ctypes.string_at(int(arr.ptr), size * dtype_size_bytes(arr.dtype))
-    return cpu_view(arr).tobytes()
+    span = arr.__dict__.get("_wzs_cpu_span")  # (pointer, bytes) of a contiguous array, kept on it
+    if span is None or span[0] != arr.ptr:
+        size = arr.size
+        if not size:
+            return b""
+        if not arr.is_contiguous:
+            return cpu_view(arr).tobytes()
+        span = arr.__dict__["_wzs_cpu_span"] = (arr.ptr, size * dtype_size_bytes(arr.dtype))
+    return ctypes.string_at(span[0], span[1])
 
 
 def _cpu_layout(dtype):

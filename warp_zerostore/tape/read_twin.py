@@ -1042,9 +1042,11 @@ def element_reads(kernel, launch: dict) -> dict:
     arrays are never touched, whatever the source analysis says.
     """
     values = list(launch.get("inputs") or []) + list(launch.get("outputs") or [])
-    arrays = [id(v) for v in values if isinstance(v, warp.array)]
+    arrays = []
     for v in values:
-        if _compat.is_struct_instance(v):
+        if isinstance(v, warp.array):
+            arrays.append(id(v))
+        elif _compat.is_struct_instance(v):
             arrays.extend(id(a) for _, a in _compat.struct_array_paths(v))
     aliased = len(set(arrays)) < len(arrays)
     made = twin(kernel, aliased=aliased)

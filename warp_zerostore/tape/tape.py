@@ -919,7 +919,7 @@ class Tape(_compat.WarpTape):
                     continue
                 compared.append(use)
                 items.append((arr, use.before, True, True))
-            elif use.access.writes or (launch.replayed and use.access.reads) or self._shares_written(launch, use):
+            elif use.writes or (launch.replayed and use.reads) or self._shares_written(launch, use):
                 use.before = contents.Known(arr, refresh=False)
                 if use.before.host is None:  # off the CPU, its content comes with the comparisons (a CPU copy has it)
                     items.append((arr, use.before, True, False))
@@ -939,7 +939,7 @@ class Tape(_compat.WarpTape):
         both are located (ones that share a region later without overlapping never change each other)."""
         plan = launch.plan
         if plan.shared is None:
-            written = [u for u in launch.uses if u.access.writes and u.array.size]
+            written = [u for u in launch.uses if u.writes]
             plan.shared = set()
             if written and len(written) < len(launch.uses):
                 for u in launch.uses:  # every array located first: a region one of them merges is gone
@@ -949,7 +949,7 @@ class Tape(_compat.WarpTape):
                 plan.shared = {
                     id(u.array)
                     for u in launch.uses
-                    if not u.access.writes and u.array.size and id(self._locate(u).region) in regions
+                    if not u.writes and u.array.size and id(self._locate(u).region) in regions
                 }
         return id(use.array) in plan.shared
 
@@ -996,7 +996,7 @@ class Tape(_compat.WarpTape):
             if use.before is None:
                 continue
             compared.append(use)
-            if use.access.writes or self._shares_written(launch, use):
+            if use.writes or self._shares_written(launch, use):
                 written.append(use)
         batch = []  # off the CPU, their changes all compared in one launch (their copies take the content)
         for use in written:
@@ -1016,13 +1016,17 @@ class Tape(_compat.WarpTape):
             # Known content matters for arrays a recorded launch reads (this one's included: its reads after its own
             # writes are recorded below); the first launch that reads another copies it then.
             tracked = self._tracked.get(id(use.array))
-            if tracked is None and launch.replayed and use.access.reads:
+            if tracked is None and launch.replayed and use.reads:
                 tracked = self._track(use.array)
             if not unchanged:
                 # Written: what the twin saw stored (whatever the value), and what changed (stores it cannot see);
                 # the copy of the content before became the content after (above)
-                changed = use.changed | use.marks.written if use.marks is not None else use.changed
-                count = np.count_nonzero(changed)
+                if use.marks is None:
+                    changed = use.changed
+                    count = 0 if changed is contents.unchanged(changed.shape) else np.count_nonzero(changed)
+                else:
+                    changed = use.changed | use.marks.written
+                    count = np.count_nonzero(changed)
                 if count:
                     found.extend(self._write_hazards(launch, use, changed, count))
                     changed_regions.append(use.array)
