@@ -13,6 +13,7 @@ from helpers import kernels_redefined as k
 
 import warp_zerostore as wp
 from warp_zerostore import _compat, access
+from warp_zerostore.codegen import pre_twin, replay, replay_records
 from warp_zerostore.tape import contents, read_twin
 
 TAPES = {
@@ -88,6 +89,33 @@ def test_the_facts_about_a_living_kernel_are_kept_and_reused(monkeypatch):  # th
 
 
 _build = read_twin._build
+
+
+def test_a_flagged_kernels_pre_twin_and_build_go_with_it():
+    """The snapshot Tape's backward twin of a flagged kernel and its build are kept on the kernel: a redefinition
+    drops them with the old kernel, while the living kernel keeps reusing its own (the negative twin)."""
+    seed = wp.ones(2, dtype=float)
+    refs = []
+    for _ in range(4):
+        kernel = k.define_updating()
+        x = wp.array([1.0, 2.0], dtype=float, requires_grad=True)
+        y = wp.array([1.0, 2.0], dtype=float, requires_grad=True)
+        z = wp.zeros(2, dtype=float, requires_grad=True)
+        tape = wp.Tape(snapshot=True)
+        with tape:
+            wp.launch(kernel, dim=2, inputs=[x, y, z])
+        tape.backward(grads={z: seed})
+        assert x.grad.numpy().tolist() == [4.0, 8.0]  # d(y + x)^2/dx at the values the launch read
+        twin = pre_twin.pre_backward(kernel)
+        assert twin is not None and twin is not kernel and pre_twin.pre_backward(kernel) is twin  # kept, reused
+        assert pre_twin.replay_memory(twin) == replay.PRE and pre_twin.replay_memory(kernel) == replay.POST
+        assert replay_records.build_of(kernel) is not None
+        refs.append((weakref.ref(kernel), weakref.ref(twin)))
+        del tape, kernel, twin
+    gc.collect()
+    alive = [(kernel() is not None, twin() is not None) for kernel, twin in refs]
+    assert all(kernel == twin for kernel, twin in alive)  # a twin lives exactly as long as its kernel
+    assert sum(kernel for kernel, _ in alive) <= 2  # Warp keeps the newest (and the one its hasher last hashed)
 
 
 # -- bounded pools

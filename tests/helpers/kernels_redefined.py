@@ -19,3 +19,16 @@ def define():
 def double(x: wp.array(dtype=float), y: wp.array(dtype=float)):
     i = wp.tid()
     y[i] = 2.0 * x[i]
+
+
+def define_updating():
+    """A new flagged ``wp.Kernel`` named ``update_then_read`` (same source each time) that updates an element and
+    then reads it back: its backward over the memory the launch read (the snapshot Tape's) is a twin of its own."""
+
+    @wp.kernel(zero_store=True)
+    def update_then_read(x: wp.array(dtype=float), y: wp.array(dtype=float), z: wp.array(dtype=float)):
+        i = wp.tid()
+        y[i] = y[i] + x[i]
+        z[i] = y[i] * y[i]
+
+    return update_then_read
