@@ -91,6 +91,26 @@ def test_the_facts_about_a_living_kernel_are_kept_and_reused(monkeypatch):  # th
 _build = read_twin._build
 
 
+def test_remembered_marks_go_with_their_twin():
+    """Marks remembered for a launch (reused while the kernel's twin lives) go when the twin goes: a kernel defined
+    anew at each launch leaves no entry behind, and the bytes counted are the entries'."""
+    x, seed = wp.array([1.0, 2.0, 3.0], dtype=float, requires_grad=True), wp.ones(3, dtype=float)
+    remembered = 0
+    for _ in range(50):
+        kernel = k.define()
+        y = wp.zeros(3, dtype=float, requires_grad=True)
+        tape = wp.Tape(check="warn")
+        with tape:
+            wp.launch(kernel, dim=3, inputs=[x, y])
+        tape.backward(grads={y: seed})
+        remembered += any(entry[0]() is not None for entry in read_twin._MEMO.values())
+        del tape, kernel, y
+    gc.collect()
+    assert remembered == 50  # each launch's marks were remembered (the negative twin: kept while the twin lives)
+    assert sum(entry[0]() is None for entry in read_twin._MEMO.values()) == 0  # no entry of a twin gone
+    assert read_twin._memo_bytes == sum(entry[2] for entry in read_twin._MEMO.values())
+
+
 def test_a_flagged_kernels_pre_twin_and_build_go_with_it():
     """The snapshot Tape's backward twin of a flagged kernel and its build are kept on the kernel: a redefinition
     drops them with the old kernel, while the living kernel keeps reusing its own (the negative twin)."""

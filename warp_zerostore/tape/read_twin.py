@@ -1093,7 +1093,7 @@ def element_reads(kernel, launch: dict) -> dict:
 
 # -- marks that follow from the launch alone (`data_flow`): reused instead of running the twin again
 
-_MEMO: dict = {}  # launch key -> (weak reference to the twin, {label: ElementReads}), the marks read-only
+_MEMO: dict = {}  # launch key -> (weak reference to the twin, {label: ElementReads}, their bytes), read-only
 #: bytes of marks remembered before starting over (a scalar argument that changes at every launch, such as a
 #: time, never hits: its entries must not pile up)
 MEMO_BYTES = 64 << 20
@@ -1131,8 +1131,16 @@ def _remember(key: tuple, variant, out: dict) -> None:
         _MEMO.clear()
         _memo_bytes = 0
     if size <= MEMO_BYTES:
-        _MEMO[key] = (weakref.ref(variant), out)  # the marks never keep a twin (nor its kernel) alive
+        # the marks never keep a twin (nor its kernel) alive, and go when it goes (a kernel defined anew each time)
+        _MEMO[key] = (weakref.ref(variant, lambda _, key=key: _forget(key)), out, size)
         _memo_bytes += size
+
+
+def _forget(key: tuple) -> None:
+    global _memo_bytes
+    entry = _MEMO.pop(key, None)
+    if entry is not None:
+        _memo_bytes -= entry[2]
 
 
 def _none(shape: tuple) -> np.ndarray:
