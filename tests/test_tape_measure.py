@@ -329,3 +329,17 @@ def test_a_change_whose_gradient_leaks_is_not_labelled_without_effect():
     grad, hazard, caught = run(read_again=False)  # the twin: nothing reads or seeds x after the fill
     np.testing.assert_array_equal(grad, 2.0)
     assert not hazard.real and hazard.measured.status == measure.NO_EFFECT and caught == []
+
+
+@pytest.mark.parametrize("dtype", [float, wp.vec3])
+def test_the_content_put_back_is_the_one_known_before_the_change(dtype):
+    """On the CPU the Tape knows an array's content as bytes (no device buffer): the measuring Tape's copy of it is
+    that content, not new memory, also after the array changed (a strided view's content is taken row-major)."""
+    from warp_zerostore.tape import contents
+
+    base = wp.array(np.arange(24, dtype=np.float32).reshape(8, 3) if dtype is wp.vec3 else np.arange(8.0), dtype=dtype)
+    for arr in (base, base[::2]):
+        before = arr.numpy().copy()
+        known = contents.Known(arr)
+        base.zero_()  # the change: ``arr`` is ``base`` or a view of it
+        np.testing.assert_array_equal(measure.content_copy(known, arr).numpy(), before)

@@ -30,6 +30,7 @@ stated tolerance. It never changes the user's gradients: the plain pass runs las
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
 import inspect
 
@@ -380,11 +381,17 @@ def compare(plain: dict, put_right: dict) -> tuple:
     return beyond, tuple(changes)
 
 
-def content_copy(address: int, arr):
-    """A device copy of the content a contiguous buffer at ``address`` holds of ``arr`` (a `contents.Known`'s:
-    its elements in row-major order), taken now: the buffer may be brought up to date after."""
+def content_copy(known, arr):
+    """A device copy of the content a `contents.Known` holds of ``arr`` (its elements in row-major order), taken now:
+    the known content may be brought up to date after. On the CPU the content is a ``bytes`` object (no device
+    buffer: ``known.ptr`` is None there), copied into a new array; elsewhere a buffer on the device, cloned."""
     with _compat.no_active_tape():
-        view = warp.array(ptr=address, shape=arr.shape, dtype=arr.dtype, device=arr.device)
+        if known.host is not None:
+            out = warp.empty(shape=arr.shape, dtype=arr.dtype, device=arr.device, requires_grad=False)
+            if known.host:
+                ctypes.memmove(out.ptr, known.host, len(known.host))  # row-major elements into a contiguous array
+            return out
+        view = warp.array(ptr=known.ptr, shape=arr.shape, dtype=arr.dtype, device=arr.device)
         return warp.clone(view, requires_grad=False)
 
 

@@ -1276,7 +1276,7 @@ class Tape(_compat.WarpTape):
         if not self._measure_room(arr):
             self._measuring.not_kept(arr, _OVER_CAP)
             return
-        self._measuring.changed(arr, measure.content_copy(tracked.values.ptr, arr))
+        self._measuring.changed(arr, measure.content_copy(tracked.values, arr))
         self._measuring.bytes += arr.size * _compat.dtype_size_bytes(arr.dtype)
 
     def _change(self, arr, at: tuple, writer: Site | None):
