@@ -23,12 +23,22 @@ whatever the source analysis says.
 
 An array a struct argument holds is marked as an argument is, under its path (``s.q[i]``: label ``"s.q"``), in the
 kernel and in the helpers the struct is passed to (whole, as a part ``s.inner``, as a local bound to it, or made
-into another struct ``S(a, s.q)``). Arguments read any other way (a row ``x[i]`` of a 2-D array, passed to a
-builtin or to a helper whose source cannot be read or that has several overloads, tiles, read in a ``while``
-test, a struct a helper returns) keep the whole-argument read of `access`, as do kernels with indexed or fabric
-array arguments (those arrays would be written for real) and kernels whose twin cannot be built; stores the twin
-cannot index (through a row view ``row = x[w]``, a slice, a builtin) are not marked, and the Tape's content
-comparison finds them. The twin is forward-only and
+into another struct ``S(a, s.q)``); so is a local bound once to such an array (``values = s.q``). An element is
+also reached through slices and views: ``x[i][j]``, ``x[a:b:c][i]`` (the same subscripts applied to a shadow reach
+the same element of it, however Warp slices), and ``row[j]`` through a view bound at the top of the body
+(``row = x[w]``, ``window = row[0:1]``; reads through it only where the local is bound there alone).
+
+What an access reads follows what Warp makes of it: the element under a component store or ``+=``
+(``x[i].y = v``, ``x[i][k] += v``) is not read (no adjoint reads its value); an element passed to a ``wp.ref[T]``
+parameter counts as written where the callee changed its value, then as read as the launch leaves it
+(`_ReadMarker._by_reference`), so a read after the call reads what the callee wrote.
+
+Arguments read any other way (a row ``x[i]`` passed on or bound twice, passed to a builtin or to a helper whose
+source cannot be read or that has several overloads, tiles, read in a ``while`` test, a struct a helper returns)
+keep the whole-argument read of `access`, as do kernels with indexed or fabric array arguments (those arrays
+would be written for real) and kernels whose twin cannot be built; stores the twin cannot index (a builtin, a
+view bound inside a branch) are not marked, and the Tape's content comparison finds them. The twin is
+forward-only and
 built once per kernel, in its own module, or, inside `built_into`, in a module the caller builds (the fuzzer
 puts its kernels' twins in the batch's module: one compile instead of one per twin).
 """
@@ -79,6 +89,10 @@ ACCUMULATED, STORED = 1, 2
 #: (a read no memory holds after the launch), and for one an accumulation ``x[i] = x[i] + v`` read (its value
 #: enters linearly: written again after it, it is no such read)
 REREAD, LINEAR = 2, 3
+#: what a ``before`` shadow holds for an element read before the launch wrote it only as an argument to a ``wp.ref[T]``
+#: parameter: the callee's backward sees it as the launch leaves it (its own launch's writes are no stale read of
+#: it, as `access.ArgumentAccess.adjoint_reads_result` says of an array passed only so); a later writer's are
+BY_REFERENCE = 2
 
 # What the twin marks of an argument, by how the kernel uses it: reads and writes, reads only, writes only.
 READ_WRITE, READ, WRITE = "rw", "r", "w"
@@ -108,6 +122,9 @@ class ElementReads:
     #: the elements read between two writes of the launch (after one, before another): the value read is in no
     #: memory after the launch, so no snapshot can serve it; None: not told
     reread: np.ndarray | None = None
+    #: the elements ``before`` marks only because they were passed to a ``wp.ref[T]`` parameter (`BY_REFERENCE`);
+    #: None: not told
+    by_reference: np.ndarray | None = None
     _counts: dict = dataclasses.field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -642,12 +659,12 @@ class _ReadMarker:
 
     def _by_reference(self, statement) -> tuple:
         """``(before, after)`` the statement for each element ``x[idx]`` (or a component of one, ``x[i].q.w``) it
-        passes to a ``wp.ref[T]`` parameter of a comparable ``T`` (`_compat.compared_reference_parameters`): the
-        value before the call is kept, and after it the element counts as written where the callee changed it,
-        then as read (Warp's backward re-runs the call on the element as memory holds it; `access` says the same
-        of an array passed only so). A read that follows the call then reads what the callee wrote, as in
-        ``native(dst[i, 0], x[i]); out[i] = dst[i, 0]``. Whether the callee wrote is a fact of this launch's
-        values: such a kernel's twin runs at every launch (`data_dependent`)."""
+        passes to a ``wp.ref[T]`` parameter of a comparable ``T`` (`_compat.compared_reference_parameters`): a read
+        by reference (`_reference_mark`: a snapshot restores the value it had, as for any read before a write),
+        the value before the call kept, and after it the element counts as written where the callee changed it.
+        A read that follows the call then reads what the callee wrote, as in ``native(dst[i, 0], x[i]);
+        out[i] = dst[i, 0]``. Whether the callee wrote is a fact of this launch's values: such a kernel's twin
+        runs at every launch (`data_dependent`)."""
         before, after = [], []
         for call in [n for n in ast.walk(statement) if isinstance(n, ast.Call)]:
             positions = _compat.compared_reference_parameters(called(call, self.namespace))
@@ -665,6 +682,7 @@ class _ReadMarker:
                 self._passed_by_reference.update(id(n) for n in (node, *inner))
                 kept = f"{_PREFIX}ref_{len(self._kept)}"
                 self._kept.append(kept)
+                before.append(self._reference_mark(label, index))
                 before.append(ast.Assign(targets=[ast.Name(id=kept, ctx=ast.Store())], value=copy.deepcopy(arg)))
 
                 def compare(left, op, right):
@@ -684,11 +702,23 @@ class _ReadMarker:
                 )
                 test = ast.UnaryOp(op=ast.Not(), operand=unchanged)
                 after.append(ast.If(test=test, body=self._written(label, index), orelse=[]))
-                # as what the launch leaves (`LINEAR`: a later write of the element, another component of it
-                # perhaps, makes no read between writes of it)
-                after.append(_read_mark(label, index, READ_WRITE, linear=True))
                 self.data_dependent = True
         return before, after
+
+    @staticmethod
+    def _reference_mark(label: str, index) -> ast.stmt:
+        """The read of an element passed to a ``wp.ref[T]`` parameter: `BY_REFERENCE` in ``before`` where the launch
+        has not written it (and no other read marked it), else `LINEAR` in ``after`` (its backward sees the element as
+        the launch leaves it: a later write of it, of another component perhaps, makes no read between writes)."""
+
+        def unmarked(flag):
+            return ast.Compare(left=_at(_shadow(label, flag), index), ops=[ast.Eq()], comparators=[ast.Constant(0)])
+
+        return ast.If(
+            test=unmarked("written"),
+            body=[ast.If(unmarked("before"), [_set(_shadow(label, "before"), index, ast.Constant(BY_REFERENCE))], [])],
+            orelse=[ast.If(unmarked("after"), [_set(_shadow(label, "after"), index, ast.Constant(LINEAR))], [])],
+        )
 
     def body(self, statements) -> list:
         out = []
@@ -942,7 +972,13 @@ def _build(kernel, aliased: bool = False):
     into = _INTO[-1] if _INTO else None
     module = _load_module(source, scope, names, into)
     twin_kernel = warp.kernel(getattr(module, function.name), enable_backward=False, module=None if into else "unique")
+    if marker.data_dependent:
+        _BY_REFERENCE_TWINS.add(id(twin_kernel))
     return twin_kernel, kinds, whole
+
+
+#: ids of the twins that mark reads by reference (`BY_REFERENCE`): only their marks are looked at for them
+_BY_REFERENCE_TWINS: set = set()
 
 
 _INTO: list = []
@@ -1143,6 +1179,11 @@ class _Runner:
         entry = self.shadows[label][-1]
         return (entry[1] if entry[1] is not None else entry[0].numpy()) == STORED
 
+    def by_reference(self, label: str):
+        """The elements read before a write only by reference: the ``before`` shadow holds `BY_REFERENCE` there."""
+        entry = self.shadows[label][0]
+        return (entry[1] if entry[1] is not None else entry[0].numpy()) == BY_REFERENCE
+
     def reread(self, label: str):
         """The elements read between two writes: the ``after`` shadow (the second of three) holds `REREAD` there."""
         entry = self.shadows[label][1]
@@ -1264,16 +1305,25 @@ def element_reads(kernel, launch: dict) -> dict:
             continue
         marks = runner.marks(label)
         stored = runner.stored(label) if kind != READ else None
-        reread = None
+        reread = by_reference = None
         if kind == READ_WRITE:
             before, after, written = marks
             reread = runner.reread(label)
+            by_reference = runner.by_reference(label) if id(variant) in _BY_REFERENCE_TWINS else None
         elif kind == READ:
             before, after, written = marks[0], _none(marks[0].shape), _none(marks[0].shape)
         else:
             written = marks[0]
             before = after = _none(written.shape)
-        out[label] = ElementReads(before, after, written, reads_known=label not in whole, stored=stored, reread=reread)
+        out[label] = ElementReads(
+            before,
+            after,
+            written,
+            reads_known=label not in whole,
+            stored=stored,
+            reread=reread,
+            by_reference=by_reference,
+        )
     if key is not None:
         _remember(key, variant, out)
     return out

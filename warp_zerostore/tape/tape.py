@@ -1087,6 +1087,11 @@ class Tape(_compat.WarpTape):
                 found.append(Hazard(REPLAY, writer=launch.site(use.label), elements=elements, cause="aliased"))
                 continue
             after = use.marks.after if use.reads_known() else None
+            if after is not None and use.marks.by_reference is not None and _any(use.marks.by_reference):
+                # an element passed to a wp.ref[T] parameter before the launch wrote it gets its input back, as
+                # any read before a write: Warp's backward re-runs the call on it, which writes it again for the
+                # reads after the call (what the snapshot gave before those reads were known to follow the write)
+                after = after & ~use.marks.by_reference
             if after is None and use.access.reads_after_store and not exact:
                 # A thread may read what it stored, and the twin cannot say which elements (a read through a tile,
                 # say): the pre-launch values would be wrong for those reads. Restore what the launch wrote (what
@@ -1300,6 +1305,11 @@ class Tape(_compat.WarpTape):
                     continue
                 if site.launch == launch.index and use.access.adjoint_reads_result:
                     continue  # wp.atomic_min's backward reads what its launch left (which value won), by design
+                if reader == writer and use.marks is not None and use.marks.by_reference is not None:
+                    # the elements it read only by reference (wp.ref[T]): what its own writes leave, likewise
+                    if _any(use.marks.by_reference):
+                        bitmap = bitmap.copy()
+                        bitmap[slots[use.marks.by_reference]] = False
                 elements = int(np.count_nonzero(bitmap[written]))
                 if elements:
                     found.append(
