@@ -30,7 +30,8 @@ the same element of it, however Warp slices), and ``row[j]`` through a view boun
 
 What an access reads follows what Warp makes of it: the element under a component store or ``+=``
 (``x[i].y = v``, ``x[i][k] += v``) is not read (no adjoint reads its value); an element passed to a ``wp.ref[T]``
-parameter counts as written where the callee changed its value, then as read as the launch leaves it
+parameter is read by reference (`BY_REFERENCE`: the launch's own writes are no stale read of it, a later
+writer's are, and a snapshot gives it its input back) and counts as written where the callee changed its value
 (`_ReadMarker._by_reference`), so a read after the call reads what the callee wrote.
 
 Arguments read any other way (a row ``x[i]`` passed on or bound twice, passed to a builtin or to a helper whose
