@@ -126,6 +126,11 @@ HAS_RETAIN_GRAD: bool = "retain_grad" in inspect.signature(warp.array.__init__).
 # the gradient, 1.14.0 has it); no feature of Warp's tells it, so the version does.
 STOCK_COMPONENT_STORES_DIFFERENTIABLE: bool = WARP_VERSION >= (1, 14, 0)
 
+# Warp >= 1.15 gives a field assignment of a struct local, ``s.a = e``, an adjoint (``Adjoint._store_attribute``
+# stores the field and passes its adjoint to ``e``); earlier versions store through a pointer the backward's replay
+# skips and whose adjoint is missing (the gradient through the field is zero). Read in each release's codegen.py.
+STOCK_STRUCT_FIELD_STORES_DIFFERENTIABLE: bool = WARP_VERSION >= (1, 15, 0)
+
 # Warp >= 1.18 emits component stores into array elements as differentiable "slot" stores itself.
 HAS_SLOT_STORES: bool = hasattr(Adjoint, "array_slot_adjoint")
 
@@ -190,6 +195,9 @@ HOOK_POINTS: dict[str, tuple[Any, str]] = {
     "ModuleBuilder.build_function": (ModuleBuilder, "build_function"),
     "ModuleBuilder.codegen": (ModuleBuilder, "codegen"),
     "Adjoint.add_builtin_call": (Adjoint, "add_builtin_call"),
+    # each statement of a kernel's body as Warp generates it (a flagged kernel's struct local copied before a field
+    # is assigned: `codegen.local_copies`)
+    "Adjoint.eval": (Adjoint, "eval"),
     # how a kernel's global names resolve: Warp's codegen tests `is warp` on the module a kernel names (1.17's
     # `_is_tid_call` infers the launch dimension so), which the facade module is not
     "Adjoint.resolve_external_reference": (Adjoint, "resolve_external_reference"),
@@ -259,6 +267,11 @@ def kernel_module(kernel):
 
 def kernel_key(kernel) -> str:
     return kernel.key
+
+
+def kernel_adjoint(kernel):
+    """The ``Adjoint`` that generates a kernel's code (`adjoint_scratch` keeps what a build found on it)."""
+    return kernel.adj
 
 
 def kernel_source_line(kernel) -> tuple:
@@ -436,6 +449,12 @@ def adjoint_scratch(adj, name: str) -> dict:
     return _scratch(adj, name)
 
 
+def clear_adjoint_scratch(adj) -> None:
+    """Forget what this package kept on an ``Adjoint`` (a new build of its function starts afresh)."""
+    for name in [n for n in adj.__dict__ if n.startswith("_zs_")]:
+        adj.__dict__[name].clear()
+
+
 def add_reverse(adj, statement: str) -> None:
     adj.add_reverse(statement)
 
@@ -454,6 +473,61 @@ def var_type(var):
 
 def is_reference(var) -> bool:
     return codegen.is_reference(var.type)
+
+
+def adjoint_symbols(adj) -> dict:
+    """The names of a function being generated, each bound to the variable that holds its value now."""
+    return adj.symbols
+
+
+def adjoint_line(adj) -> int:
+    """The source line (1 = the function's first, as the ``ast`` of `kernel_tree` numbers them) whose code is being
+    generated."""
+    return (adj.lineno or 0) + 1
+
+
+def set_adjoint_line(adj, node) -> None:
+    """Generate what follows under ``node``'s source line (what ``Adjoint.eval`` does first for a node)."""
+    if hasattr(node, "lineno"):
+        adj.set_lineno(node.lineno - 1)
+
+
+def in_dynamic_loop(adj) -> bool:
+    """Whether the code being generated is inside a loop Warp does not unroll (a run-time bound, a ``while``)."""
+    return bool(adj.loop_blocks)
+
+
+def is_int_var(var) -> bool:
+    """Whether a variable holds an integer (an index, not a slice)."""
+    return wtypes.type_is_int(codegen.strip_reference(var.type))
+
+
+def store_struct_field(adj, aggregate, field: str, rhs) -> None:
+    """``aggregate.field = rhs`` on a struct local, generated as Warp >= 1.15 generates it (the store in the forward
+    body, which the backward replays; in reverse, the field's adjoint added to ``rhs``'s, then zeroed), for the
+    versions whose own field store has no adjoint (`STOCK_STRUCT_FIELD_STORES_DIFFERENTIABLE`)."""
+    struct = codegen.strip_reference(aggregate.type)
+    field_var = struct.vars[field]
+    if codegen.is_reference(rhs.type):
+        rhs = adj.add_builtin_call("copy", [rhs])
+    if not wtypes.types_equal(codegen.strip_reference(rhs.type), field_var.type):
+        raise codegen.WarpCodegenError(
+            f"Error, assigning to struct field `{field}` ({field_var.type}) with different type ({rhs.type})"
+        )
+    adj.add_forward(f"{aggregate.emit()}.{field_var.label} = {rhs.emit()};")
+    adj.add_reverse(f"{aggregate.emit_adj()}.{field_var.label} = {{}};")
+    if is_float(field_var.type) or is_struct_type(field_var.type):
+        adj.add_reverse(f"{rhs.emit_adj()} += {aggregate.emit_adj()}.{field_var.label};")
+
+
+def is_component_value_type(t) -> bool:
+    """A vector, quaternion, matrix or transform: the value types whose components ``v[i] = e`` assigns."""
+    return (
+        wtypes.type_is_vector(t)
+        or wtypes.type_is_quaternion(t)
+        or wtypes.type_is_matrix(t)
+        or wtypes.type_is_transformation(t)
+    )
 
 
 # ============================================================================================================
@@ -1265,6 +1339,12 @@ def function_source(func) -> str:
     import textwrap  # noqa: PLC0415
 
     return textwrap.dedent(inspect.getsource(func))
+
+
+def function_location(func) -> tuple:
+    """``(source file, first line)`` of a Python function (its first decorator's line, as ``function_source``
+    starts)."""
+    return inspect.getsourcefile(func) or "?", inspect.getsourcelines(func)[1]
 
 
 def append_tape_callback(tape, callback) -> None:

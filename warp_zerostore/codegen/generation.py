@@ -8,7 +8,7 @@ import threading
 
 from .. import _compat
 from ..options import effective_zero_store
-from . import building, native, replay, replay_records, store_rewrite
+from . import building, local_copies, native, replay, replay_records, store_rewrite
 from .pre_twin import replay_memory
 
 _UNSET = object()
@@ -115,7 +115,9 @@ def wrap_builder_codegen(original):
         start = source.index(plan.first_piece) if plan.first_piece else len(source)
         if plan.replay is not None:
             for key, kernel in plan.replay_kernels.items():
-                replay_records.record(kernel, key, plan.kernel_locations.get(key, "?:0"), plan.replay.reports[key])
+                location = plan.kernel_locations.get(key, "?:0")
+                exact = local_copies.exact_lines(_compat.kernel_adjoint(kernel))
+                replay_records.record(kernel, key, location, plan.replay.reports[key], exact)
         return source[:start] + prelude + source[start:]
 
     return codegen

@@ -5,6 +5,8 @@
 * ``ModuleBuilder.__init__``, ``build_kernel``, ``build_function`` and, on Warp without slot stores,
   ``Adjoint.add_builtin_call`` (`building`): the modes resolved once per build, and component stores given a
   reverse statement.
+* ``Adjoint.add_builtin_call`` and ``Adjoint.eval`` (`local_copies`): a flagged kernel's locals assigned in place
+  get Warp's copy form.
 * ``ModuleBuilder.codegen`` and the ``codegen_*`` functions (`generation`): the header, the store-adjoint swap,
   helper variants and the replay log in a flagged module's source.
 * ``Adjoint.resolve_external_reference``: the facade resolves to ``warp`` itself.
@@ -19,7 +21,7 @@ from __future__ import annotations
 import sys
 
 from .. import _compat
-from . import building, generation, hashing
+from . import building, generation, hashing, local_copies
 from .adjoint_lints import warn_backward
 
 # ------------------------------------------------------------------------------------------------------------
@@ -58,6 +60,18 @@ def _wrap_tape_backward(original):
 
 
 # ------------------------------------------------------------------------------------------------------------
+# Builtin calls: a flagged kernel's local components made copies; on Warp <= 1.17, component stores into array
+# elements given a reverse statement
+
+
+def _wrap_add_builtin_call(original):
+    wrapped = local_copies.wrap_add_builtin_call(original)
+    if not _compat.HAS_SLOT_STORES:
+        wrapped = building.wrap_add_builtin_call(wrapped)
+    return wrapped
+
+
+# ------------------------------------------------------------------------------------------------------------
 
 
 def install() -> None:
@@ -72,5 +86,5 @@ def install() -> None:
     _compat.wrap("codegen.codegen_func", generation.wrap_function_codegen)
     _compat.wrap("codegen.codegen_snippet", generation.wrap_function_codegen)
     _compat.wrap("Tape.backward", _wrap_tape_backward)
-    if not _compat.HAS_SLOT_STORES:
-        _compat.wrap("Adjoint.add_builtin_call", building.wrap_add_builtin_call)
+    _compat.wrap("Adjoint.add_builtin_call", _wrap_add_builtin_call)
+    _compat.wrap("Adjoint.eval", local_copies.wrap_eval)
