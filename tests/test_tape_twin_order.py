@@ -243,3 +243,17 @@ def test_a_snapshot_tape_gives_an_element_passed_by_reference_its_input_back():
         wp.launch(K.square_then_native_store_2d, 3, inputs=[x, dst, out])
     tape.backward(grads={out: wp.ones(3)})
     np.testing.assert_allclose(dst.grad.numpy()[:, 0], np.full(3, 2.0))  # d(dst^2)/d dst at the 1 read
+
+
+@has_ref
+def test_a_later_launch_writing_an_element_passed_by_reference_is_still_a_stale_read():
+    # the source cannot tell whether the native function reads its reference: Warp's backward re-runs it on what
+    # memory holds then, so another launch's change of the element stays reported (the launch's own write is not)
+    x = wp.array([1.0, 2.0, 3.0], dtype=float, requires_grad=True)
+    dst, out = two_d(0.0), wp.zeros(3, requires_grad=True)
+    tape = wp.Tape(check="warn")
+    with pytest.warns(wp.OverwriteWarning, match="stale read: kernel 'fill_column'.*native_store_then_read_2d"):
+        with tape:
+            wp.launch(K.native_store_then_read_2d, 3, inputs=[x, dst, out])
+            wp.launch(K.fill_column, 3, inputs=[dst, 5.0])
+    assert [(h.kind, h.writer.kernel) for h in tape.hazards if h.real] == [("stale read", "fill_column")]

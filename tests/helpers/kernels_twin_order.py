@@ -108,3 +108,8 @@ if hasattr(wp, "ref"):
         i = wp.tid()
         out[i] = dst[i, 0] * dst[i, 0]
         store_double(dst[i, 0], x[i])
+
+
+@wp.kernel
+def fill_column(dst: wp.array2d(dtype=float), value: float):
+    dst[wp.tid(), 0] = value

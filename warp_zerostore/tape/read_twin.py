@@ -132,6 +132,11 @@ class ElementReads:
     def read(self) -> np.ndarray:
         return self.before | self.after
 
+    @property
+    def before_by_value(self) -> np.ndarray:
+        """The elements read before the launch wrote them other than only by reference (`by_reference`)."""
+        return self.before if self.by_reference is None else self.before & ~self.by_reference
+
     def count(self, which: str) -> int:
         """How many elements are marked ``before`` / ``after`` / ``written`` / ``stored`` (0 where not told)?
         Counted once (marks a later launch with the same key reuses are counted once for all of them)."""

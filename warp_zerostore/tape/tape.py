@@ -973,8 +973,8 @@ class Tape(_compat.WarpTape):
             for use in launch.uses:
                 if use.access.reads and use.array.size:
                     if use.reads_known():
-                        if use.marks.any("before"):
-                            self._record_read(launch, use, "before")
+                        if use.marks.any("before_by_value"):
+                            self._record_read(launch, use, "before_by_value")
                     else:
                         self._record_read(launch, use, None)
         changed_regions = []
@@ -1019,6 +1019,11 @@ class Tape(_compat.WarpTape):
             for use in launch.uses:
                 if use.access.reads and use.array.size and use.reads_known() and use.marks.any("after"):
                     self._record_read(launch, use, "after")
+                # an element passed to a wp.ref[T] parameter, read before the launch wrote it: the callee's backward
+                # sees it as the launch leaves it (as `access` says of an array passed only so), a later writer's
+                # change it does not
+                if use.access.reads and use.reads_known() and use.marks.any("by_reference"):
+                    self._record_read(launch, use, "by_reference")
                 # wp.atomic_min's backward reads the elements as the launch left them (which value won)
                 if use.access.adjoint_reads_result and use.reads_known() and use.marks.any("written"):
                     self._record_read(launch, use, "written")
@@ -1215,9 +1220,9 @@ class Tape(_compat.WarpTape):
                 region.read_unsaved[slots if whole is None else whole] = True
 
     def _record_read(self, launch: _Launch, use: _ArrayUse, which: str | None) -> None:
-        """``which``: the twin's marks of the elements read, ``"before"`` or ``"after"`` (callers pass only marks
-        with one set: a launch that read nothing, a zero-size one or a guarded branch, leaves nothing to be stale or
-        mutated); None: the whole array."""
+        """``which``: the twin's marks of the elements read, ``"before_by_value"``, ``"after"`` or ``"by_reference"``
+        (callers pass only marks with one set: a launch that read nothing, a zero-size one or a guarded branch,
+        leaves nothing to be stale or mutated); None: the whole array."""
         self._track(use.array).read = True
         key = launch.ident(use.label)
         region, slots, whole = self._locate(use)
@@ -1305,11 +1310,6 @@ class Tape(_compat.WarpTape):
                     continue
                 if site.launch == launch.index and use.access.adjoint_reads_result:
                     continue  # wp.atomic_min's backward reads what its launch left (which value won), by design
-                if reader == writer and use.marks is not None and use.marks.by_reference is not None:
-                    # the elements it read only by reference (wp.ref[T]): what its own writes leave, likewise
-                    if _any(use.marks.by_reference):
-                        bitmap = bitmap.copy()
-                        bitmap[slots[use.marks.by_reference]] = False
                 elements = int(np.count_nonzero(bitmap[written]))
                 if elements:
                     found.append(
