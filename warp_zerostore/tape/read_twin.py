@@ -163,15 +163,6 @@ def _index_of(subscript: ast.Subscript):
     return index
 
 
-def _element_index(subscript: ast.Subscript, ndim: int):
-    """The index of a full element access ``x[i]``/``x[i, j]`` of an ``ndim``-D array, else None."""
-    index = _index_of(subscript)
-    count = len(index.elts) if isinstance(index, ast.Tuple) else 1
-    if count != ndim or isinstance(index, ast.Slice):
-        return None
-    return index
-
-
 def _parts(subscript: ast.Subscript) -> list:
     """The index expressions of one subscript: ``[i, j]`` of ``x[i, j]``, ``[Slice]`` of ``x[a:b]``."""
     index = _index_of(subscript)
