@@ -779,6 +779,41 @@ def replace_launch_kernel(tape, index: int, kernel) -> None:
     tape.launches[index][0] = kernel
 
 
+def replace_launch_kernel_entry(entry, kernel) -> None:
+    """`replace_launch_kernel` on the entry itself (its place on the Tape may move as entries are inserted)."""
+    entry[0] = kernel
+
+
+def is_copy_adjoint(entry) -> bool:
+    """Whether a recorded callable is Warp's own adjoint of ``wp.copy`` / ``assign`` (the lambda ``context.copy``
+    records, on every supported version; `copy_adjoint` wraps it and says so with ``__wrapped__``): gradient work
+    only, which a second backward may run again."""
+    function = inspect.unwrap(entry) if callable(entry) else None
+    code = getattr(function, "__code__", None)
+    return code is not None and code.co_filename == context.__file__ and code.co_name == "<lambda>"
+
+
+def launch_caller(entry) -> str:
+    """``file:line`` where a recorded kernel launch was made: what the package's Tape noted (`note_launch_caller`:
+    Warp's own record names the launch hook's frame there), else the caller Warp keeps in the entry's metadata on
+    every supported version, else ""."""
+    metadata = entry[7] if len(entry) > 7 and isinstance(entry[7], dict) else {}
+    noted = metadata.get(_NOTED_CALLER)
+    if noted:
+        return noted
+    caller = metadata.get("caller")
+    return f"{caller['file']}:{caller['lineno']}" if caller else ""
+
+
+_NOTED_CALLER = "warp_zerostore_caller"
+
+
+def note_launch_caller(entry, location: str) -> None:
+    """Keep the user's ``file:line`` of a recorded kernel launch in its entry's metadata (`launch_caller`)."""
+    if len(entry) > 7 and isinstance(entry[7], dict):
+        entry[7][_NOTED_CALLER] = location
+
+
 def launch_values(entry) -> list:
     """The argument values of a recorded kernel launch, inputs then outputs."""
     return list(entry[3]) + list(entry[4])
@@ -985,27 +1020,49 @@ _LAUNCH_PARAMETERS = inspect.signature(_LAUNCH_ORIGINAL)
 _launch_users = 0
 
 
-_installed_launch: dict = {}  # (owner, attr) -> (our hook function, what it wraps)
+_installed_launch: dict = {}  # (owner, attr) -> [(our hook function, what it wraps), ...], innermost first
+
+
+def _install_layer(installed: dict, owners, wrap) -> None:
+    """Our wrapper on each name (``wrap(what it holds, attr)``), unless it is what the name holds already. A name set
+    anew since we wrapped it (a user's wrapper over ours, or what we wrapped put back) gets one more layer over what
+    it holds now, so a Tape entered later still intercepts; the hooks' reentrancy guard lets only the outer act."""
+    for owner, attr in owners:
+        layers = installed.setdefault((owner, attr), [])
+        current = getattr(owner, attr)
+        if layers and current is layers[-1][0]:
+            continue
+        wrapper = wrap(current, attr)
+        setattr(owner, attr, wrapper)
+        layers.append((wrapper, current))
+
+
+def _remove_layers(installed: dict) -> None:
+    """Take our wrappers out where they are still what the names hold, outermost first; where someone wrapped one
+    meanwhile, theirs stays (ours then pass calls through: no Tape intercepts)."""
+    for (owner, attr), layers in list(installed.items()):
+        for wrapper, previous in reversed(layers):
+            if getattr(owner, attr) is wrapper:
+                setattr(owner, attr, previous)
+    installed.clear()
 
 
 def install_launch_hook(hook) -> None:
     """Make ``warp.launch`` / ``context.launch`` call ``hook(previous, args, kwargs)``, where ``previous`` is
     whatever each name held when the hook went in (a user's or a library's own wrapper included, which so stays
     in the chain); counted, so nested users share one installation. Only tapes with checks or snapshots install
-    it: plain launches stay untouched."""
+    it (while entered, and until their ``backward()``): plain launches stay untouched."""
     global _launch_users
     _launch_users += 1
-    if _launch_users > 1:
-        return
-    for owner, attr in _LAUNCH_OWNERS:
-        previous = getattr(owner, attr)
 
+    def wrap(previous, attr):
         def launch(*args, _previous=previous, **kwargs):
             return hook(_previous, args, kwargs)
 
         launch.__wrapped__ = previous  # type: ignore[attr-defined]
-        setattr(owner, attr, launch)
-        _installed_launch[(owner, attr)] = (launch, previous)
+        return launch
+
+    _install_layer(_installed_launch, _LAUNCH_OWNERS, wrap)
 
 
 def remove_launch_hook() -> None:
@@ -1014,38 +1071,35 @@ def remove_launch_hook() -> None:
     global _launch_users
     _launch_users = max(0, _launch_users - 1)
     if _launch_users == 0:
-        for (owner, attr), (launch, previous) in list(_installed_launch.items()):
-            if getattr(owner, attr) is launch:
-                setattr(owner, attr, previous)
-        _installed_launch.clear()
+        _remove_layers(_installed_launch)
 
 
-# Host-side whole-array writes a snapshot Tape records while it is entered: the array methods and the copy function
-# users call (``array.assign`` calls ``warp.copy`` by that name, on every supported version).
+# Host-side whole-array writes a snapshot Tape records while it is entered, and a checking or snapshot Tape's journal
+# names until its backward() (`tape.journal`): the array methods and the copy function users call
+# (``array.assign`` calls ``warp.copy`` by that name, on every supported version).
 HOST_WRITES = ((warp.array, "zero_"), (warp.array, "fill_"), (warp.array, "assign"), (warp, "copy"))
 _host_write_users = 0
-_installed_host_writes: dict = {}  # (owner, attr) -> (our wrapper, what it wraps)
+_installed_host_writes: dict = {}  # (owner, attr) -> [(our wrapper, what it wraps), ...], innermost first
 
 
 def install_host_write_hook(hook) -> None:
     """Make each of `HOST_WRITES` call ``hook(name, previous, args, kwargs)`` (``name``: ``"zero_"``, ``"fill_"``,
     ``"assign"`` or ``"copy"``; ``args`` of a method start with the array); counted, as `install_launch_hook`.
-    Only snapshot Tapes install it, while entered: outside them these calls are Warp's own."""
+    Only Tapes with checks or snapshots install it, from the moment they are entered until their ``backward()``:
+    outside them these calls are Warp's own."""
     global _host_write_users
     _host_write_users += 1
-    if _host_write_users > 1:
-        return
-    for owner, attr in HOST_WRITES:
-        previous = getattr(owner, attr)
 
+    def wrap(previous, attr):
         def write(*args, _previous=previous, _name=attr, **kwargs):
             return hook(_name, _previous, args, kwargs)
 
         write.__wrapped__ = previous  # type: ignore[attr-defined]
         write.__name__ = write.__qualname__ = attr
         write.__doc__ = previous.__doc__
-        setattr(owner, attr, write)
-        _installed_host_writes[(owner, attr)] = (write, previous)
+        return write
+
+    _install_layer(_installed_host_writes, HOST_WRITES, wrap)
 
 
 def remove_host_write_hook() -> None:
@@ -1053,10 +1107,7 @@ def remove_host_write_hook() -> None:
     global _host_write_users
     _host_write_users = max(0, _host_write_users - 1)
     if _host_write_users == 0:
-        for (owner, attr), (write, previous) in list(_installed_host_writes.items()):
-            if getattr(owner, attr) is write:
-                setattr(owner, attr, previous)
-        _installed_host_writes.clear()
+        _remove_layers(_installed_host_writes)
 
 
 _COPY_PARAMETERS = inspect.signature(context.copy)
@@ -1249,6 +1300,12 @@ def has_custom_adjoint(obj) -> bool:
     adjoint (every supported version keeps it as ``custom_grad_func``)."""
     function_class = getattr(context, "Function", None)
     return function_class is not None and isinstance(obj, function_class) and obj.custom_grad_func is not None
+
+
+def has_custom_replay(function) -> bool:
+    """Whether a user ``@wp.func`` has a ``@wp.func_replay`` (or a native replay snippet): Warp's backward runs that
+    where it replays the function's forward code (every supported version keeps it as ``custom_replay_func``)."""
+    return getattr(function, "custom_replay_func", None) is not None or bool(getattr(function, "replay_snippet", None))
 
 
 def user_function(obj):

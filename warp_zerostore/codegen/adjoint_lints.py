@@ -68,8 +68,10 @@ def _helper_resolver(kernel):
             obj = getattr(obj, attr, None)
         helper = _compat.user_function(obj)
         overloads = _compat.function_overloads(helper) if helper is not None else []
-        if len(overloads) != 1:
-            return None  # not a helper, or several overloads: which one a call picks is decided by types at build
+        if len(overloads) != 1 or _compat.has_custom_replay(helper):
+            # not a helper; several overloads (which one a call picks is decided by types at build); or a helper
+            # whose @wp.func_replay the backward runs instead (Warp's remedy for a used atomic return)
+            return None
         function = _compat.function_python(overloads[0])
         try:
             tree = ast.parse(_compat.function_source(function))
