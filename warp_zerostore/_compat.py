@@ -49,8 +49,10 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import ctypes
 import dataclasses
 import inspect
+import math
 import os
 import pathlib
 import re
@@ -255,6 +257,17 @@ def warp_module():
 def kernel_cache_dir() -> str:
     """Warp's kernel cache folder (set by ``warp.init``; empty before it)."""
     return warp.config.kernel_cache_dir or ""
+
+
+def memo(obj) -> dict:
+    """The package's facts about one Warp kernel or ``@wp.func`` (its source analysis, read twins, launch plans),
+    kept on the object itself: they live and die with it. A kernel redefined under the same name leaves Warp's
+    module with the new one, and the old one's facts go with it (a table keyed by ``id(kernel)`` would keep every
+    redefinition). Callers key the dict by what they keep."""
+    found = obj.__dict__.get("_wzs_memo")
+    if found is None or found[0] != id(obj):  # a copy of another object's ``__dict__`` holds that one's
+        found = obj.__dict__["_wzs_memo"] = (id(obj), {})
+    return found[1]
 
 
 def kernel_options(kernel) -> dict:
@@ -579,7 +592,16 @@ def element_shape(dtype) -> tuple:
 
 
 def dtype_size_bytes(dtype) -> int:
-    return wtypes.type_size_in_bytes(dtype)
+    size = _SIZES.get(dtype)  # Warp's own cache is weakly keyed: several times slower to ask, at every launch
+    if size is None:
+        size = wtypes.type_size_in_bytes(dtype)
+        if len(_SIZES) > 1024:  # dtypes made anew (structs redefined): start over rather than grow
+            _SIZES.clear()
+        _SIZES[dtype] = size
+    return size
+
+
+_SIZES: dict = {}  # Warp dtype -> its size in bytes
 
 
 def numpy_scalar(dtype):
@@ -1183,16 +1205,70 @@ def copy_on_device(dest, src) -> None:
 def cpu_view(arr):
     """A NumPy view of a CPU array's own memory, in place (the CPU device's memory is the host's: nothing is
     transferred); made once per array object. Only for CPU arrays."""
-    if not arr.device.is_cpu:
-        raise ValueError(f"cpu_view of an array on {arr.device}: its memory is not the host's")
-    cached = arr.__dict__.get("_wzs_cpu_view")
+    cached = arr.__dict__.get("_wzs_cpu_view")  # only CPU arrays get one
     if cached is not None and cached[0] == arr.ptr:
         return cached[1]
+    if not arr.device.is_cpu:
+        raise ValueError(f"cpu_view of an array on {arr.device}: its memory is not the host's")
     import numpy as np  # noqa: PLC0415
 
-    view = np.asarray(arr)  # through the array interface, in place (what ``arr.numpy()`` does on the CPU)
+    # NumPy over the array's memory through a ctypes buffer at its address, from its pointer, shape and strides:
+    # Warp's array interface costs several microseconds the first time an array is asked (a rollout's check views
+    # each new state), and the view holds no reference to the array (cached on it, it would make a cycle)
+    layout = _cpu_layout(arr.dtype)
+    strides = arr.strides
+    if layout is None or not arr.size or not arr.ptr or any(st < 0 for st in strides):
+        view = np.asarray(arr)  # through the array interface, in place (what ``arr.numpy()`` does on the CPU)
+    else:
+        scalar, inner_shape, inner_strides = layout
+        span = sum((n - 1) * st for n, st in zip(arr.shape, strides)) + dtype_size_bytes(arr.dtype)
+        view = np.ndarray(
+            (*arr.shape, *inner_shape),
+            dtype=scalar,
+            buffer=(ctypes.c_char * span).from_address(arr.ptr),
+            strides=(*strides, *inner_strides),
+        )
     arr.__dict__["_wzs_cpu_view"] = (arr.ptr, view)
     return view
+
+
+def cpu_bytes(arr) -> bytes:
+    """A CPU array's elements' bytes, element after element in row-major order, read from its memory in place (the
+    CPU's memory is the host's: nothing is transferred): one copy of the memory where it is contiguous, else through
+    `cpu_view`. Only for CPU arrays."""
+    span = arr.__dict__.get("_wzs_cpu_span")  # (pointer, bytes) of a contiguous array, kept on it
+    if span is None or span[0] != arr.ptr:
+        size = arr.size
+        if not size:
+            return b""
+        if not arr.is_contiguous:
+            return cpu_view(arr).tobytes()
+        span = arr.__dict__["_wzs_cpu_span"] = (arr.ptr, size * dtype_size_bytes(arr.dtype))
+    return ctypes.string_at(span[0], span[1])
+
+
+def _cpu_layout(dtype):
+    """``(NumPy scalar dtype, inner shape, inner byte strides)`` of a Warp scalar, vector or matrix dtype (what Warp's
+    array interface flattens an element into); None for others (structs): `cpu_view` asks the interface then."""
+    found = _CPU_LAYOUTS.get(dtype, False)
+    if found is False:
+        found = None
+        if dtype in wtypes.scalar_and_bool_types or (isinstance(dtype, type) and issubclass(dtype, ctypes.Array)):
+            try:
+                scalar = numpy_scalar(dtype)
+            except (KeyError, TypeError, AttributeError):
+                scalar = None
+            if scalar is not None:
+                inner = tuple(getattr(dtype, "_shape_", ()))
+                item = dtype_size_bytes(scalar_type(dtype))
+                strides = tuple(item * math.prod(inner[k + 1 :]) for k in range(len(inner)))
+                found = (scalar, inner, strides)
+        if len(_CPU_LAYOUTS) < 256:
+            _CPU_LAYOUTS[dtype] = found
+    return found
+
+
+_CPU_LAYOUTS: dict = {}  # Warp dtype -> `_cpu_layout`
 
 
 def host_view(arr):

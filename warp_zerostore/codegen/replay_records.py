@@ -25,14 +25,12 @@ import os
 import pathlib
 import tempfile
 import warnings
-import weakref
 
 from .. import _compat
 from . import replay
 
 _log = logging.getLogger(__name__)
 
-_BUILD_OF: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # kernel -> salted hash (hex)
 _RECORDS: dict = {}  # salted hash -> {"issues": {memory: [...]}, "pre_differs": bool, "exact_lines": [int]}
 _WARNED: set = set()  # (salted hash, memory) warned in this process
 
@@ -48,10 +46,9 @@ def _file(build: str) -> pathlib.Path:
 
 def remember_build(kernel, build: str) -> None:
     """``kernel`` is built as ``build`` (its salted hash); a record kept beside the kernel cache is read back."""
-    try:
-        _BUILD_OF[kernel] = build
-    except TypeError:
+    if not hasattr(kernel, "__dict__"):
         return
+    _compat.memo(kernel)["replay_records.build"] = build  # goes with the kernel
     if build in _RECORDS or not warnings_dir():
         return
     try:
@@ -82,7 +79,7 @@ def record(kernel, key: str, location: str, report: replay.Report, exact_lines=(
         "pre_differs": report.differs,
         "exact_lines": sorted(exact_lines),
     }
-    build = _BUILD_OF.get(kernel)
+    build = build_of(kernel)
     if build is None:
         return
     _RECORDS[build] = entry
@@ -114,10 +111,7 @@ def _write(build: str, entry: dict) -> None:
 
 
 def build_of(kernel) -> str | None:
-    try:
-        return _BUILD_OF.get(kernel)
-    except TypeError:
-        return None
+    return _compat.memo(kernel).get("replay_records.build") if hasattr(kernel, "__dict__") else None
 
 
 def issues(kernel, memory: str) -> list | None:

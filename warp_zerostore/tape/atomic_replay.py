@@ -47,14 +47,13 @@ class UsedAtomic:
 
 
 def used_atomics(kernel) -> tuple:
-    """The `UsedAtomic` s of ``kernel`` (its body's, then its helpers'), worked out once per kernel."""
-    cached = _FOUND.get(id(kernel))
-    if cached is None or cached[0] is not kernel:
-        cached = _FOUND[id(kernel)] = (kernel, _find(kernel))
-    return cached[1]
-
-
-_FOUND: dict = {}
+    """The `UsedAtomic` s of ``kernel`` (its body's, then its helpers'), worked out once per kernel and kept on it
+    (`_compat.memo`: gone with the kernel)."""
+    facts = _compat.memo(kernel)
+    found = facts.get("atomic_replay.used")
+    if found is None:
+        found = facts["atomic_replay.used"] = _find(kernel)
+    return found
 
 
 def reruns(kernel) -> bool:

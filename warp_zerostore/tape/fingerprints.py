@@ -36,7 +36,9 @@ class Watched:
     def __init__(self, arr):
         self.array = arr  # keeps id() unique while watched
         self.print = None  # ledger handle of its content after the last recorded launch that passed it
-        self.readers: dict = {}  # (kernel, argument, location) -> Site of a recorded launch that read it
+        #: (kernel, argument, location) -> the first recorded launch that read it there (its `Site` is made when a
+        #: refusal names it: `sites`)
+        self.readers: dict = {}
         #: True: the last launch that passed it saved a restore of it; False: none did; (a, b): served where
         #: fingerprints a and b are equal (a restore taken when the Tape was left, of the content then)
         self.served: bool | tuple = False
@@ -62,27 +64,29 @@ class Fingerprints:
             if is_declared(use.array):
                 continue  # its backward reads the new values: the user said so (`intent.read_at_backward`)
             now = self.ledger.take(use.array)
-            readers = list(watched.readers.values())
-            found = (use.array, readers, launch.site(use.label), watched.served, watched.print, now, watched.at)
-            self.between.append(found)
+            readers = dict(watched.readers)
+            found = (launch.index, launch.ident(use.label))
+            self.between.append((use.array, readers, found, watched.served, watched.print, now, watched.at))
 
-    def after(self, launch, restored, views, at: tuple) -> None:
-        """The launch's arrays after it ran: their fingerprints, and its readers. ``restored(array)``: whether this
-        launch saved a restore of the array; ``views``: the other arrays over memory it wrote (changed
+    def after(self, launch, restored_by: dict, views, at: tuple) -> None:
+        """The launch's arrays after it ran: their fingerprints, and its readers. ``restored_by``: id of an array ->
+        the last launch that saved a restore of it; ``views``: the other arrays over memory it wrote (changed
         legitimately, with no restore of their own); ``at``: the Tape's point after the launch."""
+        replayed = launch.replayed
         for use in launch.uses:
-            watched = self.watched.get(id(use.array))
-            reads = launch.replayed and use.access.reads and use.array.size
+            arr = use.array
+            watched = self.watched.get(id(arr))
+            reads = replayed and use.reads
             if watched is None and not reads:
                 continue
-            if watched is None or watched.array is not use.array:
-                watched = self.watched[id(use.array)] = Watched(use.array)
+            if watched is None or watched.array is not arr:
+                watched = self.watched[id(arr)] = Watched(arr)
             if reads:  # one reader per kernel, argument and line (a rollout reads an array at every step)
                 ident = launch.ident(use.label)
                 if ident not in watched.readers:
-                    watched.readers[ident] = launch.site(use.label)
-            watched.print = self.ledger.take(use.array)
-            watched.served = restored(use.array)
+                    watched.readers[ident] = launch.index
+            watched.print = self.ledger.take(arr)
+            watched.served = restored_by.get(id(arr)) == launch.index
             watched.at = at
         self._views_changed(views, at)
 
@@ -117,9 +121,11 @@ class Fingerprints:
         return restored
 
     def refused(self) -> list:
-        """At ``backward()``: ``(array, reader Sites, the launch that found the change or None, when the content
-        was last known)`` for each watched array that changed outside recorded launches with no restore serving its
-        readers."""
+        """At ``backward()``: ``(array, its readers, the launch that found the change or None, when the content was
+        last known)`` for each watched array that changed outside recorded launches with no restore serving its
+        readers; readers as
+        `Watched.readers` (``{(kernel, argument, location): launch}``), the launch as ``(launch, (kernel, argument,
+        location))``: the Tape names them (`Site`)."""
         compared = [watched for watched in self.watched.values() if watched.readers and watched.served is not True]
         now = list(zip(compared, self.ledger.take_many([watched.array for watched in compared])))
         values = self.ledger.read()
@@ -137,7 +143,7 @@ class Fingerprints:
         ]
         for watched, seen in now:
             if not served(watched.served) and not same(watched.print, seen) and not is_declared(watched.array):
-                found.append((watched.array, list(watched.readers.values()), None, watched.at))
+                found.append((watched.array, watched.readers, None, watched.at))
         return found
 
 

@@ -75,7 +75,7 @@ from . import atomic_replay, contents, host_writes, measure, observe, read_twin,
 from .fingerprints import Fingerprints
 from .intent import is_declared
 from .journal import JOURNAL
-from .memory import AddressBook, slot_range
+from .memory import AddressBook, Place
 from .visualize import mark_hazards
 
 _log = logging.getLogger(__name__)
@@ -520,6 +520,8 @@ class _ArrayUse:
         "access",
         "labels",
         "crossed",
+        "reads",
+        "writes",
         "before",
         "changed",
         "known",
@@ -534,13 +536,16 @@ class _ArrayUse:
         self.access = access  # the union of its labels' accesses
         self.labels = labels
         self.crossed = crossed  # passed under several labels, read through one and written through another
+        size = array.size
+        self.reads = access.reads and size != 0  # the kernel's source reads it, and it has elements
+        self.writes = access.writes and size != 0  # the kernel's source may write it, and it has elements
         #: check mode: the content from before the launch, on its device; after the launch, the content then
         self.before: contents.Known | None = None
         self.changed: np.ndarray | None = None  # the elements whose bytes the launch changed, where compared
         self.known = False  # ``before`` is the content the Tape knew (unchanged since the last launch passing it)
         self.marks: read_twin.ElementReads | None = None  # element reads and writes, when the twin ran
         self.saved = None  # device copy from before the launch (snapshot)
-        self.located: tuple | None = None  # `Tape._region` of the array, once looked up for this launch
+        self.located: Place | None = None  # `Tape._region` of the array, once looked up for this launch
 
     def reads_known(self) -> bool:
         return self.marks is not None and self.marks.reads_known
@@ -701,7 +706,7 @@ def _gradient_reads(launch: _Launch, readers: frozenset | None) -> bool:
 class _KernelFacts:
     """What the Tape asks of a kernel at every launch, looked up once per kernel."""
 
-    __slots__ = ("kernel", "arrays", "positions", "fields", "structs", "access")
+    __slots__ = ("kernel", "arrays", "positions", "take", "fields", "structs", "access")
 
     def __init__(self, kernel):
         self.kernel = kernel
@@ -713,6 +718,8 @@ class _KernelFacts:
             (position, label, access[label]) for position, (label, _) in enumerate(parameters) if label in access
         ]
         self.positions = [position for position, _, _ in self.arrays]
+        #: the arrays at `positions` of a launch's values, as a tuple (where every position is given)
+        self.take = operator.itemgetter(*self.positions) if len(self.positions) > 1 else None
         #: ``[(position of the struct parameter, path of the field)]``, in the order of their entries in `arrays`
         self.fields = []
         for label, (position, path, field_access) in struct_field_access(kernel).items():
@@ -726,13 +733,11 @@ class _KernelFacts:
 
 
 def _facts(kernel) -> _KernelFacts:
-    cached = _FACTS.get(id(kernel))
-    if cached is None or cached.kernel is not kernel:
-        cached = _FACTS[id(kernel)] = _KernelFacts(kernel)
+    memo = _compat.memo(kernel)
+    cached = memo.get("tape.facts")
+    if cached is None:
+        cached = memo["tape.facts"] = _KernelFacts(kernel)
     return cached
-
-
-_FACTS: dict = {}
 
 
 class _Recording(threading.local):
@@ -793,22 +798,20 @@ def _journal_launch(a: dict) -> None:
     if a.get("adjoint") or a.get("record_cmd"):
         return  # a backward's launch writes gradients; a command is launched later
     kernel = a["kernel"]
-    writes = _JOURNALED.get(id(kernel))
-    if writes is None or writes[0] is not kernel:
-        writes = _JOURNALED[id(kernel)] = (kernel, _written_arguments(kernel))
+    facts = _compat.memo(kernel)  # kept on the kernel: gone with it
+    writes = facts.get("tape.journaled")
+    if writes is None:
+        writes = facts["tape.journaled"] = _written_arguments(kernel)
     inputs, outputs = a.get("inputs") or (), a.get("outputs")
     values = list(inputs) + list(outputs) if outputs else inputs
     count, location = len(values), None
-    for position, path, what in writes[1]:
+    for position, path, what in writes:
         value = values[position] if position < count else None
         if path is not None:
             value = _compat.struct_field(value, path) if _compat.is_struct_instance(value) else None
         if isinstance(value, warp.array):
             location = location or _call_site(3)
             JOURNAL.wrote(value, what, location)
-
-
-_JOURNALED: dict = {}  # id(kernel) -> (kernel, `_written_arguments`)
 
 
 def _written_arguments(kernel) -> list:
@@ -989,8 +992,8 @@ class Tape(_compat.WarpTape):
 
     def _clear_tracking(self):
         self._tracked: dict = {}
-        self._books: dict = {}  # device -> AddressBook
-        self._located: dict = {}  # id -> (array, Region, slots)
+        self._books: dict = {}  # device alias -> AddressBook
+        self._located: dict = {}  # id -> (array, its Place)
         self._sites: list = []  # writers as (launch, Site.ident), indexed from Region.writer
         self._plans: dict = {}  # (id(kernel), launch site) -> _Plan of its last launch
         self._snapshotted: dict = {}  # id -> array with at least one snapshot
@@ -1079,7 +1082,11 @@ class Tape(_compat.WarpTape):
         inputs, outputs = a.get("inputs") or (), a.get("outputs")
         values = list(inputs) + list(outputs) if outputs else inputs
         count = len(values)
-        arrays = tuple(values[position] if position < count else None for position in facts.positions)
+        positions = facts.positions
+        if facts.take is not None and positions[-1] < count:
+            arrays = facts.take(values)
+        else:
+            arrays = tuple(values[position] if position < count else None for position in positions)
         if facts.fields:  # the arrays a struct holds now (a field can be set anew between launches)
             arrays += tuple(
                 _compat.struct_field(values[position], path)
@@ -1102,7 +1109,7 @@ class Tape(_compat.WarpTape):
     def _struct_arguments(self, launch: _Launch, a: dict) -> list:
         """A `IN_STRUCT` report per ``@wp.struct`` holding arrays passed where the kernel's parameter is generic: its
         fields are not known from the kernel, so the Tape cannot follow them (a typed struct's are followed)."""
-        structs = _facts(launch.kernel).structs
+        structs = launch.plan.facts.structs
         if not structs:
             return []
         values = list(a.get("inputs") or []) + list(a.get("outputs") or [])
@@ -1163,18 +1170,14 @@ class Tape(_compat.WarpTape):
                 use.marks = _combined_marks(use, marks, access)
         if checking:
             self._contents_before(launch, found)
-        for use in launch.uses:
-            wanted = (
-                (self.snapshot or self._measuring is not None)
-                and use.access.writes
-                and use.array.size
-                and (_reads_before_writing(use) or self._read_unsaved(use.array))
-            )
-            if wanted and self._measuring is not None and not self._measure_room(use.array):
-                self._measuring.not_kept(use.array, _OVER_CAP)
-                wanted = False
-            if wanted:
-                use.saved = _device_copy(use.array)
+        if self.snapshot or self._measuring is not None:
+            for use in launch.uses:
+                wanted = use.writes and (_reads_before_writing(use) or self._read_unsaved(use.array))
+                if wanted and self._measuring is not None and not self._measure_room(use.array):
+                    self._measuring.not_kept(use.array, _OVER_CAP)
+                    wanted = False
+                if wanted:
+                    use.saved = _device_copy(use.array)
         return found
 
     def _measure_room(self, arr) -> bool:
@@ -1197,12 +1200,16 @@ class Tape(_compat.WarpTape):
             tracked = self._tracked.get(id(arr))
             if tracked is not None and tracked.read and tracked.values is not None:
                 use.before = tracked.values  # compared, and brought to the content now
+                if use.before.same(arr):  # on the CPU, unchanged (the usual case): no mask, no launch
+                    use.known = True
+                    continue
                 compared.append(use)
                 # a measuring Tape keeps the content before a change, to put it back in its extra passes
                 items.append((arr, use.before, self._measuring is None, True))
-            elif use.access.writes or (launch.replayed and use.access.reads) or self._shares_written(launch, use):
+            elif use.writes or (launch.replayed and use.reads) or self._shares_written(launch, use):
                 use.before = contents.Known(arr, refresh=False)
-                items.append((arr, use.before, True, False))
+                if use.before.host is None:  # off the CPU, its content comes with the comparisons (a CPU copy has it)
+                    items.append((arr, use.before, True, False))
         if not items:
             return
         masks = iter(m for m in contents.changed_many(items) if m is not None)
@@ -1222,17 +1229,17 @@ class Tape(_compat.WarpTape):
         both are located (ones that share a region later without overlapping never change each other)."""
         plan = launch.plan
         if plan.shared is None:
-            written = [u for u in launch.uses if u.access.writes and u.array.size]
+            written = [u for u in launch.uses if u.writes]
             plan.shared = set()
             if written and len(written) < len(launch.uses):
                 for u in launch.uses:  # every array located first: a region one of them merges is gone
                     if u.array.size:
                         self._locate(u)
-                regions = {id(self._locate(u)[0]) for u in written}
+                regions = {id(self._locate(u).region) for u in written}
                 plan.shared = {
                     id(u.array)
                     for u in launch.uses
-                    if not u.access.writes and u.array.size and id(self._locate(u)[0]) in regions
+                    if not u.writes and u.array.size and id(self._locate(u).region) in regions
                 }
         return id(use.array) in plan.shared
 
@@ -1244,12 +1251,12 @@ class Tape(_compat.WarpTape):
             return []  # the backward must read the new values: the user said so (`read_at_backward`)
         if not _any(changed):
             return []
-        region, slots, _ = self._region(arr)
-        slots = slots[changed]
+        place = self._region(arr)
+        region, slots = place.region, place.slots[changed]
         # real whatever the reader does with the values: a change outside recorded launches is also a write no
         # adjoint sees, over what a recorded launch may have written (its gradient leaks there), which this does
         # not follow on its own (the program fuzzer found misses when linear readers' mutations were not real)
-        readers = [reader for reader, bitmap, _ in region.reads.values() if _any(bitmap[slots])]
+        readers = [Site(reader[0], *reader[1]) for reader, bitmap, _ in region.reads.values() if _any(bitmap[slots])]
         if not readers:
             return []
         change = self._change(arr, tracked.at, writer)
@@ -1285,41 +1292,54 @@ class Tape(_compat.WarpTape):
         # never replayed, so they cannot be stale.
         if launch.replayed:
             for use in launch.uses:
-                if use.access.reads and use.array.size:
+                if use.reads:
                     if use.reads_known():
                         if use.marks.any("before_by_value"):
                             self._record_read(launch, use, "before_by_value")
                     else:
                         self._record_read(launch, use, None)
+        if not checking:  # a snapshot Tape without checks compared no content (`before` is the checks')
+            if launch.replayed:
+                self._record_reads_after(launch)
+            return found
         changed_regions = []
         # the arrays the launch may have changed: written, or over memory it wrote (views)
-        may_change = {
-            id(use): use.access.writes or self._shares_written(launch, use)
-            for use in launch.uses
-            if use.before is not None
-        }
-        if checking:  # their changes, all compared in one launch (their copies take the content)
-            written = [use for use in launch.uses if may_change.get(id(use))]
-            if written:
-                masks = contents.changed_many([(use.array, use.before, True, True) for use in written])
-                for use, mask in zip(written, masks):
-                    use.changed = mask
+        written, compared = [], []
         for use in launch.uses:
             if use.before is None:
                 continue
-            unchanged = not may_change[id(use)]
-            if not checking or (unchanged and use.known):  # known and unchanged: nothing to refresh
+            compared.append(use)
+            if use.writes or self._shares_written(launch, use):
+                written.append(use)
+        batch = []  # off the CPU, their changes all compared in one launch (their copies take the content)
+        for use in written:
+            if use.before.host is None:
+                batch.append(use)
+                continue
+            mask = use.before.compare(use.array)  # on the CPU, in place (None: unchanged)
+            use.changed = contents.unchanged(use.array.shape) if mask is None else mask
+        if batch:
+            masks = contents.changed_many([(use.array, use.before, True, True) for use in batch])
+            for use, mask in zip(batch, masks):
+                use.changed = mask
+        for use in compared:
+            unchanged = use.changed is None
+            if unchanged and use.known:  # known and unchanged: nothing to refresh
                 continue
             # Known content matters for arrays a recorded launch reads (this one's included: its reads after its own
             # writes are recorded below); the first launch that reads another copies it then.
             tracked = self._tracked.get(id(use.array))
-            if tracked is None and launch.replayed and use.access.reads:
+            if tracked is None and launch.replayed and use.reads:
                 tracked = self._track(use.array)
             if not unchanged:
                 # Written: what the twin saw stored (whatever the value), and what changed (stores it cannot see);
                 # the copy of the content before became the content after (above)
-                changed = use.changed | use.marks.written if use.marks is not None else use.changed
-                count = np.count_nonzero(changed)
+                if use.marks is None:
+                    changed = use.changed
+                    count = 0 if changed is contents.unchanged(changed.shape) else np.count_nonzero(changed)
+                else:
+                    changed = use.changed | use.marks.written
+                    count = np.count_nonzero(changed)
                 if count:
                     found.extend(self._write_hazards(launch, use, changed, count))
                     changed_regions.append(use.array)
@@ -1329,39 +1349,55 @@ class Tape(_compat.WarpTape):
             elif not use.known:  # a copy made for this launch only
                 use.before.release()
                 use.before = None
-        # A thread's read of its own write: not stale for this launch's writes, but it is for later writers.
         if launch.replayed:
-            for use in launch.uses:
-                if use.access.reads and use.array.size and use.reads_known() and use.marks.any("after"):
-                    self._record_read(launch, use, "after")
-                # an element passed to a wp.ref[T] parameter, read before the launch wrote it: the callee's backward
-                # sees it as the launch leaves it (as `access` says of an array passed only so), a later writer's
-                # change it does not
-                if use.access.reads and use.reads_known() and use.marks.any("by_reference"):
-                    self._record_read(launch, use, "by_reference")
-                # wp.atomic_min's backward reads the elements as the launch left them (which value won)
-                if use.access.adjoint_reads_result and use.reads_known() and use.marks.any("written"):
-                    self._record_read(launch, use, "written")
-            if checking:
-                found.extend(self._rereads(launch))
-        if checking and changed_regions:
+            self._record_reads_after(launch)
+            found.extend(self._rereads(launch))
+        if changed_regions:
             self._refresh_views(launch, changed_regions)
         return found
+
+    def _record_reads_after(self, launch: _Launch) -> None:
+        """A thread's read of its own write: not stale for this launch's writes, but it is for later writers."""
+        for use in launch.uses:
+            if use.reads and use.reads_known() and use.marks.any("after"):
+                self._record_read(launch, use, "after")
+            # an element passed to a wp.ref[T] parameter, read before the launch wrote it: the callee's backward sees
+            # it as the launch leaves it (as `access` says of an array passed only so), a later writer's change not
+            if use.reads and use.reads_known() and use.marks.any("by_reference"):
+                self._record_read(launch, use, "by_reference")
+            # wp.atomic_min's backward reads the elements as the launch left them (which value won)
+            if use.access.adjoint_reads_result and use.reads_known() and use.marks.any("written"):
+                self._record_read(launch, use, "written")
 
     def _rereads(self, launch: _Launch) -> list:
         """Elements a thread read between two writes of the launch, where the backward that runs reads them from
         memory, which holds the last write: wrong on any Tape. A ``zero_store=True`` kernel whose backward reports no
         replay issue serves such a read from its log (the later write follows the read)."""
-        if replays_exactly(launch.kernel, POST):
+        rereads = [
+            use
+            for use in launch.uses
+            if use.marks is not None and use.marks.reread is not None and use.marks.any("reread")
+        ]
+        if not rereads or replays_exactly(launch.kernel, POST):
             return []
         return [
             Hazard(REPLAY, writer=launch.site(use.label), elements=use.marks.count("reread"), cause="reread")
-            for use in launch.uses
-            if use.marks is not None and use.marks.reread is not None and use.marks.any("reread")
+            for use in rereads
         ]
 
     def _save_snapshots(self, launch: _Launch) -> None:
         """Restore entries around the launch: before its adjoint, what it read; after its adjoint, its input."""
+        saving = False
+        for use in launch.uses:
+            if use.writes:  # for the host writes after it (`_recorded_host_write`)
+                place = self._locate(use)
+                place.region.write_any[place.index] = True
+            saving = saving or use.saved is not None
+        rereading = launch.replayed and any(
+            use.marks is not None and use.marks.reread is not None and use.marks.any("reread") for use in launch.uses
+        )
+        if not (saving or rereading):
+            return  # nothing saved and no read between writes: nothing to decide (most launches)
         read_values, inputs = [], []
         found = []
         # A kernel that replays exactly (zero_store=True, no ReplayWarning) serves a thread's reads of its own
@@ -1376,9 +1412,6 @@ class Tape(_compat.WarpTape):
         backward = _compat.kernel_has_backward(launch.kernel)
         replays_helper_stores = effective_zero_store(launch.kernel) is not True and backward
         for use in launch.uses:
-            if use.access.writes and use.array.size:  # for the host writes after it (`_recorded_host_write`)
-                region, slots, whole = self._locate(use)
-                region.write_any[slots if whole is None else whole] = True
             if use.saved is None:
                 continue
             if use.changed is None and (use.reads_known() or use.crossed):
@@ -1481,7 +1514,8 @@ class Tape(_compat.WarpTape):
         dest = None if write is None else write.dest
         if dest is None or not dest.size or _compat.is_capturing(dest.device):
             return original(*args, **kwargs)
-        region, slots, _ = self._region(dest)
+        place = self._region(dest)
+        region, slots = place.region, place.index
         read, written = _any(region.read_unsaved[slots]), _any(region.write_any[slots])
         if not (read or written):  # nothing recorded touched it: as a write before the Tape
             return original(*args, **kwargs)
@@ -1520,24 +1554,25 @@ class Tape(_compat.WarpTape):
             tracked = self._tracked[id(arr)] = _Tracked(arr)
         return tracked
 
-    def _region(self, arr) -> tuple:
-        """``(Region, slot per element, the slots as a slice or None)`` of an array (`memory.slot_range`); kept per
-        array object while its region is not merged."""
+    def _region(self, arr) -> Place:
+        """Where an array lies (`memory.Place`: its region and slots); kept per array object while its region is not
+        merged."""
         cached = self._located.get(id(arr))
-        if cached is not None and cached[0] is arr and cached[1].alive:
-            return cached[1:]
-        key = str(arr.device)
-        book = self._books.get(key)
+        if cached is not None and cached[0] is arr and cached[1].region.alive:
+            return cached[1]
+        device = arr.device.alias
+        book = self._books.get(device)
         if book is None:
-            book = self._books[key] = AddressBook()
-        region, slots = book.region(arr)
+            book = self._books[device] = AddressBook()
+        region = book.locate(arr)
         region.add(arr)
-        cached = self._located[id(arr)] = (arr, region, slots, slot_range(arr, region.start, region.unit))
-        return cached[1:]
+        place = Place(region, arr)
+        self._located[id(arr)] = (arr, place)
+        return place
 
-    def _locate(self, use: _ArrayUse) -> tuple:
+    def _locate(self, use: _ArrayUse) -> Place:
         """The use's `_region`, looked up once per launch (regions only grow within a launch)."""
-        if use.located is None or not use.located[0].alive:
+        if use.located is None or not use.located.region.alive:
             use.located = self._region(use.array)
         return use.located
 
@@ -1545,44 +1580,48 @@ class Tape(_compat.WarpTape):
         """Did a recorded launch read an element of ``arr`` since the last write that saved a restore of it?"""
         if not arr.size:
             return False
-        region, slots, _ = self._region(arr)
-        return _any(region.read_unsaved[slots])
+        place = self._region(arr)
+        return _any(place.region.read_unsaved[place.index])
 
     def _served_by_restore(self, use: _ArrayUse) -> None:
         """The launch saved a restore of the whole array: readers of it so far are served (a later write need not
         save it again for them), but not the launch's own reads of what it wrote (they want its output)."""
-        region, slots, whole = self._locate(use)
-        region.read_unsaved[slots if whole is None else whole] = False
+        place = self._locate(use)
+        region = place.region
+        region.read_unsaved[place.index] = False
         if use.access.reads_after_store or use.crossed:
             if use.reads_known() and not use.crossed:
                 if use.marks.any("after"):
-                    region.read_unsaved[slots[use.marks.after]] = True
+                    region.read_unsaved[place.slots[use.marks.after]] = True
             else:
-                region.read_unsaved[slots if whole is None else whole] = True
+                region.read_unsaved[place.index] = True
 
     def _record_read(self, launch: _Launch, use: _ArrayUse, which: str | None) -> None:
         """``which``: the twin's marks of the elements read, ``"before_by_value"``, ``"after"`` or ``"by_reference"``
         (callers pass only marks with one set: a launch that read nothing, a zero-size one or a guarded branch,
-        leaves nothing to be stale or mutated); None: the whole array."""
+        leaves nothing to be stale or mutated); None: the whole array. A snapshot Tape without checks keeps only which slots were read since
+        their last saved restore (it reports no stale read and compares no content)."""
+        place = self._locate(use)
+        region = place.region
+        if which is None or use.marks.all(which):
+            read = place.index
+        else:
+            read = place.slots[getattr(use.marks, which)]
+        region.read_unsaved[read] = True
+        if self.check == "off":
+            return
         self._track(use.array).read = True
         key = launch.ident(use.label)
-        region, slots, whole = self._locate(use)
-        if which is None or use.marks.all(which):
-            read = slots if whole is None else whole
-        else:
-            read = slots[getattr(use.marks, which)]
         if self._measuring is not None:  # what it read, kept at the array's next change
             self._measuring.read(use.array, _read_group(launch), self.launches[launch.index])
         entry = region.reads.get(key)
         if entry is None:
             # a reader whose backward reads no value it loaded (`value_use`), or whose adjoints that read them reach
             # only arrays of this launch without a gradient: a stale read of it is not real
-            site = launch.site(use.label)
             real = use.access.value_read and _gradient_reads(launch, use.access.value_readers)
-            entry = region.reads[key] = [site, np.zeros(region.writer.size, dtype=bool), real]
+            entry = region.reads[key] = [(launch.index, key), np.zeros(region.size, dtype=bool), real]
         entry[1][read] = True
         region.read_any[read] = True
-        region.read_unsaved[read] = True
 
     def _write_hazards(self, launch: _Launch, use: _ArrayUse, changed, count: int) -> list:
         """Overwrites and stale reads of the ``count`` elements ``changed`` marks. A hazard the Tape already
@@ -1590,11 +1629,12 @@ class Tape(_compat.WarpTape):
         found = []
         known = self._hazard_keys
         writer = launch.ident(use.label)
-        region, slots, whole = self._locate(use)
+        place = self._locate(use)
+        region, whole = place.region, place.whole
         if count == changed.size:  # every element (the usual case): a slice of the tables where the array is one run
-            written = slots if whole is None else whole
+            written = place.index
         else:
-            written, whole = slots[changed], None
+            written, whole = place.slots[changed], None
         broadcast = 0 in use.array.strides  # one element at several indices
         if broadcast:
             written = np.unique(written)
@@ -1607,7 +1647,7 @@ class Tape(_compat.WarpTape):
             if use.marks is not None and use.marks.stored is not None and not use.marks.all("stored"):
                 # only the elements a store wrote on this launch (a branch that only accumulated is no overwrite);
                 # a change the twin did not mark (a store it cannot index) counts as a store
-                stored, stored_whole = slots[changed & (use.marks.stored | ~use.marks.written)], None
+                stored, stored_whole = place.slots[changed & (use.marks.stored | ~use.marks.written)], None
                 if broadcast:
                     stored = np.unique(stored)
             last = region.last_write
@@ -1659,13 +1699,14 @@ class Tape(_compat.WarpTape):
             for reader, (site, bitmap, value_read) in region.reads.items():
                 if (STALE_READ, writer, reader, None, value_read) in known:
                     continue
-                if site.launch == launch.index and use.access.adjoint_reads_result:
+                if site[0] == launch.index and use.access.adjoint_reads_result:
                     continue  # wp.atomic_min's backward reads what its launch left (which value won), by design
                 elements = int(np.count_nonzero(bitmap[written]))
                 if elements:
+                    reader = Site(site[0], *site[1])  # (launch, ident): made when a hazard names it
                     found.append(
                         Hazard(
-                            STALE_READ, writer=launch.site(use.label), reader=site, elements=elements, real=value_read
+                            STALE_READ, writer=launch.site(use.label), reader=reader, elements=elements, real=value_read
                         )
                     )
         self._sites.append((launch.index, writer))
@@ -1685,7 +1726,7 @@ class Tape(_compat.WarpTape):
         address index, so the cost follows the launch's arrays and what overlaps them, not the arrays seen before."""
         found: dict = {}
         for arr in written:
-            region = self._region(arr)[0]
+            region = self._region(arr).region
             if len(region.arrays) == 1:
                 continue  # only the array itself
             if isinstance(passed, _Launch):
@@ -1893,16 +1934,14 @@ class Tape(_compat.WarpTape):
 
     def _fingerprint(self, launch: _Launch) -> None:
         """After the launch: fingerprints of its arrays and of the views of memory it wrote (`fingerprints`)."""
-        written = [use.array for use in launch.uses if use.access.writes and use.array.size]
+        written = []
         for use in launch.uses:
             if use.array.size:
                 self._locate(use)  # in the address index, where a later launch's write finds it as a view
-        self._fingerprints.after(
-            launch,
-            restored=lambda arr: self._restored_by.get(id(arr)) == launch.index,
-            views=self._views_of(launch, written) if written else (),
-            at=_point(launch),
-        )
+                if use.writes:
+                    written.append(use.array)
+        views = self._views_of(launch, written) if written else ()
+        self._fingerprints.after(launch, self._restored_by, views, at=_point(launch))
 
     def _serve_last_readers(self) -> None:
         """When recording stops: an array a recorded launch restores, read by launches after the last launch that
@@ -1928,9 +1967,11 @@ class Tape(_compat.WarpTape):
         if not found:
             return
         hazards = [
-            Hazard(MUTATED, writer=writer, reader=reader, detail=self._change(arr, at, writer))
-            for arr, readers, writer, at in found
-            for reader in readers
+            Hazard(MUTATED, writer=writer, reader=Site(launch, *ident), detail=self._change(arr, at, writer))
+            for arr, readers, writer, at in (
+                (a, r, None if w is None else Site(w[0], *w[1]), t) for a, r, w, t in found
+            )
+            for ident, launch in readers.items()
         ]
         self._report(hazards, force_error=True)
 
