@@ -25,7 +25,7 @@ from warp_zerostore.testing.fuzz.nodes import Binary, Load, Program, Store, Unar
 #: The kernel fuzzer's budget in the end-to-end test, and the margin it may run over (both in seconds).
 SECONDS, MARGIN = 15, 25
 #: A seed whose third kernel, in the first build, fails on every path (an in-place update and a loop-carried local).
-SEED = 16
+SEED, FAILING_KERNEL = 16, 3
 
 IN_PLACE = (Store("y", "=", Binary("mul", Load("x"), Load("y"))),)  # known: read-then-overwrite
 SINE = (Store("y", "=", Unary("sin", Load("x"))), Store("acc", "atomic", Load("y")))
@@ -191,9 +191,16 @@ def test_fuzz_minutes_keeps_its_budget_with_failures_to_shrink(tmp_path):
     except subprocess.TimeoutExpired:
         pytest.fail(f"fuzz --minutes {SECONDS / 60:.2f} still ran after {SECONDS + MARGIN} s")
     wall = time.monotonic() - started
-    assert done.returncode == 1, done.stdout + done.stderr  # failures found
     summary = json.loads(done.stdout.strip().splitlines()[-1])
-    assert summary["kernels"] > 0 and summary["findings"] and wall < SECONDS + MARGIN
+    assert wall < SECONDS + MARGIN and summary["seconds"] <= SECONDS + MARGIN
+    if summary["kernels"] < FAILING_KERNEL:
+        # a loaded machine (or a slow Warp: 1.9's builds) spent the budget before the failing kernel was checked:
+        # the campaign still ends within its budget, finds nothing, exits 0 and says what it cut
+        assert done.returncode == 0 and not summary["findings"], done.stdout + done.stderr
+        assert summary["cut_for_time"].endswith(": time") and summary["cut_for_time"] in done.stdout
+        return
+    assert done.returncode == 1, done.stdout + done.stderr  # failures found
+    assert summary["findings"]
     assert {f["status"] for f in summary["findings"]} <= {"NEW", "warned"}  # the known table was emptied
     assert summary["seconds"] <= SECONDS + MARGIN and summary["budget_seconds"] == SECONDS
     assert sorted(p.name for p in out.iterdir()) == sorted(f["repro"].split("/")[-1] for f in summary["findings"])
