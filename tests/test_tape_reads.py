@@ -124,6 +124,19 @@ def test_reads_through_helpers_are_followed_element_by_element(device):
             wp.launch(k.fill, dim=1, inputs=[a, 0, 5.0], device=device)
 
 
+def test_a_row_bound_once_is_read_element_by_element(device):
+    assert read_twin.marked_reads(k.read_through_a_row) == ["a"]
+    a, b = wp.zeros((2, 2), dtype=float, device=device, requires_grad=True), farr([0.0, 0.0], device)
+    tape = wp.Tape(check="error")
+    with tape:
+        wp.launch(k.read_through_a_row, dim=2, inputs=[a, b], device=device)  # reads a[0, 0] only
+        wp.launch(k.fill_2d, dim=2, inputs=[a, 1, 5.0], device=device)  # row 1: not read
+    assert tape.hazards == []
+    with pytest.raises(wp.OverwriteError, match="stale read: kernel 'fill_2d'.*read_through_a_row"):
+        with tape:
+            wp.launch(k.fill_2d, dim=2, inputs=[a, 0, 5.0], device=device)  # row 0: read
+
+
 def test_an_unmarkable_read_still_counts_the_whole_array(device):
     assert read_twin.marked_reads(k.read_a_row) == []
     # (`a` with a gradient: a stale read whose values reach only arrays without one would not be real)

@@ -1448,6 +1448,19 @@ def reference_parameters(obj) -> frozenset:
     return frozenset(position for position, t in enumerate(types.values()) if is_reference(t))
 
 
+def compared_reference_parameters(obj) -> frozenset:
+    """Positions of `reference_parameters` whose ``T`` a kernel can compare with ``==`` (a scalar, a vector, a
+    matrix or a quaternion): the read twin tells whether the callee changed such an element."""
+    types = getattr(obj, "input_types", None) or {}
+    comparable = (wtypes.type_is_vector, wtypes.type_is_matrix, wtypes.type_is_quaternion)
+    found = set()
+    for position in reference_parameters(obj):
+        value_type = getattr(list(types.values())[position], "value_type", None)
+        if value_type in wtypes.scalar_types or any(test(value_type) for test in comparable):
+            found.add(position)
+    return frozenset(found)
+
+
 def is_builtin_function(obj) -> bool:
     """Whether ``obj`` is one of Warp's kernel builtins (``wp.sin``), not a user ``@wp.func``."""
     function_class = getattr(context, "Function", None)

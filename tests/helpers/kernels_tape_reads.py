@@ -52,7 +52,16 @@ def read_first_through_helpers(a: wp.array(dtype=float), b: wp.array(dtype=float
 
 @wp.kernel
 def read_a_row(a: wp.array2d(dtype=float), b: wp.array(dtype=float)):
-    # a row of a 2-D array, `a[0]`, cannot be marked element by element: the whole of `a` counts as read
+    # a row of a 2-D array bound twice (`row = a[0]`, then again): which row a read through it reads is not
+    # followed, so the whole of `a` counts as read
+    row = a[0]
+    row = a[0]
+    b[wp.tid()] = row[0] * row[0]
+
+
+@wp.kernel
+def read_through_a_row(a: wp.array2d(dtype=float), b: wp.array(dtype=float)):
+    # a row bound once: `row[0]` is the element a[0, 0]
     row = a[0]
     b[wp.tid()] = row[0] * row[0]
 

@@ -23,12 +23,23 @@ whatever the source analysis says.
 
 An array a struct argument holds is marked as an argument is, under its path (``s.q[i]``: label ``"s.q"``), in the
 kernel and in the helpers the struct is passed to (whole, as a part ``s.inner``, as a local bound to it, or made
-into another struct ``S(a, s.q)``). Arguments read any other way (a row ``x[i]`` of a 2-D array, passed to a
-builtin or to a helper whose source cannot be read or that has several overloads, tiles, read in a ``while``
-test, a struct a helper returns) keep the whole-argument read of `access`, as do kernels with indexed or fabric
-array arguments (those arrays would be written for real) and kernels whose twin cannot be built; stores the twin
-cannot index (through a row view ``row = x[w]``, a slice, a builtin) are not marked, and the Tape's content
-comparison finds them. The twin is forward-only and
+into another struct ``S(a, s.q)``); so is a local bound once to such an array (``values = s.q``). An element is
+also reached through slices and views: ``x[i][j]``, ``x[a:b:c][i]`` (the same subscripts applied to a shadow reach
+the same element of it, however Warp slices), and ``row[j]`` through a view bound at the top of the body
+(``row = x[w]``, ``window = row[0:1]``; reads through it only where the local is bound there alone).
+
+What an access reads follows what Warp makes of it: the element under a component store or ``+=``
+(``x[i].y = v``, ``x[i][k] += v``) is not read (no adjoint reads its value); an element passed to a ``wp.ref[T]``
+parameter is read by reference (`BY_REFERENCE`: the launch's own writes are no stale read of it, a later
+writer's are, and a snapshot gives it its input back) and counts as written where the callee changed its value
+(`_ReadMarker._by_reference`), so a read after the call reads what the callee wrote.
+
+Arguments read any other way (a row ``x[i]`` passed on or bound twice, passed to a builtin or to a helper whose
+source cannot be read or that has several overloads, tiles, read in a ``while`` test, a struct a helper returns)
+keep the whole-argument read of `access`, as do kernels with indexed or fabric array arguments (those arrays
+would be written for real) and kernels whose twin cannot be built; stores the twin cannot index (a builtin, a
+view bound inside a branch) are not marked, and the Tape's content comparison finds them. The twin is
+forward-only and
 built once per kernel, in its own module, or, inside `built_into`, in a module the caller builds (the fuzzer
 puts its kernels' twins in the batch's module: one compile instead of one per twin).
 """
@@ -79,6 +90,10 @@ ACCUMULATED, STORED = 1, 2
 #: (a read no memory holds after the launch), and for one an accumulation ``x[i] = x[i] + v`` read (its value
 #: enters linearly: written again after it, it is no such read)
 REREAD, LINEAR = 2, 3
+#: what a ``before`` shadow holds for an element read before the launch wrote it only as an argument to a ``wp.ref[T]``
+#: parameter: the callee's backward sees it as the launch leaves it (its own launch's writes are no stale read of
+#: it, as `access.ArgumentAccess.adjoint_reads_result` says of an array passed only so); a later writer's are
+BY_REFERENCE = 2
 
 # What the twin marks of an argument, by how the kernel uses it: reads and writes, reads only, writes only.
 READ_WRITE, READ, WRITE = "rw", "r", "w"
@@ -108,11 +123,19 @@ class ElementReads:
     #: the elements read between two writes of the launch (after one, before another): the value read is in no
     #: memory after the launch, so no snapshot can serve it; None: not told
     reread: np.ndarray | None = None
+    #: the elements ``before`` marks only because they were passed to a ``wp.ref[T]`` parameter (`BY_REFERENCE`);
+    #: None: not told
+    by_reference: np.ndarray | None = None
     _counts: dict = dataclasses.field(default_factory=dict, repr=False, compare=False)
 
     @property
     def read(self) -> np.ndarray:
         return self.before | self.after
+
+    @property
+    def before_by_value(self) -> np.ndarray:
+        """The elements read before the launch wrote them other than only by reference (`by_reference`)."""
+        return self.before if self.by_reference is None else self.before & ~self.by_reference
 
     def count(self, which: str) -> int:
         """How many elements are marked ``before`` / ``after`` / ``written`` / ``stored`` (0 where not told)?
@@ -140,18 +163,63 @@ def _index_of(subscript: ast.Subscript):
     return index
 
 
-def _element_index(subscript: ast.Subscript, ndim: int):
-    """The index of a full element access ``x[i]``/``x[i, j]`` of an ``ndim``-D array, else None."""
+def _parts(subscript: ast.Subscript) -> list:
+    """The index expressions of one subscript: ``[i, j]`` of ``x[i, j]``, ``[Slice]`` of ``x[a:b]``."""
     index = _index_of(subscript)
-    count = len(index.elts) if isinstance(index, ast.Tuple) else 1
-    if count != ndim or isinstance(index, ast.Slice):
-        return None
-    return index
+    return list(index.elts) if isinstance(index, ast.Tuple) else [index]
+
+
+@dataclasses.dataclass
+class _Chain:
+    """An element reached through slices (``x[a:b:c][i]``, a view ``w = x[i][0:1]`` then ``w[j]``): the same
+    subscripts, one per entry of ``parts``, applied to a shadow reach the same element of it (Warp's slicing
+    decides which, for both)."""
+
+    parts: list
+
+
+@dataclasses.dataclass
+class _View:
+    """A local bound at the top of the body to a view of a marked array (``row = x[w]``, ``window = row[0:1]``):
+    the subscripts that made it (their index expressions copied into locals of the twin's own at the binding, so
+    a later change of ``w`` cannot move a mark), the dimensions it has left, and whether the local is bound only
+    there (then reads through it are followed; else only its stores are marked, and the binding reads ``x`` in
+    whole)."""
+
+    label: str
+    parts: list
+    dims: int
+    sliced: bool
+    once: bool
+
+
+def _element(parts: list, sliced: bool):
+    """The index of the element ``parts`` (a list of subscripts' index lists) reach: one index or a tuple where no
+    subscript slices (``x[w, j]`` for ``row = x[w]; row[j]``), else a `_Chain`."""
+    if sliced:
+        return _Chain(parts)
+    flat = [p for part in parts for p in part]
+    return flat[0] if len(flat) == 1 else ast.Tuple(elts=flat, ctx=ast.Load())
+
+
+def _at(name: str, index, ctx=None) -> ast.expr:
+    """``name[index]`` (a fresh copy of the index, or of every subscript of a `_Chain`)."""
+    ctx = ctx or ast.Load()
+    if not isinstance(index, _Chain):
+        return ast.Subscript(value=ast.Name(id=name, ctx=ast.Load()), slice=copy.deepcopy(index), ctx=ctx)
+    node = ast.Name(id=name, ctx=ast.Load())
+    for k, part in enumerate(index.parts):
+        part = [copy.deepcopy(p) for p in part]
+        node = ast.Subscript(
+            value=node,
+            slice=part[0] if len(part) == 1 else ast.Tuple(elts=part, ctx=ast.Load()),
+            ctx=ctx if k == len(index.parts) - 1 else ast.Load(),
+        )
+    return node
 
 
 def _set(name: str, index, value) -> ast.stmt:
-    target = ast.Subscript(value=ast.Name(id=name, ctx=ast.Load()), slice=copy.deepcopy(index), ctx=ast.Store())
-    return ast.Assign(targets=[target], value=value, lineno=0)
+    return ast.Assign(targets=[_at(name, index, ast.Store())], value=value, lineno=0)
 
 
 def _read_mark(label: str, index, kind: str, linear: bool = False) -> ast.stmt:
@@ -160,14 +228,10 @@ def _read_mark(label: str, index, kind: str, linear: bool = False) -> ast.stmt:
     marked it)."""
     if kind == READ:
         return _set(_shadow(label, "read"), index, ast.Constant(value=1))
-    written = ast.Subscript(
-        value=ast.Name(id=_shadow(label, "written"), ctx=ast.Load()), slice=copy.deepcopy(index), ctx=ast.Load()
-    )
+    written = _at(_shadow(label, "written"), index)
     after = [_set(_shadow(label, "after"), index, ast.Constant(value=1))]
     if linear:
-        mark = ast.Subscript(
-            value=ast.Name(id=_shadow(label, "after"), ctx=ast.Load()), slice=copy.deepcopy(index), ctx=ast.Load()
-        )
+        mark = _at(_shadow(label, "after"), index)
         after = [
             ast.If(
                 test=ast.Compare(left=mark, ops=[ast.Eq()], comparators=[ast.Constant(value=0)]),
@@ -224,9 +288,20 @@ class _ReadMarker:
         self.depth = depth
         self.whole: set = set()  # labels read in a way this cannot mark
         self.in_helpers: set = set()  # ids of Name nodes passed on to an instrumented helper
-        #: ``row = x[w]`` at the top level of the body: row name -> (label, names of locals holding the prefix
-        #: index, copied at the binding), so ``row[j] = v`` marks ``x[w, j]`` written whatever the value stored
-        self.row_views: dict = {}
+        #: views bound at the top level of the body (``row = x[w]``, ``window = row[0:1]``): name -> `_View`, so
+        #: ``row[j] = v`` marks ``x[w, j]`` written whatever the value stored (and ``row[j]``, read, marks a read
+        #: where the local is bound only there)
+        self.views: dict = {}
+        #: locals bound once to an array a struct parameter holds (``values = holder.values``): name -> its label
+        self.aliases: dict = {}
+        #: ids of the nodes of those bindings (the value bound, the alias): a binding reads no element
+        self._bindings: set = set()
+        #: ids of element subscripts passed to a ``wp.ref[T]`` parameter, marked after the call (`_by_reference`)
+        self._passed_by_reference: set = set()
+        #: whether the marks follow values the launch computes (what a callee wrote through a reference): the Tape
+        #: then runs the twin at every launch (`data_flow` does not see them)
+        self.data_dependent = False
+        self._kept: list = []  # the twin's locals holding an element's value before a call given it by reference
         self._top = True
         #: ``@wp.struct`` parameters holding marked arrays, and locals bound once to them: name -> {path: label}
         #: (``s.q[i]`` is an element of label ``"s.q"``); the twin runs on a copy of the struct whose arrays are
@@ -249,7 +324,7 @@ class _ReadMarker:
     def _label(self, node) -> str | None:
         """The marked array ``node`` names: an argument ``x``, or an array a struct holds (``s.q``, ``s.inner.q``)."""
         if isinstance(node, ast.Name):
-            return node.id if node.id in self.ndims else None
+            return node.id if node.id in self.ndims else self.aliases.get(node.id)
         path = []
         while isinstance(node, ast.Attribute):
             path.append(node.attr)
@@ -317,7 +392,8 @@ class _ReadMarker:
         )
         if made is None:
             return labels
-        name, function, whole = made
+        name, function, whole, data_dependent = made
+        self.data_dependent = self.data_dependent or data_dependent
         self.module_names[name] = function
         call.func = ast.Name(id=name, ctx=ast.Load())
         for _, label in order:
@@ -327,10 +403,65 @@ class _ReadMarker:
             self.in_helpers.update(id(n) for n in ast.walk(node))
         return [label for inner, label in order if inner in whole]
 
+    def _element_of(self, node, store: bool = False):
+        """``(label, index, inner subscripts)`` where the subscript ``node`` reaches one element of a marked array:
+        ``x[i, j]``, ``x[i][j]``, ``x[a:b:c][i]``, ``row[j]`` through a view (`views`; for a read, one bound only
+        once), with the subscripts inside it that are part of the same access; else None (a row, a slice, a
+        component of an element, a view this does not follow)."""
+        parts, inner, base = [], [], node
+        while isinstance(base, ast.Subscript):
+            parts.append(_parts(base))
+            inner.append(base)
+            base = base.value
+        parts.reverse()
+        label = self._label(base)
+        if label is not None:
+            prefix, dims, sliced = [], self.ndims[label], False
+        elif isinstance(base, ast.Name) and base.id in self.views and (store or self.views[base.id].once):
+            view = self.views[base.id]
+            label, prefix, dims, sliced = view.label, view.parts, view.dims, view.sliced
+        else:
+            return None
+        for k, part in enumerate(parts):
+            dims -= sum(not isinstance(p, ast.Slice) for p in part)
+            sliced = sliced or any(isinstance(p, ast.Slice) for p in part)
+            if dims < 0 or (dims == 0 and k < len(parts) - 1):
+                return None  # a subscript of the element's value (a component): the element is an inner one
+        if dims != 0:
+            return None
+        return label, _element(prefix + parts, sliced), inner[1:]
+
+    def _read_whole(self, node) -> str | None:
+        """The label a subscript ``node`` that reaches no element reads in whole: ``x[w]`` or ``x[a:b]`` of a marked
+        array, or a part of a view bound once; None for anything else."""
+        base = node.value
+        label = self._label(base)
+        if label is None and isinstance(base, ast.Name) and base.id in self.views and self.views[base.id].once:
+            label = self.views[base.id].label
+        return label
+
+    def _stored_through(self, node, parents: dict, statement) -> bool:
+        """Is ``node`` (an element ``x[i]``) the base of a component store, ``x[i].y = v``, ``x[i][k] = v`` or an
+        atomic ``x[i].y += v``, that reads no value of it? Warp stores (from 1.18 as "slot" stores, before through
+        ``address``/``indexref``) or accumulates into the component: its adjoint reads no value of the element,
+        and no replay loads it (a flagged kernel's replay log does: a `logged` label keeps the read)."""
+        child = node
+        while True:
+            parent = parents.get(child)
+            if not (isinstance(parent, (ast.Attribute, ast.Subscript)) and parent.value is child):
+                return False
+            if isinstance(getattr(parent, "ctx", None), ast.Store):
+                break
+            child = parent
+        if isinstance(statement, (ast.Assign, ast.AnnAssign)):
+            return True
+        return isinstance(statement, ast.AugAssign) and augmented_is_atomic(statement.op)
+
     def _reads(self, nodes, linear: frozenset = frozenset()) -> list:
         marks = []
-        skip: set = set()  # row views an atomic writes through: not reads
+        skip: set = set(self._passed_by_reference)  # row views an atomic writes through, parts of one access
         for root in nodes:
+            parents = {child: node for node in ast.walk(root) for child in ast.iter_child_nodes(node)}
             for node in ast.walk(root):
                 if id(node) in skip:
                     continue
@@ -344,33 +475,38 @@ class _ReadMarker:
                         if isinstance(node.args[0], ast.Subscript):
                             skip.add(id(node.args[0]))  # the row view it writes through
                     self.whole.update(passed)
-                elif (
-                    isinstance(node, ast.Subscript)
-                    and self._label(node.value) is not None
-                    and not isinstance(getattr(node, "ctx", None), ast.Store)
-                    and self.kinds[self._label(node.value)] != WRITE
-                ):
-                    label = self._label(node.value)
-                    index = _element_index(node, self.ndims[label])
-                    if index is None:
-                        self.whole.add(label)
-                    else:
-                        unread = self.custom_adjoint or id(node) in linear  # no adjoint reads its value
-                        marks.append(_read_mark(label, index, self.kinds[label], unread))
+                elif isinstance(node, ast.Subscript) and isinstance(getattr(node, "ctx", None), ast.Store):
+                    found = self._element_of(node, store=True)  # a store (`_stores`), through slices or not
+                    skip.update(id(n) for n in (found[2] if found is not None else ()))
+                elif isinstance(node, ast.Subscript) and id(node) not in self._bindings:
+                    found = self._element_of(node)
+                    if found is None:
+                        label = self._read_whole(node)
+                        if label is not None and self.kinds[label] != WRITE:
+                            self.whole.add(label)
+                        continue
+                    label, index, inner = found
+                    skip.update(id(n) for n in inner)
+                    if self.kinds[label] == WRITE:
+                        continue
+                    if label not in self.logged and self._stored_through(node, parents, root):
+                        continue
+                    unread = self.custom_adjoint or id(node) in linear  # no adjoint reads its value
+                    marks.append(_read_mark(label, index, self.kinds[label], unread))
         return marks
 
     def _augmented_reads(self, statement) -> list:
         """A read of ``x[idx]`` before ``x[idx] *= v`` (Warp loads, multiplies, stores), and before ``x[idx] += v``
         of a logged ``x`` (see ``logged``); none before an atomic ``+=`` otherwise."""
         target = statement.target
-        label = self._label(target.value) if isinstance(target, ast.Subscript) else None
-        if label is None or self.kinds[label] != READ_WRITE:
+        found = self._element_of(target) if isinstance(target, ast.Subscript) else None
+        if found is None or self.kinds[found[0]] != READ_WRITE:
             return []
+        label, index, _ = found
         if label not in self.logged and augmented_is_atomic(statement.op):
             return []
-        index = _element_index(target, self.ndims[label])
         linear = isinstance(statement.op, (ast.Add, ast.Sub))  # the replay's load of a logged x[i] += v
-        return [] if index is None else [_read_mark(label, index, READ_WRITE, linear)]
+        return [_read_mark(label, index, READ_WRITE, linear)]
 
     def _written(self, label: str, index, stored: bool = True) -> list:
         """Mark ``x[index]`` written: 2 for a store, 1 for an accumulation (an atomic) unless a store marked it
@@ -380,9 +516,7 @@ class _ReadMarker:
             return []
         reread = []
         if self.kinds[label] == READ_WRITE:
-            after = ast.Subscript(
-                value=ast.Name(id=_shadow(label, "after"), ctx=ast.Load()), slice=copy.deepcopy(index), ctx=ast.Load()
-            )
+            after = _at(_shadow(label, "after"), index)
             reread = [
                 ast.If(
                     test=ast.Compare(left=after, ops=[ast.Eq()], comparators=[ast.Constant(value=1)]),
@@ -392,9 +526,7 @@ class _ReadMarker:
             ]
         if stored:
             return reread + [_set(_shadow(label, "written"), index, ast.Constant(value=STORED))]
-        mark = ast.Subscript(
-            value=ast.Name(id=_shadow(label, "written"), ctx=ast.Load()), slice=copy.deepcopy(index), ctx=ast.Load()
-        )
+        mark = _at(_shadow(label, "written"), index)
         return reread + [
             ast.If(
                 test=ast.Compare(left=mark, ops=[ast.Eq()], comparators=[ast.Constant(value=0)]),
@@ -441,36 +573,28 @@ class _ReadMarker:
         return marks
 
     def _stores(self, statement) -> list:
-        targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+        targets = list(statement.targets) if isinstance(statement, ast.Assign) else [statement.target]
         # `x[i] += v` is an atomic accumulation (`builtin_facts.augmented_is_atomic`), not a store over x[i]
         stored = not (isinstance(statement, ast.AugAssign) and augmented_is_atomic(statement.op))
         marks = []
-        for target in targets:
-            for node in ast.walk(target):
-                label = self._label(node.value) if isinstance(node, ast.Subscript) else None
-                if label is not None:
-                    index = _element_index(node, self.ndims[label])
-                    if index is not None:
-                        marks.extend(self._written(label, index, stored))
-                elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
-                    marks.extend(self._row_view_store(node, stored))
+        while targets:
+            node = targets.pop()
+            if isinstance(node, (ast.Tuple, ast.List)):
+                targets.extend(node.elts)
+                continue
+            # down the target's own chain (`x[i].y`, `x[a:b][i][1]`), not into its indices (which it reads)
+            while isinstance(node, (ast.Attribute, ast.Subscript)):
+                found = self._element_of(node, store=True) if isinstance(node, ast.Subscript) else None
+                if found is not None:
+                    marks.extend(self._written(found[0], found[1], stored))
+                    break
+                node = node.value
         return marks
 
-    def _row_view_store(self, node: ast.Subscript, stored: bool = True) -> list:
-        """``row[j] = v`` through a top-level ``row = x[w]``: the element ``x[w, j]`` is written."""
-        view = self.row_views.get(node.value.id)
-        if view is None:
-            return []
-        label, prefix = view
-        parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
-        if any(isinstance(p, ast.Slice) for p in parts) or len(prefix) + len(parts) != self.ndims[label]:
-            return []
-        indices = [ast.Name(id=name, ctx=ast.Load()) for name in prefix] + list(parts)
-        return self._written(label, ast.Tuple(elts=indices, ctx=ast.Load()), stored)
-
-    def _bind_row_view(self, statement) -> list:
-        """Record ``row = x[w]`` (a view with fewer indices than ``x`` has dimensions, at the top level of the body)
-        and copy its index into locals of the twin's own, so a later change of ``w`` cannot move the mark."""
+    def _bind_view(self, statement) -> list:
+        """Record a top-level ``row = x[w]`` (``window = row[0:1]``, a view of a view) and copy its indices into
+        locals of the twin's own, so a later change of ``w`` cannot move a mark; and ``values = s.q`` (an array
+        a struct holds, bound once) as another name of ``s.q``."""
         if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
             target, value = statement.targets[0], statement.value
         elif isinstance(statement, ast.AnnAssign) and statement.value is not None:
@@ -479,25 +603,119 @@ class _ReadMarker:
             return []
         if not isinstance(target, ast.Name):
             return []
-        self.row_views.pop(target.id, None)  # rebound: no longer the view it was
+        name = target.id
+        self.views.pop(name, None)  # rebound: no longer the view it was
+        once = self._bound_once is not None and name in self._bound_once and name not in self.ndims
         held = self._held(value)
-        if held and self._bound_once is not None and target.id in self._bound_once and target.id not in self.ndims:
-            self.structs[target.id] = held  # d = s: later uses of `d` are uses of what `s` holds
+        if held and once:
+            self.structs[name] = held  # d = s: later uses of `d` are uses of what `s` holds
             return []
+        if once and isinstance(value, ast.Attribute) and name not in self.structs:
+            label = self._label(value)
+            if label is not None:  # values = holder.values: `values[i]` is an element of "holder.values"
+                self.aliases[name] = label
+                self._bindings.update((id(value), id(target)))
+                return []
         if not self._top or not isinstance(value, ast.Subscript):
             return []
         label = self._label(value.value)
-        if label is None or self.kinds[label] == READ:
+        if label is not None:
+            prefix, dims, sliced, once_before = [], self.ndims[label], False, True
+        elif isinstance(value.value, ast.Name) and value.value.id in self.views:
+            view = self.views[value.value.id]
+            label, prefix, dims, sliced, once_before = view.label, view.parts, view.dims, view.sliced, view.once
+        else:
             return []
-        parts = value.slice.elts if isinstance(value.slice, ast.Tuple) else [value.slice]
-        if any(isinstance(p, ast.Slice) for p in parts) or len(parts) >= self.ndims[label]:
-            return []
-        names = [f"{_PREFIX}view_{target.id}_{k}" for k in range(len(parts))]
-        self.row_views[target.id] = (label, names)
-        return [
-            ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=copy.deepcopy(part), lineno=0)
-            for name, part in zip(names, parts)
-        ]
+        copies, statements = [], []
+
+        def local(expr, suffix):
+            if expr is None or isinstance(expr, ast.Constant):
+                return copy.deepcopy(expr)
+            statements.append(
+                ast.Assign(
+                    targets=[ast.Name(id=f"{_PREFIX}view_{name}_{suffix}", ctx=ast.Store())],
+                    value=copy.deepcopy(expr),
+                    lineno=0,
+                )
+            )
+            return ast.Name(id=f"{_PREFIX}view_{name}_{suffix}", ctx=ast.Load())
+
+        for k, part in enumerate(_parts(value)):
+            if isinstance(part, ast.Slice):
+                sliced = True
+                copies.append(ast.Slice(*(local(getattr(part, f), f"{k}_{f}") for f in ("lower", "upper", "step"))))
+            else:
+                dims -= 1
+                copies.append(local(part, k))
+        if dims <= 0:
+            return []  # an element's value, not a view
+        self.views[name] = _View(label, [*prefix, copies], dims, sliced, once and once_before)
+        if once and once_before:
+            self._bindings.add(id(value))  # binding a view reads no element
+        return statements
+
+    def _by_reference(self, statement) -> tuple:
+        """``(before, after)`` the statement for each element ``x[idx]`` (or a component of one, ``x[i].q.w``) it
+        passes to a ``wp.ref[T]`` parameter of a comparable ``T`` (`_compat.compared_reference_parameters`): a read
+        by reference (`_reference_mark`: a snapshot restores the value it had, as for any read before a write),
+        the value before the call kept, and after it the element counts as written where the callee changed it.
+        A read that follows the call then reads what the callee wrote, as in ``native(dst[i, 0], x[i]);
+        out[i] = dst[i, 0]``. Whether the callee wrote is a fact of this launch's values: such a kernel's twin
+        runs at every launch (`data_dependent`)."""
+        before, after = [], []
+        for call in [n for n in ast.walk(statement) if isinstance(n, ast.Call)]:
+            positions = _compat.compared_reference_parameters(called(call, self.namespace))
+            for position in sorted(p for p in positions if p < len(call.args)):
+                arg = node = call.args[position]
+                found = None
+                while isinstance(node, (ast.Attribute, ast.Subscript)):
+                    found = self._element_of(node) if isinstance(node, ast.Subscript) else None
+                    if found is not None:
+                        break
+                    node = node.value
+                if found is None or self.kinds[found[0]] != READ_WRITE or found[0] in self.logged:
+                    continue  # not an element this follows: read as any other (before the call)
+                label, index, inner = found
+                self._passed_by_reference.update(id(n) for n in (node, *inner))
+                kept = f"{_PREFIX}ref_{len(self._kept)}"
+                self._kept.append(kept)
+                before.append(self._reference_mark(label, index))
+                before.append(ast.Assign(targets=[ast.Name(id=kept, ctx=ast.Store())], value=copy.deepcopy(arg)))
+
+                def compare(left, op, right):
+                    return ast.Compare(left=copy.deepcopy(left), ops=[op], comparators=[copy.deepcopy(right)])
+
+                name = ast.Name(id=kept, ctx=ast.Load())
+                # unchanged: equal, or NaN before and after (then any change counts as none: its later reads stay
+                # reads before the launch wrote)
+                unchanged = ast.BoolOp(
+                    op=ast.Or(),
+                    values=[
+                        compare(arg, ast.Eq(), name),
+                        ast.BoolOp(
+                            op=ast.And(), values=[compare(arg, ast.NotEq(), arg), compare(name, ast.NotEq(), name)]
+                        ),
+                    ],
+                )
+                test = ast.UnaryOp(op=ast.Not(), operand=unchanged)
+                after.append(ast.If(test=test, body=self._written(label, index), orelse=[]))
+                self.data_dependent = True
+        return before, after
+
+    @staticmethod
+    def _reference_mark(label: str, index) -> ast.stmt:
+        """The read of an element passed to a ``wp.ref[T]`` parameter: `BY_REFERENCE` in ``before`` where the launch
+        has not written it (and no other read marked it), else `LINEAR` in ``after`` (its backward sees the element as
+        the launch leaves it: a later write of it, of another component perhaps, makes no read between writes)."""
+
+        def unmarked(flag):
+            return ast.Compare(left=_at(_shadow(label, flag), index), ops=[ast.Eq()], comparators=[ast.Constant(0)])
+
+        return ast.If(
+            test=unmarked("written"),
+            body=[ast.If(unmarked("before"), [_set(_shadow(label, "before"), index, ast.Constant(BY_REFERENCE))], [])],
+            orelse=[ast.If(unmarked("after"), [_set(_shadow(label, "after"), index, ast.Constant(LINEAR))], [])],
+        )
 
     def body(self, statements) -> list:
         out = []
@@ -506,7 +724,7 @@ class _ReadMarker:
             after = []
             if isinstance(statement, (ast.Assign, ast.AnnAssign)):
                 self._top = top
-                after_binding = self._bind_row_view(statement)
+                after_binding = self._bind_view(statement)
                 self._top = False
             else:
                 after_binding = []
@@ -521,22 +739,28 @@ class _ReadMarker:
             elif isinstance(statement, ast.While):
                 for node in ast.walk(statement.test):
                     label = self._label(node)
+                    if label is None and isinstance(node, ast.Name) and node.id in self.views:
+                        label = self.views[node.id].label
                     self.whole.update([label] if label is not None else self._held(node).values())
                 statement.body = self.body(statement.body)
             elif isinstance(statement, ast.With):
                 out.extend(self._reads([item.context_expr for item in statement.items]))
                 statement.body = self.body(statement.body)
             elif isinstance(statement, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
-                # `x[i].y = v` loads x[i] in the AST: count it as a read (conservative), the store as a write.
+                # `x[i].y = v` loads x[i] in the AST, a read only where its value is used (`_stored_through`)
+                before_call, after_call = self._by_reference(statement)
                 out.extend(self._reads([statement], _accumulation_reads(statement)))
                 if isinstance(statement, ast.AugAssign):
                     out.extend(self._augmented_reads(statement))
                 out.extend(self._atomic_reads(statement))
-                after = self._stores(statement) + self._atomic_stores(statement)
+                out.extend(before_call)
+                after = after_call + self._stores(statement) + self._atomic_stores(statement)
             else:
+                before_call, after_call = self._by_reference(statement)
                 out.extend(self._reads([statement]))
                 out.extend(self._atomic_reads(statement))
-                after = self._atomic_stores(statement)
+                out.extend(before_call)
+                after = after_call + self._atomic_stores(statement)
             out.append(statement)
             out.extend(after_binding)
             out.extend(after)
@@ -551,6 +775,18 @@ class _ReadMarker:
         for node in ast.walk(function):
             if id(node) in self.in_helpers or isinstance(parents.get(node), ast.Attribute):
                 continue  # (an attribute chain is looked at from its outermost node)
+            if id(node) in self._bindings:
+                continue  # values = holder.values: its uses are looked at
+            view = self.views.get(node.id) if isinstance(node, ast.Name) else None
+            if view is not None and view.once and not isinstance(getattr(node, "ctx", None), ast.Store):
+                parent = parents.get(node)
+                if isinstance(parent, ast.Subscript) and parent.value is node:
+                    continue  # row[j], row[0:1] (`_reads`)
+                if isinstance(parent, ast.Attribute) and parent.attr in METADATA_ATTRIBUTES:
+                    continue
+                if not is_truth_test(node, parent):
+                    out.add(view.label)  # passed on, compared, ...: not followed
+                continue
             label = self._label(node)
             if label is None:
                 held = self._held(node) if isinstance(node, (ast.Name, ast.Attribute)) else {}
@@ -638,7 +874,7 @@ def _typed_parameters(function: ast.FunctionDef, types: dict, names: dict) -> No
 
 
 def _helper_twin(helper, parameters: tuple, depth: int, custom_adjoint: bool = False):
-    """``(unique name, @wp.func twin, labels whose reads it cannot mark)`` of a helper (one overload) marking its
+    """``(unique name, @wp.func twin, labels whose reads it cannot mark, whether its marks follow values)`` of a helper (one overload) marking its
     ``parameters`` (``(label, ndim, kind, logged)``: label ``"a"`` for an array parameter, ``"f.p"`` for an array
     its struct parameter ``f`` holds), or None; ``custom_adjoint``: it (or a helper calling it) has a
     ``@wp.func_grad``."""
@@ -668,7 +904,7 @@ def _helper_twin(helper, parameters: tuple, depth: int, custom_adjoint: bool = F
         function.name = f"{function.name}_wzs_{digest}"
         source = ast.unparse(ast.fix_missing_locations(tree))
         module = _load_module(source, scope, names)
-        made = (function.name, warp.func(getattr(module, function.name)), whole)
+        made = (function.name, warp.func(getattr(module, function.name)), whole, marker.data_dependent)
     except Exception as error:  # noqa: BLE001 - the caller then counts the arrays as read in whole
         _log.info(
             "helper %r: no read twin (%s: %s); its array parameters count as read in whole",
@@ -721,6 +957,8 @@ def _build(kernel, aliased: bool = False):
     marker = _ReadMarker(ndims, scope, names, 0, kinds, logged)
     marker.prepare(function)
     function.body = marker.body(function.body)
+    if marker.data_dependent:  # what a callee wrote through a reference decides marks: the twin runs every launch
+        _compat.memo(kernel)["read_twin.fixed"] = False
     whole = (marker.whole | marker.used_otherwise(function)) & {label for label in kinds if kinds[label] != WRITE}
     # Every argument gets its shadows (a whole-argument read one is simply not looked at): helpers may take them.
     _add_shadow_parameters(function, ndims, kinds)
@@ -729,6 +967,8 @@ def _build(kernel, aliased: bool = False):
     into = _INTO[-1] if _INTO else None
     module = _load_module(source, scope, names, into)
     twin_kernel = warp.kernel(getattr(module, function.name), enable_backward=False, module=None if into else "unique")
+    # a twin marking reads by reference (`BY_REFERENCE`): only its marks are looked at for them
+    _compat.memo(twin_kernel)["read_twin.by_reference"] = marker.data_dependent
     return twin_kernel, kinds, whole
 
 
@@ -953,6 +1193,11 @@ class _Runner:
         entry = self.shadows[label][-1]
         return (entry[1] if entry[1] is not None else entry[0].numpy()) == STORED
 
+    def by_reference(self, label: str):
+        """The elements read before a write only by reference: the ``before`` shadow holds `BY_REFERENCE` there."""
+        entry = self.shadows[label][0]
+        return (entry[1] if entry[1] is not None else entry[0].numpy()) == BY_REFERENCE
+
     def reread(self, label: str):
         """The elements read between two writes: the ``after`` shadow (the second of three) holds `REREAD` there."""
         entry = self.shadows[label][1]
@@ -1076,16 +1321,25 @@ def element_reads(kernel, launch: dict) -> dict:
             continue
         marks = runner.marks(label)
         stored = runner.stored(label) if kind != READ else None
-        reread = None
+        reread = by_reference = None
         if kind == READ_WRITE:
             before, after, written = marks
             reread = runner.reread(label)
+            by_reference = runner.by_reference(label) if _compat.memo(variant).get("read_twin.by_reference") else None
         elif kind == READ:
             before, after, written = marks[0], _none(marks[0].shape), _none(marks[0].shape)
         else:
             written = marks[0]
             before = after = _none(written.shape)
-        out[label] = ElementReads(before, after, written, reads_known=label not in whole, stored=stored, reread=reread)
+        out[label] = ElementReads(
+            before,
+            after,
+            written,
+            reads_known=label not in whole,
+            stored=stored,
+            reread=reread,
+            by_reference=by_reference,
+        )
     if key is not None:
         _remember(key, variant, out)
     return out

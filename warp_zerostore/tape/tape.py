@@ -1294,8 +1294,8 @@ class Tape(_compat.WarpTape):
             for use in launch.uses:
                 if use.reads:
                     if use.reads_known():
-                        if use.marks.any("before"):
-                            self._record_read(launch, use, "before")
+                        if use.marks.any("before_by_value"):
+                            self._record_read(launch, use, "before_by_value")
                     else:
                         self._record_read(launch, use, None)
         if not checking:  # a snapshot Tape without checks compared no content (`before` is the checks')
@@ -1361,6 +1361,10 @@ class Tape(_compat.WarpTape):
         for use in launch.uses:
             if use.reads and use.reads_known() and use.marks.any("after"):
                 self._record_read(launch, use, "after")
+            # an element passed to a wp.ref[T] parameter, read before the launch wrote it: the callee's backward sees
+            # it as the launch leaves it (as `access` says of an array passed only so), a later writer's change not
+            if use.reads and use.reads_known() and use.marks.any("by_reference"):
+                self._record_read(launch, use, "by_reference")
             # wp.atomic_min's backward reads the elements as the launch left them (which value won)
             if use.access.adjoint_reads_result and use.reads_known() and use.marks.any("written"):
                 self._record_read(launch, use, "written")
@@ -1438,6 +1442,11 @@ class Tape(_compat.WarpTape):
                 found.append(Hazard(REPLAY, writer=launch.site(use.label), elements=elements, cause="aliased"))
                 continue
             after = use.marks.after if use.reads_known() else None
+            if after is not None and use.marks.by_reference is not None and _any(use.marks.by_reference):
+                # an element passed to a wp.ref[T] parameter before the launch wrote it gets its input back, as
+                # any read before a write: Warp's backward re-runs the call on it, which writes it again for the
+                # reads after the call (what the snapshot gave before those reads were known to follow the write)
+                after = after & ~use.marks.by_reference
             if after is None and use.access.reads_after_store and not exact:
                 # A thread may read what it stored, and the twin cannot say which elements (a read through a tile,
                 # say): the pre-launch values would be wrong for those reads. Restore what the launch wrote (what
@@ -1588,9 +1597,9 @@ class Tape(_compat.WarpTape):
                 region.read_unsaved[place.index] = True
 
     def _record_read(self, launch: _Launch, use: _ArrayUse, which: str | None) -> None:
-        """``which``: the twin's marks of the elements read, ``"before"`` or ``"after"`` (callers pass only marks
-        with one set: a launch that read nothing, a zero-size one or a guarded branch, leaves nothing to be stale or
-        mutated); None: the whole array. A snapshot Tape without checks keeps only which slots were read since
+        """``which``: the twin's marks of the elements read, ``"before_by_value"``, ``"after"`` or ``"by_reference"``
+        (callers pass only marks with one set: a launch that read nothing, a zero-size one or a guarded branch,
+        leaves nothing to be stale or mutated); None: the whole array. A snapshot Tape without checks keeps only which slots were read since
         their last saved restore (it reports no stale read and compares no content)."""
         place = self._locate(use)
         region = place.region
