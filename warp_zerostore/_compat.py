@@ -16,7 +16,8 @@ internals                            1.9: ``warp.codegen``, ``warp.context``; 1.
 ``ModuleHasher.hash_kernel``         ``(kernel)``; 1.19: ``(kernel, grid_stride)``
 augmented ``a[i] op= v`` atomics     ``+=``, ``-=``; the bitwise ones from 1.10 (``ATOMIC_AUGMENTED_OPS``)
 a constant loop with ``continue``    dynamic up to 1.12; unrolled from 1.13 (``UNROLLS_LOOPS_WITH_CONTINUE``)
-a ternary ``a if c else b``          no adjoint on 1.12 (``TERNARY_WITHOUT_ADJOINT``)
+a ternary ``a if c else b``          a side that is an array element loaded without an adjoint: 1.11-1.16
+                                     (``TERNARY_WITHOUT_ADJOINT``); copied (differentiable) up to 1.10, from 1.17
 store adjoint in stock Warp          accumulates up to 1.12; zeroes from 1.13 (``STOCK_STORE_ZEROES``)
 ``retain_grad`` array flag           from 1.13 (``ARRAY_FLAG_RETAIN_GRAD``, ``HAS_RETAIN_GRAD``)
 component stores ``a[i].x = v``      ``address`` + ``indexref`` + ``store``: no gradient at all up to 1.13;
@@ -28,6 +29,14 @@ component ``a[i].x += v``            no gradient up to 1.17 (1.14-1.17 different
                                      accumulates into src.grad and zeroes dest.grad (``dest_retain_grad=``
                                      from 1.13)
 tile_store adjoint                   accumulates on 1.9; zeroes from 1.10
+a ``@wp.func``'s adjoint              generated only where the module's ``enable_backward`` is on, up to 1.17
+                                     (``HELPER_ADJOINT_FOLLOWS_MODULE_OPTION``); a helper's use by a backward
+                                     reaches the helpers it calls only where first built so, up to 1.15
+                                     (``HELPER_BACKWARD_USE_PROPAGATED``: from 1.16, to a fixpoint)
+``tile_map`` over a builtin         whose adjoint takes its result (``tanh``, ``sqrt``, ...): does not build up to
+                                     1.18 (``TILE_MAP_ADJOINT_DISPATCHES``, read from ``tile.h``); the map macros
+                                     take a result tile up to 1.10 (``TILE_MAP_TAKES_RESULT``)
+a ``@wp.func_grad``'s adjoint        emitted after the adjoints that call it on 1.9 (``CUSTOM_ADJOINTS_FIRST``)
 ``tile_global_t::index`` type        ``int``; ``int64_t`` from 1.13 (read from ``tile.h``)
 deterministic mode                   1.19 (also emits ``wp::adj_array_store``)
 a kernel's launch dimension          inferred from ``i, j = wp.tid()`` when the receiver resolves to the
@@ -175,8 +184,32 @@ STOCK_STORE_ZEROES: bool = WARP_VERSION >= (1, 13, 0)
 # Warp >= 1.13 unrolls a constant-bound loop with ``continue``; before, such a loop is dynamic (``break`` always is).
 UNROLLS_LOOPS_WITH_CONTINUE: bool = WARP_VERSION >= (1, 13, 0)
 
-# Warp 1.12 gives a ternary ``a if c else b`` no adjoint (1.12.1 measured; 1.10 and 1.19 are right).
-TERNARY_WITHOUT_ADJOINT: bool = WARP_VERSION[:2] == (1, 12)
+# Warp 1.11-1.16 load a ternary's side without its adjoint where the side is a reference (an array element: ``x[i]
+# if c else x[j]``), so the gradient through it is zero; up to 1.10 the side goes to ``where`` as it is, and from
+# 1.17 it is copied (``copy`` has an adjoint). Measured on every minor (scripts/probe_warp_versions.py).
+TERNARY_WITHOUT_ADJOINT: bool = (1, 11, 0) <= WARP_VERSION < (1, 17, 0)
+
+# Warp <= 1.17 generates a ``@wp.func``'s adjoint only where the module's ``enable_backward`` is on, even for a kernel
+# of a forward-only module that opts back in with ``@wp.kernel(enable_backward=True)`` (1.18 asks whether a backward
+# kernel uses the function). Measured on every minor.
+HELPER_ADJOINT_FOLLOWS_MODULE_OPTION: bool = WARP_VERSION < (1, 18, 0)
+
+# Warp >= 1.16 propagates "used by a backward kernel" through the call graph to a fixpoint after the build; before,
+# a helper first built for a forward-only kernel keeps its callees without adjoints when a differentiable kernel
+# calls it later (which kernel builds first varies between processes). Measured on every minor, in fresh processes.
+HELPER_BACKWARD_USE_PROPAGATED: bool = WARP_VERSION >= (1, 16, 0)
+
+# Warp 1.19's tile map calls an element adjoint that takes the result (``adj_tanh(x, ret, adj_x, adj_ret)``) with it;
+# earlier versions call ``adj_op(x, adj_x, adj_ret)`` only, so ``wp.tile_map(wp.tanh, t)`` does not build.
+TILE_MAP_ADJOINT_DISPATCHES: bool = ("tile_map_call_adj" in _TILE_H) if _TILE_H else WARP_VERSION >= (1, 19, 0)
+# The tile map macros take a result tile (``adj_tile_unary_map(op, a, r, adj_op, adj_a, adj_r, adj_ret)``) up to 1.10.
+TILE_MAP_TAKES_RESULT: bool = (
+    "define adj_tile_unary_map(op, a, r," in _TILE_H if _TILE_H else WARP_VERSION < (1, 11, 0)
+)
+
+# Warp >= 1.10 emits every custom adjoint (``@wp.func_grad``) before the generated adjoints that may call it; 1.9 emits
+# functions in build order, so a custom adjoint called from another helper's adjoint is used before it is declared.
+CUSTOM_ADJOINTS_FIRST: bool = hasattr(ModuleBuilder, "_codegen_functions")
 
 
 # ============================================================================================================
@@ -190,6 +223,8 @@ HOOK_POINTS: dict[str, tuple[Any, str]] = {
     "ModuleBuilder.build_function": (ModuleBuilder, "build_function"),
     "ModuleBuilder.codegen": (ModuleBuilder, "codegen"),
     "Adjoint.add_builtin_call": (Adjoint, "add_builtin_call"),
+    # which @wp.func a call resolves to, while a flagged module builds: its call graph (codegen/backports.py)
+    "Adjoint.resolve_func": (Adjoint, "resolve_func"),
     # how a kernel's global names resolve: Warp's codegen tests `is warp` on the module a kernel names (1.17's
     # `_is_tid_call` infers the launch dimension so), which the facade module is not
     "Adjoint.resolve_external_reference": (Adjoint, "resolve_external_reference"),
@@ -1276,3 +1311,53 @@ def is_capturing(device) -> bool:
         return bool((device if isinstance(device, context.Device) else warp.get_device(device)).is_capturing)
     except Exception:  # noqa: BLE001 - older Warp: no CPU capture; a CUDA query failing means no capture either
         return False
+
+
+# ============================================================================================================
+# Newer Warp's fixes to its own code generation, for zero_store=True kernels on older Warp (codegen/backports.py)
+
+
+def adjoint_of(obj):
+    """The ``Adjoint`` that generates a kernel's or a ``@wp.func``'s code."""
+    return obj.adj
+
+
+def adjoint_builder(adj):
+    """The ``ModuleBuilder`` building an ``Adjoint`` now (None outside its build)."""
+    return getattr(adj, "builder", None)
+
+
+def is_custom_adjoint(adj) -> bool:
+    """Whether an ``Adjoint`` generates a user's ``@wp.func_grad`` (an adjoint written by hand)."""
+    return bool(getattr(adj, "custom_reverse_mode", False))
+
+
+def custom_functions(function) -> list:
+    """A ``@wp.func``'s hand-written adjoint and replay (``@wp.func_grad``, ``@wp.func_replay``), those it has."""
+    return [f for f in (function.custom_grad_func, function.custom_replay_func) if f is not None]
+
+
+_CODEGEN_FUNC = codegen.codegen_func  # Warp's own, before any wrapper
+_CODEGEN_FUNC_PARAMETERS = inspect.signature(_CODEGEN_FUNC)
+
+
+def generates_function(original: Callable) -> bool:
+    """Whether ``original`` is Warp's ``codegen_func`` (a ``@wp.func`` from its source), not ``codegen_snippet``."""
+    return original is _CODEGEN_FUNC
+
+
+def codegen_func_with_adjoint(original: Callable, args: tuple, kwargs: dict) -> str:
+    """What Warp's ``codegen_func`` (``original``, called with ``args`` and ``kwargs``) generates for a helper whose
+    adjoint a backward kernel needs, as Warp >= 1.18 decides it: the adjoint is generated whatever the module's
+    ``enable_backward`` says, for a helper used by a backward kernel (`HELPER_ADJOINT_FOLLOWS_MODULE_OPTION`,
+    `HELPER_BACKWARD_USE_PROPAGATED`). The ``Adjoint`` is left as it was."""
+    bound = _CODEGEN_FUNC_PARAMETERS.bind(*args, **kwargs)
+    adj = bound.arguments["adj"]
+    bound.arguments["options"] = {**(bound.arguments.get("options") or {}), "enable_backward": True}
+    used = adj.used_by_backward_kernel
+    adj.used_by_backward_kernel = True
+    try:
+        return original(*bound.args, **bound.kwargs)
+    finally:
+        adj.used_by_backward_kernel = used
+

@@ -1,0 +1,124 @@
+"""Newer Warp's fixes to its own code generation, given to ``zero_store=True`` kernels on the Warp versions without
+them, so that a flagged kernel means the same on every supported version (docs/known-issues.md, "flagged, through
+the package").
+
+What each older Warp gets wrong, and what a flagged kernel gets instead (each measured on every supported minor by
+``scripts/probe_warp_versions.py``; the version facts are `warp_zerostore._compat`'s):
+
+=================================================  ==========  ================================================
+Warp's code                                        wrong on    a flagged kernel's (as the release that fixed it)
+=================================================  ==========  ================================================
+a ``@wp.func``'s adjoint in a module built with    <= 1.17     generated for the kernels that need it (1.18)
+``enable_backward=False``, for a kernel that
+opts back in
+a helper first built for a forward-only kernel,    <= 1.15     the same (1.16 propagates to a fixpoint)
+then called by a differentiable one: the helpers
+it calls keep no adjoint (which kernel builds
+first varies between processes)
+``wp.tile_map(f, ...)`` of a builtin whose          <= 1.18     the element adjoint called with the result
+adjoint takes its result (``tanh``, ``sqrt``,                  where it takes one (1.19): the header's map
+``cbrt``): does not build                                      macros, named in the kernel's code
+a ``@wp.func_grad`` called from another helper's    1.9         each such adjoint declared before the first
+adjoint: does not build                                        function (1.10 emits them first)
+=================================================  ==========  ================================================
+
+A ``@wp.func`` helper is shared by the kernels of its module: a module whose kernels are all ``zero_store=True``
+gets the fixed helper; in a module with kernels of other modes, the flagged kernels call a variant of the helper of
+their own (`generation`), and the other kernels keep Warp's, bug included. A build error cannot be kept per kernel
+(a module compiles whole), so the declarations go into the whole flagged module; the map macros are named only in
+flagged kernels' code.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .. import _compat
+from . import building
+
+# ------------------------------------------------------------------------------------------------------------
+# The call graph of a flagged module's build: which helpers a backward kernel reaches
+
+
+def _calls(builder) -> dict:
+    """``{id(adjoint): {id(function): function}}`` of the user functions each function of the build calls."""
+    return _compat.builder_scratch(builder, "calls")
+
+
+def wrap_resolve_func(original):
+    """Record, while a flagged module builds, which ``@wp.func`` each call resolves to (its overload)."""
+
+    def resolve_func(adj, *args, **kwargs):
+        func = original(adj, *args, **kwargs)
+        builder = _compat.adjoint_builder(adj)
+        if builder is not None and building.building_flagged_module() and _compat.user_function(func) is not None:
+            _calls(builder).setdefault(id(adj), {})[id(func)] = func
+        return func
+
+    return resolve_func
+
+
+def backward_reach(builder, kernels) -> frozenset:
+    """``id`` s of the ``Adjoint`` s of the helpers whose adjoint a backward of ``kernels`` (flagged kernels that have
+    one) runs: every helper they call, directly or through other helpers; not those only a ``@wp.func_grad`` calls
+    (a hand-written adjoint runs as forward code)."""
+    calls = _calls(builder)
+    seen: set = set()
+    work = [_compat.adjoint_of(k) for k in kernels]
+    while work:
+        adj = work.pop()
+        for func in calls.get(id(adj), {}).values():
+            callee = _compat.adjoint_of(func)
+            if id(callee) not in seen:
+                seen.add(id(callee))
+                work.append(callee)
+    return frozenset(seen)
+
+
+def needs_forced_adjoint() -> bool:
+    """Whether this Warp may leave a helper that a backward kernel calls without its adjoint."""
+    return _compat.HELPER_ADJOINT_FOLLOWS_MODULE_OPTION or not _compat.HELPER_BACKWARD_USE_PROPAGATED
+
+
+def flagged_helper_text(original, args: tuple, kwargs: dict, text: str, reach: frozenset) -> str:
+    """The code of one generated helper (``text``: Warp's, from ``original(*args, **kwargs)``) that flagged kernels
+    get: with its adjoint where a flagged backward reaches it and this Warp left it out; else ``text`` itself."""
+    if not needs_forced_adjoint() or not args or not _compat.generates_function(original):
+        return text
+    adj = args[0]
+    if id(adj) not in reach or _compat.is_custom_adjoint(adj):
+        return text
+    fixed = _compat.codegen_func_with_adjoint(original, args, kwargs)
+    return text if fixed == text else fixed
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Build errors: tile maps over builtins whose adjoint takes the result; custom adjoints used before declared
+
+#: Warp's tile map macro -> the header's, which calls the element adjoint with the result where it takes one
+TILE_MAP_MACROS: dict[str, str] = {
+    "wp::adj_tile_unary_map(": "wp::zs_adj_tile_unary_map(",
+    "wp::adj_tile_binary_map(": "wp::zs_adj_tile_binary_map(",
+}
+_TILE_MAP_PATTERN = re.compile("|".join(re.escape(k) for k in TILE_MAP_MACROS))
+
+
+def rewrite_tile_maps(text: str) -> str:
+    """A flagged kernel's (or helper variant's) code with Warp's tile map adjoints replaced by the header's, on a
+    Warp whose tile map cannot call an adjoint that takes the result (`_compat.TILE_MAP_ADJOINT_DISPATCHES`)."""
+    if _compat.TILE_MAP_ADJOINT_DISPATCHES:
+        return text
+    return _TILE_MAP_PATTERN.sub(lambda m: TILE_MAP_MACROS[m.group(0)], text)
+
+
+# the first function's head in a generated piece: `static ... name(...)` (a template line before it), up to `{`
+_FUNCTION_HEAD = re.compile(r"^((?:template\s*<[^>]*>\s*)?static\b[^;{}]*?\))\s*\{", re.MULTILINE | re.DOTALL)
+
+
+def custom_adjoint_declaration(adj, text: str) -> str:
+    """A declaration of the hand-written adjoint ``text`` defines (``adj`` generates a ``@wp.func_grad``), for a Warp
+    that may call it before its definition (`_compat.CUSTOM_ADJOINTS_FIRST`); else ""."""
+    if _compat.CUSTOM_ADJOINTS_FIRST or not _compat.is_custom_adjoint(adj):
+        return ""
+    head = _FUNCTION_HEAD.search(text)
+    return f"{head.group(1)};\n" if head else ""
