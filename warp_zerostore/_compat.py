@@ -203,9 +203,7 @@ HELPER_BACKWARD_USE_PROPAGATED: bool = WARP_VERSION >= (1, 16, 0)
 # earlier versions call ``adj_op(x, adj_x, adj_ret)`` only, so ``wp.tile_map(wp.tanh, t)`` does not build.
 TILE_MAP_ADJOINT_DISPATCHES: bool = ("tile_map_call_adj" in _TILE_H) if _TILE_H else WARP_VERSION >= (1, 19, 0)
 # The tile map macros take a result tile (``adj_tile_unary_map(op, a, r, adj_op, adj_a, adj_r, adj_ret)``) up to 1.10.
-TILE_MAP_TAKES_RESULT: bool = (
-    "define adj_tile_unary_map(op, a, r," in _TILE_H if _TILE_H else WARP_VERSION < (1, 11, 0)
-)
+TILE_MAP_TAKES_RESULT: bool = "define adj_tile_unary_map(op, a, r," in _TILE_H if _TILE_H else WARP_VERSION < (1, 11, 0)
 
 # Warp >= 1.10 emits every custom adjoint (``@wp.func_grad``) before the generated adjoints that may call it; 1.9 emits
 # functions in build order, so a custom adjoint called from another helper's adjoint is used before it is declared.
@@ -1360,4 +1358,3 @@ def codegen_func_with_adjoint(original: Callable, args: tuple, kwargs: dict) -> 
         return original(*bound.args, **bound.kwargs)
     finally:
         adj.used_by_backward_kernel = used
-
