@@ -29,11 +29,11 @@ component ``a[i].x += v``            no gradient up to 1.17 (1.14-1.17 different
                                      accumulates into src.grad and zeroes dest.grad (``dest_retain_grad=``
                                      from 1.13)
 tile_store adjoint                   accumulates on 1.9; zeroes from 1.10
-a ``@wp.func``'s adjoint              generated only where the module's ``enable_backward`` is on, up to 1.17
+a ``@wp.func``'s adjoint             generated only where the module's ``enable_backward`` is on, up to 1.17
                                      (``HELPER_ADJOINT_FOLLOWS_MODULE_OPTION``); a helper's use by a backward
                                      reaches the helpers it calls only where first built so, up to 1.15
                                      (``HELPER_BACKWARD_USE_PROPAGATED``: from 1.16, to a fixpoint)
-``tile_map`` over a builtin         whose adjoint takes its result (``tanh``, ``sqrt``, ...): does not build up to
+``tile_map`` over a builtin          whose adjoint takes its result (``tanh``, ``sqrt``, ...): does not build up to
                                      1.18 (``TILE_MAP_ADJOINT_DISPATCHES``, read from ``tile.h``); the map macros
                                      take a result tile up to 1.10 (``TILE_MAP_TAKES_RESULT``)
 a ``@wp.func_grad``'s adjoint        emitted after the adjoints that call it on 1.9 (``CUSTOM_ADJOINTS_FIRST``)
@@ -135,6 +135,11 @@ HAS_RETAIN_GRAD: bool = "retain_grad" in inspect.signature(warp.array.__init__).
 # the gradient, 1.14.0 has it); no feature of Warp's tells it, so the version does.
 STOCK_COMPONENT_STORES_DIFFERENTIABLE: bool = WARP_VERSION >= (1, 14, 0)
 
+# Warp >= 1.15 gives a field assignment of a struct local, ``s.a = e``, an adjoint (``Adjoint._store_attribute``
+# stores the field and passes its adjoint to ``e``); earlier versions store through a pointer the backward's replay
+# skips and whose adjoint is missing (the gradient through the field is zero). Read in each release's codegen.py.
+STOCK_STRUCT_FIELD_STORES_DIFFERENTIABLE: bool = WARP_VERSION >= (1, 15, 0)
+
 # Warp >= 1.18 emits component stores into array elements as differentiable "slot" stores itself.
 HAS_SLOT_STORES: bool = hasattr(Adjoint, "array_slot_adjoint")
 
@@ -177,6 +182,12 @@ def is_atomic_augmented(op) -> bool:
     """Whether Warp makes ``a[i] <op>= v`` (``op`` an ``ast.operator``) an atomic rather than load-op-store."""
     return type(op).__name__ in ATOMIC_AUGMENTED_OPS
 
+
+# Warp >= 1.17 accumulates ``dest.grad`` into ``src.grad`` in ``wp.copy``'s adjoint (and zeroes ``dest.grad``); up to
+# 1.16 it copies ``dest.grad`` over ``src.grad``. Up to 1.14 a window's two offsets are swapped in it. Measured on
+# every minor; `copy_adjoint` replaces the adjoint for copies recorded with ``zero_store`` True or False.
+STOCK_COPY_ADJOINT_ACCUMULATES: bool = WARP_VERSION >= (1, 17, 0)
+STOCK_COPY_ADJOINT_OFFSETS_RIGHT: bool = WARP_VERSION >= (1, 15, 0)
 
 # Warp >= 1.13 zeroes in stock store adjoints.
 STOCK_STORE_ZEROES: bool = WARP_VERSION >= (1, 13, 0)
@@ -223,6 +234,8 @@ HOOK_POINTS: dict[str, tuple[Any, str]] = {
     "Adjoint.add_builtin_call": (Adjoint, "add_builtin_call"),
     # which @wp.func a call resolves to, while a flagged module builds: its call graph (codegen/backports.py)
     "Adjoint.resolve_func": (Adjoint, "resolve_func"),
+    # each node of a function's body as Warp generates it (a flagged kernel's ternary: codegen/backports.py)
+    "Adjoint.eval": (Adjoint, "eval"),
     # how a kernel's global names resolve: Warp's codegen tests `is warp` on the module a kernel names (1.17's
     # `_is_tid_call` infers the launch dimension so), which the facade module is not
     "Adjoint.resolve_external_reference": (Adjoint, "resolve_external_reference"),
@@ -1320,6 +1333,11 @@ def adjoint_of(obj):
     return obj.adj
 
 
+def adjoint_source_tree(adj):
+    """The ``ast.Module`` of the function an ``Adjoint`` builds, as Warp parsed it (None where it holds none)."""
+    return getattr(adj, "tree", None)
+
+
 def adjoint_builder(adj):
     """The ``ModuleBuilder`` building an ``Adjoint`` now (None outside its build)."""
     return getattr(adj, "builder", None)
@@ -1358,3 +1376,30 @@ def codegen_func_with_adjoint(original: Callable, args: tuple, kwargs: dict) -> 
         return original(*bound.args, **bound.kwargs)
     finally:
         adj.used_by_backward_kernel = used
+
+
+def emit_ternary_with_adjoint(adj, node):
+    """``a if c else b`` (``node``, an ``ast.IfExp``) generated as Warp >= 1.17 generates it: each side evaluated in
+    its branch, a side that is a reference (an array element) copied, whose adjoint reaches the element (Warp
+    1.11-1.16 load it, which has none: `TERNARY_WITHOUT_ADJOINT`), then ``where``."""
+    if hasattr(node, "lineno"):
+        adj.set_lineno(node.lineno - 1)
+    cond = adj.eval(node.test)
+    if cond.constant is not None:
+        return adj.eval(node.body) if cond.constant else adj.eval(node.orelse)
+
+    def side(var):
+        return adj.add_builtin_call("copy", [var]) if codegen.is_reference(var.type) else adj.load(var)
+
+    adj.begin_if(cond)
+    body = side(adj.eval(node.body))
+    adj.end_if(cond)
+    adj.begin_else(cond)
+    orelse = side(adj.eval(node.orelse))
+    adj.end_else(cond)
+    return adj.add_builtin_call("where", [cond, body, orelse])
+
+
+def rebuild(adj, builder) -> None:
+    """Build a function's code again with the builder that built it (Warp's own ``build``: it starts afresh)."""
+    adj.build(builder)

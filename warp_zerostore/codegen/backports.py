@@ -31,10 +31,20 @@ flagged kernels' code.
 
 from __future__ import annotations
 
+import ast
 import re
+import threading
 
 from .. import _compat
 from . import building
+
+
+class _State(threading.local):
+    def __init__(self):
+        self.helper = None  # id of the helper's Adjoint being built again for flagged kernels
+
+
+_state = _State()
 
 # ------------------------------------------------------------------------------------------------------------
 # The call graph of a flagged module's build: which helpers a backward kernel reaches
@@ -80,16 +90,62 @@ def needs_forced_adjoint() -> bool:
     return _compat.HELPER_ADJOINT_FOLLOWS_MODULE_OPTION or not _compat.HELPER_BACKWARD_USE_PROPAGATED
 
 
-def flagged_helper_text(original, args: tuple, kwargs: dict, text: str, reach: frozenset) -> str:
+def flagged_helper_text(original, args: tuple, kwargs: dict, text: str, reach: frozenset, builder) -> str:
     """The code of one generated helper (``text``: Warp's, from ``original(*args, **kwargs)``) that flagged kernels
-    get: with its adjoint where a flagged backward reaches it and this Warp left it out; else ``text`` itself."""
-    if not needs_forced_adjoint() or not args or not _compat.generates_function(original):
+    get, where a flagged backward reaches it: built again with this module's fixes (`fixes_code`) where its source
+    needs one, and with its adjoint where this Warp left it out; else ``text`` itself."""
+    if not args or not _compat.generates_function(original) or id(args[0]) not in reach:
         return text
     adj = args[0]
-    if id(adj) not in reach or _compat.is_custom_adjoint(adj):
+    forced = needs_forced_adjoint() and not _compat.is_custom_adjoint(adj)
+    rebuilt = _needs_fixing(adj)
+    if not forced and not rebuilt:
         return text
-    fixed = _compat.codegen_func_with_adjoint(original, args, kwargs)
+
+    def generate():
+        return _compat.codegen_func_with_adjoint(original, args, kwargs) if forced else original(*args, **kwargs)
+
+    if not rebuilt:
+        fixed = generate()
+    else:
+        previous = _state.helper
+        _state.helper = id(adj)
+        try:
+            _compat.rebuild(adj, builder)
+            fixed = generate()
+        finally:
+            _state.helper = previous
+            _compat.rebuild(adj, builder)  # Warp's own build again, for the code of other modes and devices
     return text if fixed == text else fixed
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Statements older Warp generates without their adjoint: generated as the release that fixed them does
+
+
+def fixes_code(adj) -> bool:
+    """Whether the code being built is a flagged kernel's body, or a helper being built again for flagged kernels."""
+    return building.building_zero_store_kernel() or _state.helper == id(adj)
+
+
+def _needs_fixing(adj) -> bool:
+    """Whether a helper's source holds a statement this Warp generates without its adjoint (a ternary on 1.11-1.16)."""
+    if not _compat.TERNARY_WITHOUT_ADJOINT:
+        return False
+    tree = _compat.adjoint_source_tree(adj)
+    return tree is not None and any(isinstance(node, ast.IfExp) for node in ast.walk(tree))
+
+
+def wrap_eval(original):
+    """A flagged kernel's (or helper variant's) ternary ``a if c else b``, on a Warp that loads a side that is an array
+    element without its adjoint (1.11-1.16), generated as Warp 1.17 generates it (`_compat.emit_ternary_with_adjoint`)."""
+
+    def eval(adj, node):
+        if _compat.TERNARY_WITHOUT_ADJOINT and isinstance(node, ast.IfExp) and fixes_code(adj):
+            return _compat.emit_ternary_with_adjoint(adj, node)
+        return original(adj, node)
+
+    return eval
 
 
 # ------------------------------------------------------------------------------------------------------------

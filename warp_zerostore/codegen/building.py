@@ -126,3 +126,8 @@ def wrap_add_builtin_call(original):
 def building_flagged_module() -> bool:
     """Whether the module being built holds a kernel whose mode is True or False."""
     return _state.build_flagged
+
+
+def building_zero_store_kernel() -> bool:
+    """Whether the code being built is a ``zero_store=True`` kernel's own body (not a helper it calls)."""
+    return _state.build_mode is True

@@ -26,6 +26,7 @@ class _CodegenPlan:
     """What a flagged module's code generation needs: each kernel's mode and the helpers to rename."""
 
     def __init__(self, builder, kernel_modes: dict):
+        self.builder = builder
         self.kernel_modes = kernel_modes  # id(kernel) -> mode
         used = set(kernel_modes.values())
         self.single_mode = next(iter(used)) if len(used) == 1 else _UNSET
@@ -61,7 +62,7 @@ def wrap_function_codegen(original):
         plan = _state.codegen
         if plan is None:
             return text
-        fixed = backports.flagged_helper_text(original, args, kwargs, text, plan.backward_reach)
+        fixed = backports.flagged_helper_text(original, args, kwargs, text, plan.backward_reach, plan.builder)
         if args and (declaration := backports.custom_adjoint_declaration(args[0], text)):
             plan.declarations.append(declaration)
         if plan.replay is not None:

@@ -8,7 +8,8 @@
 * ``ModuleBuilder.codegen`` and the ``codegen_*`` functions (`generation`): the header, the store-adjoint swap,
   helper variants and the replay log in a flagged module's source.
 * ``Adjoint.resolve_external_reference``: the facade resolves to ``warp`` itself.
-* ``Adjoint.resolve_func`` (`backports`): a flagged module's call graph, for newer Warp's fixes to helpers.
+* ``Adjoint.resolve_func`` and ``Adjoint.eval`` (`backports`): a flagged module's call graph, and statements older
+  Warp generates without their adjoint, generated as newer Warp does in flagged code.
 * Warp's ``Tape.backward``: the replay's and the lints' warnings for the backward about to run
   (`adjoint_lints.warn_backward`).
 
@@ -74,5 +75,6 @@ def install() -> None:
     _compat.wrap("codegen.codegen_snippet", generation.wrap_function_codegen)
     _compat.wrap("Tape.backward", _wrap_tape_backward)
     _compat.wrap("Adjoint.resolve_func", backports.wrap_resolve_func)
+    _compat.wrap("Adjoint.eval", backports.wrap_eval)
     if not _compat.HAS_SLOT_STORES:
         _compat.wrap("Adjoint.add_builtin_call", building.wrap_add_builtin_call)
