@@ -16,17 +16,18 @@ then called by a differentiable one: the helpers
 it calls keep no adjoint (which kernel builds
 first varies between processes)
 ``wp.tile_map(f, ...)`` of a builtin whose          <= 1.18     the element adjoint called with the result
-adjoint takes its result (``tanh``, ``sqrt``,                  where it takes one (1.19): the header's map
-``cbrt``): does not build                                      macros, named in the kernel's code
+adjoint takes its result (``tanh``, ``sqrt``,                  where it takes one (1.19): Warp's map macros
+``cbrt``): does not build                                      defined again by the header
 a ``@wp.func_grad`` called from another helper's    1.9         each such adjoint declared before the first
 adjoint: does not build                                        function (1.10 emits them first)
 =================================================  ==========  ================================================
 
 A ``@wp.func`` helper is shared by the kernels of its module: a module whose kernels are all ``zero_store=True``
 gets the fixed helper; in a module with kernels of other modes, the flagged kernels call a variant of the helper of
-their own (`generation`), and the other kernels keep Warp's, bug included. A build error cannot be kept per kernel
-(a module compiles whole), so the declarations go into the whole flagged module; the map macros are named only in
-flagged kernels' code.
+their own (`generation`), and the other kernels keep Warp's, bug included. A build error cannot be kept per kernel:
+a module compiles whole, and a flagged kernel builds only if its module does, so the build fixes (declarations,
+the header's map macros) hold for every kernel of a module that holds a flagged one (True or False, the modules
+the header goes into); a module without one keeps Warp's error.
 """
 
 from __future__ import annotations
@@ -149,23 +150,7 @@ def wrap_eval(original):
 
 
 # ------------------------------------------------------------------------------------------------------------
-# Build errors: tile maps over builtins whose adjoint takes the result; custom adjoints used before declared
-
-#: Warp's tile map macro -> the header's, which calls the element adjoint with the result where it takes one
-TILE_MAP_MACROS: dict[str, str] = {
-    "wp::adj_tile_unary_map(": "wp::zs_adj_tile_unary_map(",
-    "wp::adj_tile_binary_map(": "wp::zs_adj_tile_binary_map(",
-}
-_TILE_MAP_PATTERN = re.compile("|".join(re.escape(k) for k in TILE_MAP_MACROS))
-
-
-def rewrite_tile_maps(text: str) -> str:
-    """A flagged kernel's (or helper variant's) code with Warp's tile map adjoints replaced by the header's, on a
-    Warp whose tile map cannot call an adjoint that takes the result (`_compat.TILE_MAP_ADJOINT_DISPATCHES`)."""
-    if _compat.TILE_MAP_ADJOINT_DISPATCHES:
-        return text
-    return _TILE_MAP_PATTERN.sub(lambda m: TILE_MAP_MACROS[m.group(0)], text)
-
+# Build errors: custom adjoints used before declared (tile maps: the header, native/warp_zerostore.h)
 
 # the first function's head in a generated piece: `static ... name(...)` (a template line before it), up to `{`
 _FUNCTION_HEAD = re.compile(r"^((?:template\s*<[^>]*>\s*)?static\b[^;{}]*?\))\s*\{", re.MULTILINE | re.DOTALL)

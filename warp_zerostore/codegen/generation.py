@@ -49,13 +49,6 @@ class _CodegenPlan:
             self.first_piece = piece
 
 
-def _flagged(text: str, mode, helper_names=(), rename: bool = False) -> str:
-    """A flagged piece's code for ``mode`` (`store_rewrite.rewrite_for_mode`); for True, with newer Warp's fixes to
-    build errors (`backports`)."""
-    text = store_rewrite.rewrite_for_mode(text, mode, helper_names, rename=rename)
-    return backports.rewrite_tile_maps(text) if mode is True else text
-
-
 def wrap_function_codegen(original):
     def codegen_function(*args, **kwargs):
         text = original(*args, **kwargs)
@@ -71,7 +64,7 @@ def wrap_function_codegen(original):
         else:
             stock = text
         if plan.single_mode is not _UNSET:
-            text = _flagged(fixed if plan.single_mode is True else stock, plan.single_mode)
+            text = store_rewrite.rewrite_for_mode(fixed if plan.single_mode is True else stock, plan.single_mode)
         else:
             plan.function_pieces.append((stock, fixed))
             text = stock
@@ -93,7 +86,7 @@ def wrap_codegen_kernel(original):
             plan.kernel_locations[key] = _compat.kernel_source_location(kernel)
             plan.replay_kernels[key] = kernel
             text = plan.replay.kernel(text, key, replay_memory(kernel))
-        text = _flagged(text, mode, plan.helper_names, rename=plan.single_mode is _UNSET)
+        text = store_rewrite.rewrite_for_mode(text, mode, plan.helper_names, rename=plan.single_mode is _UNSET)
         plan.note(text)
         return text
 
@@ -123,7 +116,9 @@ def wrap_builder_codegen(original):
         if plan.function_pieces:
             for mode in plan.variant_modes:
                 variants += "".join(
-                    _flagged(fixed if mode is True else stock, mode, plan.helper_names, rename=True)
+                    store_rewrite.rewrite_for_mode(
+                        fixed if mode is True else stock, mode, plan.helper_names, rename=True
+                    )
                     for stock, fixed in plan.function_pieces
                 )
             end = 0
