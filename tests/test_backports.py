@@ -56,7 +56,7 @@ def stock():
 OTHER = np.roll(np.arange(4), -1)  # the other side's element, x[(i + 1) % 4]
 
 
-# ---- a ternary whose side is an array element: no adjoint on 1.11-1.16 ----------------------------------------
+# ---- a ternary whose side is an array element: to the second side up to 1.10, no adjoint on 1.11-1.16 ----------
 
 
 def _ternary_reference(x, seed):
@@ -67,16 +67,26 @@ def _ternary_reference(x, seed):
     return x64[chosen], grad
 
 
+def _stock_ternary_gradient(seed, grad_ref):
+    """This Warp's own gradient of the unflagged ternary: each thread's to the second side's element whichever side
+    it chose (<= 1.10), none (1.11-1.16), or the right one."""
+    if _compat.TERNARY_GRADIENT_TO_SECOND_SIDE:
+        grad = np.zeros(4)
+        np.add.at(grad, OTHER, seed)
+        return grad
+    return 0.0 if _compat.TERNARY_WITHOUT_ADJOINT else grad_ref
+
+
 @given(x=XS, seed=st.lists(st.floats(0.5, 2.0), min_size=4, max_size=4))
 def test_a_flagged_ternary_is_differentiable_on_every_version(flagged, stock, x, seed, device):
     y_ref, grad_ref = _ternary_reference(x, np.array(seed))
     y, grad = _gradient(flagged.ternary, x, np.float32(seed), device)
     np.testing.assert_allclose(y, y_ref, rtol=1e-6)
     np.testing.assert_allclose(grad, grad_ref, rtol=1e-5)
-    # negative twin: the unflagged kernel keeps this Warp's own gradient (none through the side on 1.11-1.16)
+    # negative twin: the unflagged kernel keeps this Warp's own gradient, bug included
     y, grad = _gradient(stock.ternary, x, np.float32(seed), device)
     np.testing.assert_allclose(y, y_ref, rtol=1e-6)
-    np.testing.assert_allclose(grad, 0.0 if _compat.TERNARY_WITHOUT_ADJOINT else grad_ref, rtol=1e-5)
+    np.testing.assert_allclose(grad, _stock_ternary_gradient(np.array(seed), grad_ref), rtol=1e-5)
 
 
 def _ternary_helper_reference(x):
@@ -85,17 +95,28 @@ def _ternary_helper_reference(x):
     chosen = np.where(x64 > 0.0, np.arange(4), OTHER)
     grad += x64[chosen]  # d/dx[i] of the factor x[i]
     np.add.at(grad, chosen, x64)  # d/dx[chosen] of pick
-    return x64[chosen] * x64, grad, x64[chosen]  # the last: the gradient where pick's has none
+    return x64[chosen] * x64, grad
+
+
+def _stock_ternary_helper_gradient(x, grad_ref):
+    """This Warp's own gradient of the unflagged ``pick(x, i) * x[i]``: pick's share to the second side's element
+    (<= 1.10), none (1.11-1.16), or the right one."""
+    x64 = x.astype(np.float64)
+    without_pick = x64[np.where(x64 > 0.0, np.arange(4), OTHER)]
+    if _compat.TERNARY_GRADIENT_TO_SECOND_SIDE:
+        np.add.at(without_pick, OTHER, x64)
+        return without_pick
+    return without_pick if _compat.TERNARY_WITHOUT_ADJOINT else grad_ref
 
 
 @given(x=XS)
 def test_a_ternary_in_a_helper_of_a_flagged_kernel_is_differentiable(flagged, stock, x, device):
-    y_ref, grad_ref, without_pick = _ternary_helper_reference(x)
+    y_ref, grad_ref = _ternary_helper_reference(x)
     y, grad = _gradient(flagged.ternary_in_helper, x, np.ones(4, np.float32), device)
     np.testing.assert_allclose(y, y_ref, rtol=1e-6)
     np.testing.assert_allclose(grad, grad_ref, rtol=1e-5)
     y, grad = _gradient(stock.ternary_in_helper, x, np.ones(4, np.float32), device)
-    np.testing.assert_allclose(grad, without_pick if _compat.TERNARY_WITHOUT_ADJOINT else grad_ref, rtol=1e-5)
+    np.testing.assert_allclose(grad, _stock_ternary_helper_gradient(x, grad_ref), rtol=1e-5)
 
 
 @given(x=XS)
@@ -104,13 +125,13 @@ def test_a_helper_shared_by_kernels_of_two_modes_is_fixed_for_the_flagged_one_on
     with the fix; the unflagged one calls Warp's, and keeps its gradient, bug included."""
     from helpers import kernels_backports_mixed as mixed  # noqa: PLC0415
 
-    y_ref, grad_ref, without_pick = _ternary_helper_reference(x)
+    y_ref, grad_ref = _ternary_helper_reference(x)
     y, grad = _gradient(mixed.flagged, x, np.ones(4, np.float32), device)
     np.testing.assert_allclose(y, y_ref, rtol=1e-6)
     np.testing.assert_allclose(grad, grad_ref, rtol=1e-5)
     y, grad = _gradient(mixed.unflagged, x, np.ones(4, np.float32), device)
     np.testing.assert_allclose(y, y_ref, rtol=1e-6)
-    np.testing.assert_allclose(grad, without_pick if _compat.TERNARY_WITHOUT_ADJOINT else grad_ref, rtol=1e-5)
+    np.testing.assert_allclose(grad, _stock_ternary_helper_gradient(x, grad_ref), rtol=1e-5)
 
 
 # ---- wp.copy's adjoint: a window's offsets swapped up to 1.14, src.grad overwritten up to 1.16 -------------------
@@ -166,9 +187,11 @@ def test_a_flagged_tile_store_over_a_tile_store_zeroes(flagged, stock, x, device
 
 
 @given(x=XS)
-def test_a_flagged_tile_map_of_tanh_and_sqrt_builds_and_is_right(flagged, x, device):
+def test_a_flagged_tile_map_of_tanh_and_sqrt_builds_and_is_right(x, device):
     """``tanh(t) + sqrt(t * t)`` mapped over a tile: the element adjoints of tanh and sqrt take their result, which
     Warp <= 1.18's tile map does not pass; a flagged kernel's map passes it."""
+    from helpers import kernels_backports_tanh as flagged  # noqa: PLC0415
+
     y, grad = _gradient(flagged.tile_map_tanh, x, np.ones(4, np.float32), device, tiled=True)
     x64 = x.astype(np.float64)
     np.testing.assert_allclose(y, np.tanh(x64) + np.abs(x64), rtol=1e-5)
@@ -191,7 +214,7 @@ def test_an_unflagged_tile_map_of_tanh_keeps_warps_build(device):
 def test_an_unflagged_tile_map_of_tanh_builds_in_a_module_with_a_flagged_kernel(device):
     """A module compiles whole, and its flagged kernel builds only if it does: the header's map macros hold for every
     kernel of a module that holds a flagged one (the unflagged kernel's own code is Warp's)."""
-    from helpers import kernels_backports_mixed as mixed  # noqa: PLC0415
+    from helpers import kernels_backports_tanh_mixed as mixed  # noqa: PLC0415
 
     x = np.array([0.5, -0.25, 1.0, 2.0], dtype=np.float32)
     _, grad = _gradient(mixed.unflagged_tile_map_tanh, x, np.ones(4, np.float32), device, tiled=True)
@@ -199,8 +222,10 @@ def test_an_unflagged_tile_map_of_tanh_builds_in_a_module_with_a_flagged_kernel(
 
 
 @given(x=XS)
-def test_a_hand_written_adjoint_called_from_a_helper_builds_flagged(flagged, x, device):
+def test_a_hand_written_adjoint_called_from_a_helper_builds_flagged(x, device):
     """``sine`` has a ``@wp.func_grad``, called from ``sine_twice``: ``y = 2 sin x``, ``x.grad = 2 cos x``."""
+    from helpers import kernels_backports_custom as flagged  # noqa: PLC0415
+
     y, grad = _gradient(flagged.custom_adjoint_from_func, x, np.ones(4, np.float32), device)
     np.testing.assert_allclose(y, 2.0 * np.sin(x.astype(np.float64)), rtol=1e-5)
     np.testing.assert_allclose(grad, 2.0 * np.cos(x.astype(np.float64)), rtol=1e-4, atol=1e-6)
@@ -237,13 +262,10 @@ def test_a_forward_only_modules_helper_has_its_adjoint_for_a_flagged_kernel(x, d
     np.testing.assert_allclose(grad, x64 if _compat.HELPER_ADJOINT_FOLLOWS_MODULE_OPTION else 2.0 * x64, rtol=1e-5)
 
 
-RUNS = 6
-
-
-def _fresh_processes(mode: str, x: list) -> list:
+def _fresh_processes(mode: str, x: list, runs: int) -> list:
     script = str(HELPERS / "backports_shared_helper.py")
     outputs = []
-    for _ in range(RUNS):
+    for _ in range(runs):
         done = subprocess.run([sys.executable, script, mode, *map(str, x)], capture_output=True, text=True, check=True)
         outputs.append(json.loads(done.stdout.strip().splitlines()[-1]))
     return outputs
@@ -252,14 +274,15 @@ def _fresh_processes(mode: str, x: list) -> list:
 def test_a_helper_first_built_for_a_forward_only_kernel_is_differentiable_flagged_in_every_process():
     """``y = outer(x) * x``, ``outer`` calling ``inner(p) = p * p``, with a forward-only kernel calling ``outer``
     too: ``x.grad = 3 x^2``. Which kernel Warp builds first varies between processes, and up to 1.15, where the
-    forward-only one is first, ``inner`` keeps no adjoint (``x.grad = x^2``, counted in some of six fresh
-    processes on 1.9.1 to 1.15.0). Flagged, every process is right; unflagged, each is one of the two."""
+    forward-only one is first, ``inner`` keeps no adjoint (``x.grad = x^2``: in some of six fresh processes on each
+    of 1.9.1 to 1.15.0, ``make probe-versions``). Flagged, each of six processes is right; unflagged, each of three
+    is one of the two."""
     x = [0.5, -0.75, 1.25, 2.0]
     x64 = np.array(x)
-    for run in _fresh_processes("flagged", x):
+    for run in _fresh_processes("flagged", x, 6):
         np.testing.assert_allclose(run["y"], x64**3, rtol=1e-5)
         np.testing.assert_allclose(run["x_grad"], 3.0 * x64**2, rtol=1e-5)
-    unflagged = [run["x_grad"] for run in _fresh_processes("unflagged", x)]
+    unflagged = [run["x_grad"] for run in _fresh_processes("unflagged", x, 3)]
     right = [np.allclose(g, 3.0 * x64**2, rtol=1e-5) for g in unflagged]
     assert all(r or np.allclose(g, x64**2, rtol=1e-5) for r, g in zip(right, unflagged))
     if _compat.HELPER_BACKWARD_USE_PROPAGATED:

@@ -19,9 +19,3 @@ def flagged(x: wp.array(dtype=float), y: wp.array(dtype=float)):
 def unflagged(x: wp.array(dtype=float), y: wp.array(dtype=float)):
     i = wp.tid()
     y[i] = pick(x, i) * x[i]
-
-
-@wp.kernel
-def unflagged_tile_map_tanh(x: wp.array(dtype=float), y: wp.array(dtype=float)):
-    i = wp.tid()
-    wp.tile_store(y, wp.tile_map(wp.tanh, wp.tile_load(x, shape=4)), offset=i * 4)

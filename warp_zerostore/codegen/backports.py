@@ -8,6 +8,9 @@ What each older Warp gets wrong, and what a flagged kernel gets instead (each me
 =================================================  ==========  ================================================
 Warp's code                                        wrong on    a flagged kernel's (as the release that fixed it)
 =================================================  ==========  ================================================
+a ternary ``a if c else b`` whose side is an      <= 1.16     each side evaluated in its branch, an array
+array element: the gradient goes to the second                 element side copied (1.17)
+side's element (<= 1.10) or nowhere (1.11-1.16)
 a ``@wp.func``'s adjoint in a module built with    <= 1.17     generated for the kernels that need it (1.18)
 ``enable_backward=False``, for a kernel that
 opts back in
@@ -130,7 +133,7 @@ def fixes_code(adj) -> bool:
 
 
 def _needs_fixing(adj) -> bool:
-    """Whether a helper's source holds a statement this Warp generates without its adjoint (a ternary on 1.11-1.16)."""
+    """Whether a helper's source holds a statement this Warp generates without its adjoint (a ternary, <= 1.16)."""
     if not _compat.TERNARY_WITHOUT_ADJOINT:
         return False
     tree = _compat.adjoint_source_tree(adj)
@@ -138,8 +141,8 @@ def _needs_fixing(adj) -> bool:
 
 
 def wrap_eval(original):
-    """A flagged kernel's (or helper variant's) ternary ``a if c else b``, on a Warp that loads a side that is an array
-    element without its adjoint (1.11-1.16), generated as Warp 1.17 generates it (`_compat.emit_ternary_with_adjoint`)."""
+    """A flagged kernel's (or helper variant's) ternary ``a if c else b``, on a Warp that gets the gradient of a side
+    that is an array element wrong (<= 1.16), generated as Warp 1.17 generates it (`_compat.emit_ternary_with_adjoint`)."""
 
     def eval(adj, node):
         if _compat.TERNARY_WITHOUT_ADJOINT and isinstance(node, ast.IfExp) and fixes_code(adj):

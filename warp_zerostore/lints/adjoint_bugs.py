@@ -18,7 +18,7 @@ replay breaks: any ``break`` in a run-time ``for`` loop is wrong in general. A `
 count (``w = w + 1``); Warp 1.13 and later unroll a constant-bound loop with ``continue`` but no ``break``,
 which is then right too. (Each checked against central differences, tests/test_lints_adjoint_bugs.py.)
 
-A ternary ``a if c else b``, which Warp 1.11-1.16 give no adjoint where a side is an array element, is not found
+A ternary ``a if c else b``, whose gradient Warp <= 1.16 gets wrong where a side is an array element, is not found
 here: flagged kernels get Warp 1.17's code for it (`warp_zerostore.codegen.backports`).
 
 The fuzzer's other finding of this kind, a local assigned in a loop with a run-time bound and then read by an

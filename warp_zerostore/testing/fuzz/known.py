@@ -29,6 +29,10 @@ OLD = tuple(v for v in SUPPORTED if tuple(map(int, v.split("."))) < (1, 13))  # 
 #: per release, docs/semantics.md); flagged kernels have both on every version.
 NO_COMPONENT_STORE = tuple(v for v in SUPPORTED if tuple(map(int, v.split("."))) < (1, 14))
 NO_COMPONENT_AUGSTORE = tuple(v for v in SUPPORTED if tuple(map(int, v.split("."))) < (1, 18))
+#: Where stock Warp gets wrong what flagged kernels get right on every version (codegen/backports.py; measured per
+#: release, scripts/probe_warp_versions.py): a ternary's array-element side, tile maps of tanh.
+TERNARY_WRONG = tuple(v for v in SUPPORTED if tuple(map(int, v.split("."))) < (1, 17))
+UP_TO_1_18 = tuple(v for v in SUPPORTED if tuple(map(int, v.split("."))) < (1, 19))
 
 #: id -> (Warp versions, variants, kind, constructs that trigger it).
 KNOWN = {
@@ -77,8 +81,10 @@ KNOWN = {
     # skips those statements' adjoints (a constant-bound loop with only `continue` is unrolled, and right, on 1.19).
     "loop-break-after-statements": (ALL, BOTH, "gradient", ("break",)),
     "loop-continue-after-statements": (ALL, BOTH, "gradient", ("continue",)),
-    # `a if c else b`: Warp 1.12 drops the ternary's adjoint (zero gradient through it); wp.where is right.
-    "ternary-no-adjoint": (("1.12.1",), BOTH, "gradient", ("ternary",)),
+    # `a if c else b` where a side is an array element: Warp <= 1.10 sends each thread's gradient to the second side's
+    # element, 1.11-1.16 drop it (zero gradient through the side); wp.where is right. Stock only: flagged kernels get
+    # 1.17's code for it (codegen/backports.py).
+    "ternary-no-adjoint": (TERNARY_WRONG, ("stock",), "gradient", ("ternary",)),
     # a valid kernel Warp cannot build: static loops (each `for k0 in range(1)`) in both branches of an if.
     "static-loops-in-both-branches": (("1.12.1", "1.19.0"), BOTH, "build", ("for(static)", "if(parity)")),
     # the same family: a static loop's counter name reused by a runtime loop inside an `if` (fuzz_false_alarms seed 7).
@@ -89,8 +95,10 @@ KNOWN = {
         ("for(runtime)", "for(static)", "if(threshold)"),
     ),
     # a valid kernel Warp 1.9.1 cannot build: a @wp.func with a @wp.func_grad called from another @wp.func (the
-    # custom adjoint is called before the generated C++ declares it); 1.10.1, 1.12.1 and 1.19.0 build it, right.
-    "func-grad-helper-called-from-func": (("1.9.1",), BOTH, "build", ("nested call(func_grad)",)),
+    # custom adjoint is called before the generated C++ declares it); 1.10.1 and later build it, right. A module that
+    # holds a flagged kernel builds it on 1.9.1 too (the header declares such adjoints first: codegen/backports.py),
+    # so a batch's kernels (stock and flagged in one module) meet it only in a module of their own.
+    "func-grad-helper-called-from-func": (("1.9.1",), ("stock",), "build", ("nested call(func_grad)",)),
     # a value assigned to a field of a struct local (s = S(); s.a = x[i]) has no adjoint on Warp <= 1.12: zero
     # gradient through the field, read directly or through a @wp.func taking the struct (feature "structs"). The
     # fuzzer's struct local is built field by field, so any kernel with one and a field read anywhere.
@@ -108,9 +116,10 @@ KNOWN = {
     # over in the same launch; Warp's backward re-reads the new values. Right on the snapshot Tape, as above.
     "tile-read-then-store": (ALL, IN_PLACE, "gradient", ("tile readback yt", "tile_store")),
     "tile-read-then-atomic-add": (ALL, IN_PLACE, "gradient", ("tile readback yt", "tile_atomic_add")),
-    # a valid kernel Warp <= 1.12 cannot build: wp.tile_map(wp.tanh, t) (the tile map's adjoint calls adj_tanh
-    # without the return value tanh's adjoint takes); sin and cos map and build.
-    "tile-map-tanh-build-error": (OLD, BOTH, "build", ("tile_map(tanh)",)),
+    # a valid kernel Warp <= 1.18 cannot build: wp.tile_map(wp.tanh, t) (the tile map's adjoint calls adj_tanh
+    # without the return value tanh's adjoint takes); sin and cos map and build. A module that holds a flagged kernel
+    # builds it on every version (the header's map macros: codegen/backports.py), a batch's module included.
+    "tile-map-tanh-build-error": (UP_TO_1_18, ("stock",), "build", ("tile_map(tanh)",)),
     # two stores to one element: Warp <= 1.12 keeps the overwritten store's gradient (what zero_store fixes), on
     # either Tape (the snapshot Tape restores values, not adjoints).
     "overwrite-accumulates": (OLD, ("stock",), "gradient", ("store",)),
