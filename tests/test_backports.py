@@ -287,3 +287,36 @@ def test_a_helper_first_built_for_a_forward_only_kernel_is_differentiable_flagge
     assert all(r or np.allclose(g, x64**2, rtol=1e-5) for r, g in zip(right, unflagged))
     if _compat.HELPER_BACKWARD_USE_PROPAGATED:
         assert all(right)
+
+
+# ---- a value assigned to a struct local's field: no adjoint up to 1.14, flagged or not (not backported) ---------
+
+
+@pytest.mark.xfail(
+    not _compat.STOCK_STRUCT_FIELD_STORES_DIFFERENTIABLE,
+    reason="Warp <= 1.14 gives a struct field assignment no adjoint, and flagged kernels do not get 1.15's code yet",
+    strict=True,
+)
+@pytest.mark.parametrize("name", ["field", "returned"])
+def test_a_flagged_struct_field_assignment_is_differentiable(name, device):
+    """``s.a = x[i]; y[i] = s.a * s.a`` and ``make(x[i]).a`` with ``make`` assigning ``r.a = p * p``: ``x.grad =
+    2 x``. Where this Warp drops the field assignment's adjoint the flagged kernel is still wrong (zero), silently:
+    a strict xfail there, so that a fix shows."""
+    from helpers import kernels_backports_structs as module  # noqa: PLC0415
+
+    x = np.array([0.5, -0.25, 1.0, 2.0], dtype=np.float32)
+    y, grad = _gradient(getattr(module, name), x, np.ones(4, np.float32), device)
+    np.testing.assert_allclose(y, x.astype(np.float64) ** 2, rtol=1e-6)
+    np.testing.assert_allclose(grad, 2.0 * x.astype(np.float64), rtol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["field_stock", "returned_stock"])
+def test_an_unflagged_struct_field_assignment_keeps_warps_gradient(name, device):
+    """The negative twins: zero where this Warp drops the assignment's adjoint (<= 1.14), else ``2 x``."""
+    from helpers import kernels_backports_structs as module  # noqa: PLC0415
+
+    x = np.array([0.5, -0.25, 1.0, 2.0], dtype=np.float32)
+    y, grad = _gradient(getattr(module, name), x, np.ones(4, np.float32), device)
+    np.testing.assert_allclose(y, x.astype(np.float64) ** 2, rtol=1e-6)
+    expected = 2.0 * x.astype(np.float64) if _compat.STOCK_STRUCT_FIELD_STORES_DIFFERENTIABLE else 0.0
+    np.testing.assert_allclose(grad, expected, rtol=1e-5)
