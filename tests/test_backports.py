@@ -56,7 +56,7 @@ def stock():
 OTHER = np.roll(np.arange(4), -1)  # the other side's element, x[(i + 1) % 4]
 
 
-# ---- a ternary whose side is an array element: to the second side up to 1.10, no adjoint on 1.11-1.16 ----------
+# ---- a ternary whose side is an array element: the second side up to 1.10, no adjoint on 1.11-1.16 -------------
 
 
 def _ternary_reference(x, seed):
@@ -67,14 +67,14 @@ def _ternary_reference(x, seed):
     return x64[chosen], grad
 
 
-def _stock_ternary_gradient(seed, grad_ref):
-    """This Warp's own gradient of the unflagged ternary: each thread's to the second side's element whichever side
-    it chose (<= 1.10), none (1.11-1.16), or the right one."""
-    if _compat.TERNARY_GRADIENT_TO_SECOND_SIDE:
+def _stock_ternary(x, seed, y_ref, grad_ref):
+    """This Warp's own ``y`` and gradient of the unflagged ternary: each thread's second side, value and gradient,
+    whichever side it chose (<= 1.10); no gradient (1.11-1.16); or the right ones."""
+    if _compat.TERNARY_TAKES_SECOND_SIDE:
         grad = np.zeros(4)
         np.add.at(grad, OTHER, seed)
-        return grad
-    return 0.0 if _compat.TERNARY_WITHOUT_ADJOINT else grad_ref
+        return x.astype(np.float64)[OTHER], grad
+    return y_ref, 0.0 if _compat.TERNARY_WITHOUT_ADJOINT else grad_ref
 
 
 @given(x=XS, seed=st.lists(st.floats(0.5, 2.0), min_size=4, max_size=4))
@@ -83,10 +83,11 @@ def test_a_flagged_ternary_is_differentiable_on_every_version(flagged, stock, x,
     y, grad = _gradient(flagged.ternary, x, np.float32(seed), device)
     np.testing.assert_allclose(y, y_ref, rtol=1e-6)
     np.testing.assert_allclose(grad, grad_ref, rtol=1e-5)
-    # negative twin: the unflagged kernel keeps this Warp's own gradient, bug included
+    # negative twin: the unflagged kernel keeps this Warp's own result, bug included
     y, grad = _gradient(stock.ternary, x, np.float32(seed), device)
-    np.testing.assert_allclose(y, y_ref, rtol=1e-6)
-    np.testing.assert_allclose(grad, _stock_ternary_gradient(np.array(seed), grad_ref), rtol=1e-5)
+    y_stock, grad_stock = _stock_ternary(x, np.array(seed), y_ref, grad_ref)
+    np.testing.assert_allclose(y, y_stock, rtol=1e-6)
+    np.testing.assert_allclose(grad, grad_stock, rtol=1e-5)
 
 
 def _ternary_helper_reference(x):
@@ -98,15 +99,15 @@ def _ternary_helper_reference(x):
     return x64[chosen] * x64, grad
 
 
-def _stock_ternary_helper_gradient(x, grad_ref):
-    """This Warp's own gradient of the unflagged ``pick(x, i) * x[i]``: pick's share to the second side's element
-    (<= 1.10), none (1.11-1.16), or the right one."""
+def _stock_ternary_helper(x, y_ref, grad_ref):
+    """This Warp's own ``y`` and gradient of the unflagged ``pick(x, i) * x[i]``: pick the second side's element
+    (<= 1.10; its gradient there follows no simple rule: None); pick without a gradient (1.11-1.16); or the right
+    ones."""
     x64 = x.astype(np.float64)
+    if _compat.TERNARY_TAKES_SECOND_SIDE:
+        return x64[OTHER] * x64, None
     without_pick = x64[np.where(x64 > 0.0, np.arange(4), OTHER)]
-    if _compat.TERNARY_GRADIENT_TO_SECOND_SIDE:
-        np.add.at(without_pick, OTHER, x64)
-        return without_pick
-    return without_pick if _compat.TERNARY_WITHOUT_ADJOINT else grad_ref
+    return y_ref, without_pick if _compat.TERNARY_WITHOUT_ADJOINT else grad_ref
 
 
 @given(x=XS)
@@ -116,13 +117,17 @@ def test_a_ternary_in_a_helper_of_a_flagged_kernel_is_differentiable(flagged, st
     np.testing.assert_allclose(y, y_ref, rtol=1e-6)
     np.testing.assert_allclose(grad, grad_ref, rtol=1e-5)
     y, grad = _gradient(stock.ternary_in_helper, x, np.ones(4, np.float32), device)
-    np.testing.assert_allclose(grad, _stock_ternary_helper_gradient(x, grad_ref), rtol=1e-5)
+    y_stock, grad_stock = _stock_ternary_helper(x, y_ref, grad_ref)
+    np.testing.assert_allclose(y, y_stock, rtol=1e-6)
+    if grad_stock is not None:
+        np.testing.assert_allclose(grad, grad_stock, rtol=1e-5)
 
 
 @given(x=XS)
-def test_a_helper_shared_by_kernels_of_two_modes_is_fixed_for_the_flagged_one_only(x, device):
+def test_a_helper_shared_by_kernels_of_two_modes_is_fixed_for_the_flagged_one_only(stock, x, device):
     """One module, one helper, a flagged and an unflagged kernel: the flagged one calls a variant of the helper built
-    with the fix; the unflagged one calls Warp's, and keeps its gradient, bug included."""
+    with the fix; the unflagged one calls Warp's, and keeps its result, bug included: the same as the unflagged
+    kernel of a module without a flagged one."""
     from helpers import kernels_backports_mixed as mixed  # noqa: PLC0415
 
     y_ref, grad_ref = _ternary_helper_reference(x)
@@ -130,8 +135,13 @@ def test_a_helper_shared_by_kernels_of_two_modes_is_fixed_for_the_flagged_one_on
     np.testing.assert_allclose(y, y_ref, rtol=1e-6)
     np.testing.assert_allclose(grad, grad_ref, rtol=1e-5)
     y, grad = _gradient(mixed.unflagged, x, np.ones(4, np.float32), device)
-    np.testing.assert_allclose(y, y_ref, rtol=1e-6)
-    np.testing.assert_allclose(grad, _stock_ternary_helper_gradient(x, grad_ref), rtol=1e-5)
+    y_stock, grad_stock = _gradient(stock.ternary_in_helper, x, np.ones(4, np.float32), device)
+    np.testing.assert_array_equal(y, y_stock)
+    np.testing.assert_array_equal(grad, grad_stock)
+    y_stock, grad_stock = _stock_ternary_helper(x, y_ref, grad_ref)
+    np.testing.assert_allclose(y, y_stock, rtol=1e-6)
+    if grad_stock is not None:
+        np.testing.assert_allclose(grad, grad_stock, rtol=1e-5)
 
 
 # ---- wp.copy's adjoint: a window's offsets swapped up to 1.14, src.grad overwritten up to 1.16 -------------------

@@ -17,8 +17,8 @@ internals                            1.9: ``warp.codegen``, ``warp.context``; 1.
 augmented ``a[i] op= v`` atomics     ``+=``, ``-=``; the bitwise ones from 1.10 (``ATOMIC_AUGMENTED_OPS``)
 a constant loop with ``continue``    dynamic up to 1.12; unrolled from 1.13 (``UNROLLS_LOOPS_WITH_CONTINUE``)
 a ternary ``a if c else b``          a side that is an array element: wrong up to 1.16
-                                     (``TERNARY_WITHOUT_ADJOINT``): the gradient goes to the second side's
-                                     element up to 1.10 (``TERNARY_GRADIENT_TO_SECOND_SIDE``), nowhere on
+                                     (``TERNARY_WITHOUT_ADJOINT``): the second side's value and gradient in
+                                     every thread up to 1.10 (``TERNARY_TAKES_SECOND_SIDE``), no gradient on
                                      1.11-1.16; copied, right, from 1.17
 store adjoint in stock Warp          accumulates up to 1.12; zeroes from 1.13 (``STOCK_STORE_ZEROES``)
 ``retain_grad`` array flag           from 1.13 (``ARRAY_FLAG_RETAIN_GRAD``, ``HAS_RETAIN_GRAD``)
@@ -197,14 +197,14 @@ STOCK_STORE_ZEROES: bool = WARP_VERSION >= (1, 13, 0)
 # Warp >= 1.13 unrolls a constant-bound loop with ``continue``; before, such a loop is dynamic (``break`` always is).
 UNROLLS_LOOPS_WITH_CONTINUE: bool = WARP_VERSION >= (1, 13, 0)
 
-# Warp <= 1.16 gets a ternary's gradient wrong where a side is a reference (an array element: ``x[i] if c else
-# x[j]``): up to 1.10 the side goes to ``where`` as the reference itself, and the gradient of the chosen side goes
-# to the other side's element in every thread that chose the first; 1.11-1.16 load it without an adjoint (zero
-# gradient). From 1.17 the side is copied (``copy`` has an adjoint). Measured on every minor, with threads taking
-# either side (scripts/probe_warp_versions.py).
+# Warp <= 1.16 gets a ternary wrong where a side is a reference (an array element: ``x[i] if c else x[j]``): up to
+# 1.10 the side goes to ``where`` as the reference itself, and the ternary is the second side, value and gradient,
+# in every thread, whichever side it chose (``TERNARY_TAKES_SECOND_SIDE``; also with a local first side:
+# ``a if c else x[j]``); 1.11-1.16 load the side without an adjoint (right value, zero gradient). From 1.17 the side
+# is copied (``copy`` has an adjoint). Measured on every minor, with threads taking either side
+# (scripts/probe_warp_versions.py).
 TERNARY_WITHOUT_ADJOINT: bool = WARP_VERSION < (1, 17, 0)
-# Of those, the releases whose gradient goes to the second side's element whichever side a thread chose (<= 1.10).
-TERNARY_GRADIENT_TO_SECOND_SIDE: bool = WARP_VERSION < (1, 11, 0)
+TERNARY_TAKES_SECOND_SIDE: bool = WARP_VERSION < (1, 11, 0)
 
 # Warp <= 1.17 generates a ``@wp.func``'s adjoint only where the module's ``enable_backward`` is on, even for a kernel
 # of a forward-only module that opts back in with ``@wp.kernel(enable_backward=True)`` (1.18 asks whether a backward
@@ -1387,7 +1387,7 @@ def codegen_func_with_adjoint(original: Callable, args: tuple, kwargs: dict) -> 
 def emit_ternary_with_adjoint(adj, node):
     """``a if c else b`` (``node``, an ``ast.IfExp``) generated as Warp >= 1.17 generates it: each side evaluated in
     its branch, a side that is a reference (an array element) copied, whose adjoint reaches the element (Warp
-    1.11-1.16 load it, which has none; up to 1.10 ``where`` takes the reference itself: `TERNARY_WITHOUT_ADJOINT`),
+    1.11-1.16 load it, which has none; up to 1.10 ``where`` takes the reference itself, and yields the second side: `TERNARY_WITHOUT_ADJOINT`),
     then ``where``."""
     if hasattr(node, "lineno"):
         adj.set_lineno(node.lineno - 1)

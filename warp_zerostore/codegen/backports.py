@@ -9,8 +9,8 @@ What each older Warp gets wrong, and what a flagged kernel gets instead (each me
 Warp's code                                        wrong on    a flagged kernel's (as the release that fixed it)
 =================================================  ==========  ================================================
 a ternary ``a if c else b`` whose side is an      <= 1.16     each side evaluated in its branch, an array
-array element: the gradient goes to the second                 element side copied (1.17)
-side's element (<= 1.10) or nowhere (1.11-1.16)
+array element: the second side's value and                     element side copied (1.17)
+gradient (<= 1.10), no gradient (1.11-1.16)
 a ``@wp.func``'s adjoint in a module built with    <= 1.17     generated for the kernels that need it (1.18)
 ``enable_backward=False``, for a kernel that
 opts back in

@@ -32,6 +32,7 @@ NO_COMPONENT_AUGSTORE = tuple(v for v in SUPPORTED if tuple(map(int, v.split("."
 #: Where stock Warp gets wrong what flagged kernels get right on every version (codegen/backports.py; measured per
 #: release, scripts/probe_warp_versions.py): a ternary's array-element side, tile maps of tanh.
 TERNARY_WRONG = tuple(v for v in SUPPORTED if tuple(map(int, v.split("."))) < (1, 17))
+TERNARY_SECOND_SIDE = tuple(v for v in SUPPORTED if tuple(map(int, v.split("."))) < (1, 11))
 UP_TO_1_18 = tuple(v for v in SUPPORTED if tuple(map(int, v.split("."))) < (1, 19))
 
 #: id -> (Warp versions, variants, kind, constructs that trigger it).
@@ -81,10 +82,11 @@ KNOWN = {
     # skips those statements' adjoints (a constant-bound loop with only `continue` is unrolled, and right, on 1.19).
     "loop-break-after-statements": (ALL, BOTH, "gradient", ("break",)),
     "loop-continue-after-statements": (ALL, BOTH, "gradient", ("continue",)),
-    # `a if c else b` where a side is an array element: Warp <= 1.10 sends each thread's gradient to the second side's
-    # element, 1.11-1.16 drop it (zero gradient through the side); wp.where is right. Stock only: flagged kernels get
-    # 1.17's code for it (codegen/backports.py).
+    # `a if c else b` where a side is an array element: Warp <= 1.10 gives the second side, value and gradient, in
+    # every thread, 1.11-1.16 drop the side's adjoint (zero gradient through it); wp.where is right. Stock only:
+    # flagged kernels get 1.17's code for it (codegen/backports.py).
     "ternary-no-adjoint": (TERNARY_WRONG, ("stock",), "gradient", ("ternary",)),
+    "ternary-takes-second-side": (TERNARY_SECOND_SIDE, ("stock",), "forward", ("ternary",)),
     # a valid kernel Warp cannot build: static loops (each `for k0 in range(1)`) in both branches of an if.
     "static-loops-in-both-branches": (("1.12.1", "1.19.0"), BOTH, "build", ("for(static)", "if(parity)")),
     # the same family: a static loop's counter name reused by a runtime loop inside an `if` (fuzz_false_alarms seed 7).
