@@ -2,10 +2,10 @@
 
 Run it with each matrix venv's Python (``make probe-versions`` runs all of them); it prints one JSON line:
 store zeroing, component-store gradients, the copy adjoint (accumulating; a window's offsets), tile_store's
-adjoint, slot stores and retain_grad, and the adjoint bugs newer Warp fixed that flagged kernels get fixed on every
-version (`warp_zerostore.codegen.backports`: a ternary's side, a struct field assigned in a kernel or in a helper
-that returns the struct, a forward-only module's helper, a helper first built for a forward-only kernel, tile maps
-of tanh, a hand-written adjoint called from a helper), each measured with stock Warp (plain ``import warp``, the
+adjoint, slot stores and retain_grad, and the adjoint bugs newer Warp fixed (flagged kernels get the fix on every
+version, `warp_zerostore.codegen.backports`: a ternary's side, a forward-only module's helper, a helper first built
+for a forward-only kernel, tile maps of tanh, a hand-written adjoint called from a helper; not yet: a struct field
+assigned in a kernel or in a helper that returns the struct), each measured with stock Warp (plain ``import warp``, the
 package not imported), plus the version. With ``--check``, it then imports the package and exits 1 where a
 measured fact and `_compat`'s disagree (``make probe-versions`` passes it).
 """

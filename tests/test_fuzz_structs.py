@@ -148,8 +148,9 @@ def test_the_struct_field_adjoint_bug_is_known_on_1_12_and_older_only():
     def failure(program, version, variant="zero_store"):
         return known.match(batch.Failure(Case(program, {}, INPUTS, COT), variant, "gradient"), version)
 
-    for version in ("1.9.1", "1.10.1", "1.12.1"):
+    for version in ("1.9.1", "1.10.1", "1.12.1", "1.14.0"):
         assert failure(with_struct, version) == "struct-field-assign-no-adjoint"
+    assert failure(with_struct, "1.15.0") == ""  # Warp 1.15 gives the assignment its adjoint
     assert failure(with_struct, "1.19.0") == ""
     assert failure(without, "1.12.1") == ""  # no struct: not this entry (zero_store is right there)
 
@@ -306,9 +307,10 @@ def test_the_struct_return_adjoint_bug_is_known_on_1_12_and_older_only():
     def failure(program, version, variant="zero_store"):
         return known.match(batch.Failure(Case(program, {}, INPUTS, COT), variant, "gradient"), version)
 
-    for version in ("1.9.1", "1.10.1", "1.12.1"):
+    for version in ("1.9.1", "1.10.1", "1.12.1", "1.14.0"):
         assert failure(returned, version) == "struct-return-no-adjoint"
         assert failure(returned, version, "stock") == "struct-return-no-adjoint"
+    assert failure(returned, "1.15.0") == ""
     assert failure(returned, "1.19.0") == ""
     # the struct-local entry now wants a field read: a struct local nothing reads is not this bug's trigger
     unread = Program(

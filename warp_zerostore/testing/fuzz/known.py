@@ -34,6 +34,8 @@ NO_COMPONENT_AUGSTORE = tuple(v for v in SUPPORTED if tuple(map(int, v.split("."
 TERNARY_WRONG = tuple(v for v in SUPPORTED if tuple(map(int, v.split("."))) < (1, 17))
 TERNARY_SECOND_SIDE = tuple(v for v in SUPPORTED if tuple(map(int, v.split("."))) < (1, 11))
 UP_TO_1_18 = tuple(v for v in SUPPORTED if tuple(map(int, v.split("."))) < (1, 19))
+#: Where a struct local's field assignment has no adjoint, stock and flagged (_compat.STOCK_STRUCT_FIELD_STORES_...).
+NO_STRUCT_FIELD_STORE = tuple(v for v in SUPPORTED if tuple(map(int, v.split("."))) < (1, 15))
 
 #: id -> (Warp versions, variants, kind, constructs that trigger it).
 KNOWN = {
@@ -101,13 +103,13 @@ KNOWN = {
     # holds a flagged kernel builds it on 1.9.1 too (the header declares such adjoints first: codegen/backports.py),
     # so a batch's kernels (stock and flagged in one module) meet it only in a module of their own.
     "func-grad-helper-called-from-func": (("1.9.1",), ("stock",), "build", ("nested call(func_grad)",)),
-    # a value assigned to a field of a struct local (s = S(); s.a = x[i]) has no adjoint on Warp <= 1.12: zero
+    # a value assigned to a field of a struct local (s = S(); s.a = x[i]) has no adjoint on Warp <= 1.14: zero
     # gradient through the field, read directly or through a @wp.func taking the struct (feature "structs"). The
     # fuzzer's struct local is built field by field, so any kernel with one and a field read anywhere.
-    "struct-field-assign-no-adjoint": (OLD, BOTH, "gradient", ("struct", "struct field")),
+    "struct-field-assign-no-adjoint": (NO_STRUCT_FIELD_STORE, BOTH, "gradient", ("struct", "struct field")),
     # the same inside a @wp.func that returns the struct (r = S(); r.a = p0 * p1; return r): zero gradient through
     # every field of the returned struct, read as h(...).a or after s0 = h(...) (feature "struct_helpers").
-    "struct-return-no-adjoint": (OLD, BOTH, "gradient", ("struct field", "struct return")),
+    "struct-return-no-adjoint": (NO_STRUCT_FIELD_STORE, BOTH, "gradient", ("struct field", "struct return")),
     # a field of a struct local assigned after the struct was passed whole to a @wp.func: the struct is one C++
     # variable the assignment overwrites in place, and the call's adjoint reads the final value (as
     # component-update-after-use; the package warns about flagged kernels).
