@@ -299,19 +299,13 @@ def test_a_helper_first_built_for_a_forward_only_kernel_is_differentiable_flagge
         assert all(right)
 
 
-# ---- a value assigned to a struct local's field: no adjoint up to 1.14, flagged or not (not backported) ---------
+# ---- a value assigned to a struct local's field (in a kernel, in a helper returning it): no adjoint up to 1.14 -----
 
 
-@pytest.mark.xfail(
-    not _compat.STOCK_STRUCT_FIELD_STORES_DIFFERENTIABLE,
-    reason="Warp <= 1.14 gives a struct field assignment no adjoint, and flagged kernels do not get 1.15's code yet",
-    strict=True,
-)
 @pytest.mark.parametrize("name", ["field", "returned"])
 def test_a_flagged_struct_field_assignment_is_differentiable(name, device):
     """``s.a = x[i]; y[i] = s.a * s.a`` and ``make(x[i]).a`` with ``make`` assigning ``r.a = p * p``: ``x.grad =
-    2 x``. Where this Warp drops the field assignment's adjoint the flagged kernel is still wrong (zero), silently:
-    a strict xfail there, so that a fix shows."""
+    2 x``. Warp <= 1.14 gives the assignment no adjoint (zero); a flagged kernel, and its helper, get 1.15's code."""
     from helpers import kernels_backports_structs as module  # noqa: PLC0415
 
     x = np.array([0.5, -0.25, 1.0, 2.0], dtype=np.float32)
@@ -322,7 +316,8 @@ def test_a_flagged_struct_field_assignment_is_differentiable(name, device):
 
 @pytest.mark.parametrize("name", ["field_stock", "returned_stock"])
 def test_an_unflagged_struct_field_assignment_keeps_warps_gradient(name, device):
-    """The negative twins: zero where this Warp drops the assignment's adjoint (<= 1.14), else ``2 x``."""
+    """The negative twins, in the flagged kernels' module (``make`` shared): zero where this Warp drops the
+    assignment's adjoint (<= 1.14), else ``2 x``."""
     from helpers import kernels_backports_structs as module  # noqa: PLC0415
 
     x = np.array([0.5, -0.25, 1.0, 2.0], dtype=np.float32)

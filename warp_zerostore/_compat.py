@@ -1407,6 +1407,42 @@ def emit_ternary_with_adjoint(adj, node):
     return adj.add_builtin_call("where", [cond, body, orelse])
 
 
+def is_struct_field_store(node) -> bool:
+    """Whether a statement assigns a field of a local by name, ``s.a = e`` (a struct's field, or a component)."""
+    return (
+        isinstance(node, ast.Assign)
+        and len(node.targets) == 1
+        and isinstance(node.targets[0], ast.Attribute)
+        and isinstance(node.targets[0].value, ast.Name)
+    )
+
+
+def emit_struct_field_store_with_adjoint(adj, node) -> bool:
+    """``s.a = e`` (``node``, `is_struct_field_store`) on a struct local generated as Warp >= 1.15 generates it:
+    the field stored in place, its adjoint passed on to ``e`` and then cleared (Warp <= 1.14 gives it none:
+    `STOCK_STRUCT_FIELD_STORES_DIFFERENTIABLE`). False, with nothing generated, where ``s`` is not a struct local
+    (a vector's component, a struct held by reference): Warp's own code then."""
+    lhs = node.targets[0]
+    if hasattr(node, "lineno"):
+        adj.set_lineno(node.lineno - 1)
+    aggregate = adj.eval(lhs.value)  # a name: generates nothing
+    if not isinstance(aggregate.type, codegen.Struct) or lhs.attr not in aggregate.type.vars:
+        return False
+    field = aggregate.type.vars[lhs.attr]
+    rhs = adj.eval(node.value)
+    if codegen.is_reference(rhs.type):
+        rhs = adj.add_builtin_call("copy", [rhs])
+    if not types_equal(codegen.strip_reference(rhs.type), field.type):
+        raise codegen.WarpCodegenTypeError(
+            f"Error, assigning to struct field `{lhs.attr}` ({field.type}) with different type ({rhs.type})"
+        )
+    adj.add_forward(f"{aggregate.emit()}.{field.label} = {rhs.emit()};")
+    adj.add_reverse(f"{aggregate.emit_adj()}.{field.label} = {{}};")
+    if adj.is_differentiable_value_type(field.type):
+        adj.add_reverse(f"{rhs.emit_adj()} += {aggregate.emit_adj()}.{field.label};")
+    return True
+
+
 def rebuild(adj, builder) -> None:
     """Build a function's code again with the builder that built it (Warp's own ``build``: it starts afresh)."""
     adj.build(builder)

@@ -11,6 +11,9 @@ Warp's code                                        wrong on    a flagged kernel'
 a ternary ``a if c else b`` whose side is an      <= 1.16     each side evaluated in its branch, an array
 array element: the second side's value and                     element side copied (1.17)
 gradient (<= 1.10), no gradient (1.11-1.16)
+a value assigned to a field of a struct local     <= 1.14     the field stored in place, its adjoint passed
+(``s.a = e``; in a kernel, or in a helper that                 on to ``e`` (1.15)
+returns the struct): no adjoint
 a ``@wp.func``'s adjoint in a module built with    <= 1.17     generated for the kernels that need it (1.18)
 ``enable_backward=False``, for a kernel that
 opts back in
@@ -132,21 +135,32 @@ def fixes_code(adj) -> bool:
     return building.building_zero_store_kernel() or _state.helper == id(adj)
 
 
+def _fixed(node) -> bool:
+    """Whether this Warp generates ``node`` without (the right) adjoint, and flagged code gets a later Warp's: a ternary
+    (<= 1.16), a field assigned on a local (<= 1.14; only a struct's is fixed, decided when generated)."""
+    if isinstance(node, ast.IfExp):
+        return _compat.TERNARY_WITHOUT_ADJOINT
+    return not _compat.STOCK_STRUCT_FIELD_STORES_DIFFERENTIABLE and _compat.is_struct_field_store(node)
+
+
 def _needs_fixing(adj) -> bool:
-    """Whether a helper's source holds a statement this Warp generates without its adjoint (a ternary, <= 1.16)."""
-    if not _compat.TERNARY_WITHOUT_ADJOINT:
-        return False
+    """Whether a helper's source holds a statement this Warp generates without its adjoint (`_fixed`)."""
     tree = _compat.adjoint_source_tree(adj)
-    return tree is not None and any(isinstance(node, ast.IfExp) for node in ast.walk(tree))
+    return tree is not None and any(_fixed(node) for node in ast.walk(tree))
 
 
 def wrap_eval(original):
-    """A flagged kernel's (or helper variant's) ternary ``a if c else b``, on a Warp that gets the gradient of a side
-    that is an array element wrong (<= 1.16), generated as Warp 1.17 generates it (`_compat.emit_ternary_with_adjoint`)."""
+    """A flagged kernel's (or helper variant's) statements that this Warp generates without their adjoint, generated as
+    the release that fixed them does: a ternary ``a if c else b`` with an array-element side (<= 1.16; Warp 1.17's
+    code, `_compat.emit_ternary_with_adjoint`), a value assigned to a struct local's field (<= 1.14; Warp 1.15's,
+    `_compat.emit_struct_field_store_with_adjoint`)."""
 
     def eval(adj, node):
-        if _compat.TERNARY_WITHOUT_ADJOINT and isinstance(node, ast.IfExp) and fixes_code(adj):
-            return _compat.emit_ternary_with_adjoint(adj, node)
+        if _fixed(node) and fixes_code(adj):
+            if isinstance(node, ast.IfExp):
+                return _compat.emit_ternary_with_adjoint(adj, node)
+            if _compat.emit_struct_field_store_with_adjoint(adj, node):
+                return None
         return original(adj, node)
 
     return eval

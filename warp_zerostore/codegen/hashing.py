@@ -13,14 +13,17 @@ import pathlib
 
 from .. import _compat
 from ..options import effective_zero_store
-from . import building, generation, native, replay, replay_records, store_rewrite
+from . import backports, building, generation, native, replay, replay_records, store_rewrite
 from .pre_twin import replay_memory
 
 _log = logging.getLogger(__name__)
 
-# What generates flagged code besides the header: a change to it must never reuse a cached binary.
+# What generates flagged code besides the header (newer Warp's fixes and the version facts that choose them
+# included): a change to it must never reuse a cached binary.
 _GENERATOR_DIGEST = hashlib.sha256(
-    b"".join(pathlib.Path(m.__file__).read_bytes() for m in (store_rewrite, replay, building, generation))
+    b"".join(
+        pathlib.Path(m.__file__).read_bytes() for m in (store_rewrite, replay, building, generation, backports, _compat)
+    )
 ).hexdigest()
 
 

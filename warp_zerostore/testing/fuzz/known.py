@@ -34,7 +34,7 @@ NO_COMPONENT_AUGSTORE = tuple(v for v in SUPPORTED if tuple(map(int, v.split("."
 TERNARY_WRONG = tuple(v for v in SUPPORTED if tuple(map(int, v.split("."))) < (1, 17))
 TERNARY_SECOND_SIDE = tuple(v for v in SUPPORTED if tuple(map(int, v.split("."))) < (1, 11))
 UP_TO_1_18 = tuple(v for v in SUPPORTED if tuple(map(int, v.split("."))) < (1, 19))
-#: Where a struct local's field assignment has no adjoint, stock and flagged (_compat.STOCK_STRUCT_FIELD_STORES_...).
+#: Where a struct local's field assignment has no adjoint in stock Warp (flagged kernels get 1.15's code: backports).
 NO_STRUCT_FIELD_STORE = tuple(v for v in SUPPORTED if tuple(map(int, v.split("."))) < (1, 15))
 
 #: id -> (Warp versions, variants, kind, constructs that trigger it).
@@ -105,11 +105,12 @@ KNOWN = {
     "func-grad-helper-called-from-func": (("1.9.1",), ("stock",), "build", ("nested call(func_grad)",)),
     # a value assigned to a field of a struct local (s = S(); s.a = x[i]) has no adjoint on Warp <= 1.14: zero
     # gradient through the field, read directly or through a @wp.func taking the struct (feature "structs"). The
-    # fuzzer's struct local is built field by field, so any kernel with one and a field read anywhere.
-    "struct-field-assign-no-adjoint": (NO_STRUCT_FIELD_STORE, BOTH, "gradient", ("struct", "struct field")),
+    # fuzzer's struct local is built field by field, so any kernel with one and a field read anywhere. Stock only:
+    # flagged kernels and their helpers get Warp 1.15's code for the assignment (codegen/backports.py).
+    "struct-field-assign-no-adjoint": (NO_STRUCT_FIELD_STORE, ("stock",), "gradient", ("struct", "struct field")),
     # the same inside a @wp.func that returns the struct (r = S(); r.a = p0 * p1; return r): zero gradient through
     # every field of the returned struct, read as h(...).a or after s0 = h(...) (feature "struct_helpers").
-    "struct-return-no-adjoint": (NO_STRUCT_FIELD_STORE, BOTH, "gradient", ("struct field", "struct return")),
+    "struct-return-no-adjoint": (NO_STRUCT_FIELD_STORE, ("stock",), "gradient", ("struct field", "struct return")),
     # a field of a struct local assigned after the struct was passed whole to a @wp.func: the struct is one C++
     # variable the assignment overwrites in place, and the call's adjoint reads the final value (as
     # component-update-after-use; the package warns about flagged kernels).
