@@ -299,13 +299,14 @@ def test_a_helper_first_built_for_a_forward_only_kernel_is_differentiable_flagge
         assert all(right)
 
 
-# ---- a value assigned to a struct local's field (in a kernel, in a helper returning it): no adjoint up to 1.14 -----
+# ---- a value assigned to a struct local's field (in a kernel, in a helper returning it): no adjoint up to 1.14 ----
 
 
-@pytest.mark.parametrize("name", ["field", "returned"])
+@pytest.mark.parametrize("name", ["field", "updated", "nested", "returned"])
 def test_a_flagged_struct_field_assignment_is_differentiable(name, device):
-    """``s.a = x[i]; y[i] = s.a * s.a`` and ``make(x[i]).a`` with ``make`` assigning ``r.a = p * p``: ``x.grad =
-    2 x``. Warp <= 1.14 gives the assignment no adjoint (zero); a flagged kernel, and its helper, get 1.15's code."""
+    """``s.a = x[i]; y[i] = s.a * s.a`` (also ``s.a = 0.0; s.a += x[i]`` and ``o.inner.a = x[i]``), and
+    ``make(x[i]).a`` with ``make`` assigning ``r.a = p * p``: ``x.grad = 2 x``. Warp <= 1.14 gives the assignment no
+    adjoint (zero); a flagged kernel, and its helper, get 1.15's code."""
     from helpers import kernels_backports_structs as module  # noqa: PLC0415
 
     x = np.array([0.5, -0.25, 1.0, 2.0], dtype=np.float32)
@@ -314,7 +315,7 @@ def test_a_flagged_struct_field_assignment_is_differentiable(name, device):
     np.testing.assert_allclose(grad, 2.0 * x.astype(np.float64), rtol=1e-5)
 
 
-@pytest.mark.parametrize("name", ["field_stock", "returned_stock"])
+@pytest.mark.parametrize("name", ["field_stock", "updated_stock", "nested_stock", "returned_stock"])
 def test_an_unflagged_struct_field_assignment_keeps_warps_gradient(name, device):
     """The negative twins, in the flagged kernels' module (``make`` shared): zero where this Warp drops the
     assignment's adjoint (<= 1.14), else ``2 x``."""

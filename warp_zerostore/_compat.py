@@ -1407,39 +1407,56 @@ def emit_ternary_with_adjoint(adj, node):
     return adj.add_builtin_call("where", [cond, body, orelse])
 
 
+def _field_chain(target) -> tuple | None:
+    """``(name, [attr, ...])`` of ``s.a`` or ``s.b.a`` (a chain of attributes on a local by name), else None."""
+    attrs = []
+    while isinstance(target, ast.Attribute):
+        attrs.insert(0, target.attr)
+        target = target.value
+    return (target, attrs) if isinstance(target, ast.Name) and attrs else None
+
+
 def is_struct_field_store(node) -> bool:
-    """Whether a statement assigns a field of a local by name, ``s.a = e`` (a struct's field, or a component)."""
-    return (
-        isinstance(node, ast.Assign)
-        and len(node.targets) == 1
-        and isinstance(node.targets[0], ast.Attribute)
-        and isinstance(node.targets[0].value, ast.Name)
-    )
+    """Whether a statement assigns (``=``, or an operator's ``op=``) a field of a local by name, ``s.a = e``,
+    ``s.b.a += e`` (a struct's field, or a vector's component: told apart when generated)."""
+    if isinstance(node, ast.Assign) and len(node.targets) == 1:
+        return _field_chain(node.targets[0]) is not None
+    return isinstance(node, ast.AugAssign) and _field_chain(node.target) is not None
 
 
 def emit_struct_field_store_with_adjoint(adj, node) -> bool:
-    """``s.a = e`` (``node``, `is_struct_field_store`) on a struct local generated as Warp >= 1.15 generates it:
-    the field stored in place, its adjoint passed on to ``e`` and then cleared (Warp <= 1.14 gives it none:
-    `STOCK_STRUCT_FIELD_STORES_DIFFERENTIABLE`). False, with nothing generated, where ``s`` is not a struct local
-    (a vector's component, a struct held by reference): Warp's own code then."""
-    lhs = node.targets[0]
+    """``s.a = e``, ``s.b.a = e`` or ``s.a op= e`` (``node``, `is_struct_field_store`) on a struct local generated as
+    Warp >= 1.15 generates it: the field stored in place, its adjoint passed on to the value and then cleared (an
+    ``op=`` as the field read, the operation, and that store); Warp <= 1.14 gives it none
+    (`STOCK_STRUCT_FIELD_STORES_DIFFERENTIABLE`). False, with nothing generated, where each level is not a struct
+    local's field (a vector's component, a struct held by reference): Warp's own code then."""
+    target = node.targets[0] if isinstance(node, ast.Assign) else node.target
+    name, attrs = _field_chain(target)
     if hasattr(node, "lineno"):
         adj.set_lineno(node.lineno - 1)
-    aggregate = adj.eval(lhs.value)  # a name: generates nothing
-    if not isinstance(aggregate.type, codegen.Struct) or lhs.attr not in aggregate.type.vars:
-        return False
-    field = aggregate.type.vars[lhs.attr]
-    rhs = adj.eval(node.value)
+    root = adj.eval(name)  # a name: generates nothing
+    path, kind = [], getattr(root, "type", None)
+    for attr in attrs:
+        if not isinstance(kind, codegen.Struct) or attr not in kind.vars:
+            return False
+        path.append(kind.vars[attr].label)
+        kind = kind.vars[attr].type
+    if isinstance(node, ast.Assign):
+        rhs = adj.eval(node.value)
+    else:  # s.a op= e: the field read (Warp's, differentiable), then the operation
+        read = ast.copy_location(ast.Attribute(value=target.value, attr=target.attr, ctx=ast.Load()), target)
+        rhs = adj.eval(ast.copy_location(ast.BinOp(left=read, op=node.op, right=node.value), node))
     if codegen.is_reference(rhs.type):
         rhs = adj.add_builtin_call("copy", [rhs])
-    if not types_equal(codegen.strip_reference(rhs.type), field.type):
+    if not types_equal(codegen.strip_reference(rhs.type), kind):
         raise codegen.WarpCodegenTypeError(
-            f"Error, assigning to struct field `{lhs.attr}` ({field.type}) with different type ({rhs.type})"
+            f"Error, assigning to struct field `{attrs[-1]}` ({kind}) with different type ({rhs.type})"
         )
-    adj.add_forward(f"{aggregate.emit()}.{field.label} = {rhs.emit()};")
-    adj.add_reverse(f"{aggregate.emit_adj()}.{field.label} = {{}};")
-    if adj.is_differentiable_value_type(field.type):
-        adj.add_reverse(f"{rhs.emit_adj()} += {aggregate.emit_adj()}.{field.label};")
+    field = "." + ".".join(path)
+    adj.add_forward(f"{root.emit()}{field} = {rhs.emit()};")
+    adj.add_reverse(f"{root.emit_adj()}{field} = {{}};")
+    if adj.is_differentiable_value_type(kind):
+        adj.add_reverse(f"{rhs.emit_adj()} += {root.emit_adj()}{field};")
     return True
 
 

@@ -1,5 +1,5 @@
-"""A value assigned to a field of a struct local, in a kernel and in a helper that returns the struct
-(tests/test_backports.py): each flagged, with its unflagged twin in the same module."""
+"""Values assigned to fields of struct locals: ``s.a = e``, ``s.a += e``, a nested ``o.inner.a = e``, and in a helper
+that returns the struct (tests/test_backports.py): each flagged, with its unflagged twin in the same module."""
 
 import warp_zerostore as wp
 
@@ -7,6 +7,12 @@ import warp_zerostore as wp
 @wp.struct
 class S:
     a: float
+
+
+@wp.struct
+class Outer:
+    inner: S
+    b: float
 
 
 @wp.func
@@ -30,6 +36,40 @@ def field_stock(x: wp.array(dtype=float), y: wp.array(dtype=float)):
     s = S()
     s.a = x[i]
     y[i] = s.a * s.a
+
+
+@wp.kernel(zero_store=True)
+def updated(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+    i = wp.tid()
+    s = S()
+    s.a = 0.0
+    s.a += x[i]
+    y[i] = s.a * s.a
+
+
+@wp.kernel
+def updated_stock(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+    i = wp.tid()
+    s = S()
+    s.a = 0.0
+    s.a += x[i]
+    y[i] = s.a * s.a
+
+
+@wp.kernel(zero_store=True)
+def nested(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+    i = wp.tid()
+    o = Outer()
+    o.inner.a = x[i]
+    y[i] = o.inner.a * o.inner.a
+
+
+@wp.kernel
+def nested_stock(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+    i = wp.tid()
+    o = Outer()
+    o.inner.a = x[i]
+    y[i] = o.inner.a * o.inner.a
 
 
 @wp.kernel(zero_store=True)

@@ -12,8 +12,9 @@ a ternary ``a if c else b`` whose side is an      <= 1.16     each side evaluate
 array element: the second side's value and                     element side copied (1.17)
 gradient (<= 1.10), no gradient (1.11-1.16)
 a value assigned to a field of a struct local     <= 1.14     the field stored in place, its adjoint passed
-(``s.a = e``; in a kernel, or in a helper that                 on to ``e`` (1.15)
-returns the struct): no adjoint
+(``s.a = e``, ``s.b.a = e``, ``s.a += e``; in a                on to ``e`` (1.15)
+kernel, or in a helper that returns the struct):
+no adjoint
 a ``@wp.func``'s adjoint in a module built with    <= 1.17     generated for the kernels that need it (1.18)
 ``enable_backward=False``, for a kernel that
 opts back in
