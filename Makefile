@@ -9,7 +9,8 @@ MATRIX ?= 1.9.1
 MINORS ?= 1.10.1 1.11.1 1.12.1 1.13.0 1.14.0 1.15.0 1.16.0 1.17.0 1.18.0
 FAST_TESTS ?= tests/test_store_forms.py tests/test_facade_identity.py tests/test_never_worse_than_stock.py \
 	tests/test_composite_slots.py tests/test_replay.py tests/test_seed_program.py tests/test_tape_safety.py \
-	tests/test_warp_suite_modules.py tests/test_demo.py tests/test_fuzz_launches.py tests/test_fuzz_programs.py
+	tests/test_warp_suite_modules.py tests/test_demo.py tests/test_fuzz_launches.py tests/test_fuzz_programs.py \
+	tests/test_local_copies.py tests/test_codegen_safety.py
 HYPOTHESIS_PROFILE ?= ci
 # .venv gets the PyTorch and JAX bridges' and Newton's dependencies too; the matrix venvs stay small (those
 # tests skip). The `test` extra carries checkpoint-schedules and tqdm, so checkpointing is tested on every version;

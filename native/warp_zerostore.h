@@ -358,16 +358,23 @@ WP_ZS_TILE_STORE_INDEXED_FORMS(accumulate, false)
 // The replay log of a zero_store=True kernel's backward pass (codegen/replay.py writes the calls).
 // Warp's backward replays the forward body without its stores, so a load of an element the thread stored
 // earlier in the launch would read memory as it is at backward time. In the replay, each store into an array
-// the kernel reads back (and every store in a @wp.func helper) is pushed here instead, and loads overlay the
-// entries that cover them, newest last. The reverse statements walk the log back: a store's adjoint, and a
-// helper's adjoint, first rewind to the mark taken before the store or call, so every reverse statement sees
-// the log as the forward was at that point. Nothing is written to array memory during the backward pass.
-//   replay_store   copies the value into the next entry (the capacity is a bound computed from the code)
-//   replay_load    reads memory, then the bytes of every logged store that overlaps the element
-//   replay_mark / replay_rewind   the entry count before a store or helper call, and the return to it
-//   replay_update  an atomic's push in a backward for memory as the forward left it (POST): only over an entry
-//                  the thread logged before, whose value is then the atomic's old value; an element not logged
-//                  keeps reading memory, which already holds what the forward left there
+// the kernel reads back (and every store in a @wp.func helper) is put in the log instead, and loads overlay the
+// entries that cover them, newest last. Nothing is written to array memory during the backward pass.
+// Each store statement of the generated code has its own slot, numbered at build time in the order of the text
+// (which is the order the replay runs them: the forward section, then the reverse one), and a helper's call its
+// own range of slots (its variant is a template on the range's first slot, ZsBase, and on the slots its caller's
+// loads could see before the call, ZsBelow). So every index below is a
+// compile-time constant: a load looks only at the slots of the stores before it, newest first, and the compiler
+// keeps the log in registers. An empty slot's address is null.
+//   replay_store<S>       puts the value in slot S
+//   replay_load<slots<...>>  reads memory, overlaid with the newest slot that covers the element among those the
+//                         load may see (listed newest first; a helper's load sees its caller's too, ZsBelow)
+//   replay_clear<S>       empties slot S and every later one: a store's (or a helper call's) adjoint first
+//                         returns the log to what it was before the store, so every reverse statement sees the
+//                         forward's state
+//   replay_update<S, slots<...>>  an atomic's store in a backward for memory as the forward left it (POST): only over
+//                         an element the thread logged before, whose value is then the atomic's old value; an
+//                         element not logged keeps reading memory, which already holds what the forward left there
 
 // Helper variants and log operations are forced inline, so the log stays in the kernel's registers and stack.
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
@@ -377,12 +384,19 @@ WP_ZS_TILE_STORE_INDEXED_FORMS(accumulate, false)
 #else
 #define WP_ZS_INLINE inline __attribute__((always_inline))
 #endif
+// ... and the rare path of a load that overlays parts of an element is not, so the common one stays small
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#define WP_ZS_NOINLINE __noinline__
+#elif defined(_MSC_VER)
+#define WP_ZS_NOINLINE __declspec(noinline)
+#else
+#define WP_ZS_NOINLINE __attribute__((noinline))
+#endif
 
 template <int Entries, int Slot> struct replay_log
 {
-    int count = 0;                       // entries pushed and not rewound
-    const unsigned char* addr[Entries];  // first byte each entry covers
-    int size[Entries];                   // bytes each entry covers
+    const unsigned char* addr[Entries] = {};  // first byte each slot covers; null: empty
+    int size[Entries] = {};                   // bytes each slot covers
     alignas(16) unsigned char data[Entries][Slot];
 };
 
@@ -394,76 +408,159 @@ template <typename... T> constexpr int slot_bytes()
     return m;
 }
 
-template <typename Log> CUDA_CALLABLE WP_ZS_INLINE int replay_mark(const Log& log) { return log.count; }
-
-template <typename Log> CUDA_CALLABLE WP_ZS_INLINE void replay_rewind(Log& log, int mark)
-{
-    if (mark < log.count)
-        log.count = mark;
-}
-
-template <int Entries, int Slot, typename T, typename V>
+template <int S, int Entries, int Slot, typename T, typename V>
 CUDA_CALLABLE WP_ZS_INLINE void replay_store(replay_log<Entries, Slot>& log, T* p, const V& value)
 {
+    static_assert(S >= 0 && S < Entries, "warp_zerostore: replay log slot out of range");
     static_assert(sizeof(T) <= Slot, "warp_zerostore: replay log slot too small");
     const T stored = value;
-    if (log.count < Entries) {
-        log.addr[log.count] = (const unsigned char*)p;
-        log.size[log.count] = (int)sizeof(T);
-        memcpy(log.data[log.count], &stored, sizeof(T));
-        ++log.count;
+    log.addr[S] = (const unsigned char*)p;
+    log.size[S] = (int)sizeof(T);
+    memcpy(log.data[S], &stored, sizeof(T));
+}
+
+template <int S, int Entries, int Slot> CUDA_CALLABLE WP_ZS_INLINE void replay_clear(replay_log<Entries, Slot>& log)
+{
+    if constexpr (S < Entries) {
+        log.addr[S] = nullptr;
+        replay_clear<S + 1>(log);
     }
 }
 
-template <int Entries, int Slot, typename T>
-CUDA_CALLABLE WP_ZS_INLINE T replay_load(const replay_log<Entries, Slot>& log, T* p)
+// Every index into the log below is a template argument, and every copy out of it has a constant size, so that
+// the compiler keeps the log in registers (an index known only at run time would put it on the stack).
+//
+// What a load may see is a list of slot descriptors, newest first, written by the code generator: whole<U, K> for
+// slot K when it holds a whole array element of type U (a store a[i] = v, an atomic), part<K> when it may hold a
+// part of one (a component store a[i].x = v) or what a helper's range holds. Against a load of a whole element of
+// type T, a whole<T, K> is either the same element or another one: one comparison; any other may also cover a part
+// of it, which the rare merge path puts together.
+template <typename U, int K> struct whole
+{
+};
+template <int K> struct part
+{
+};
+template <typename... D> struct slots
+{
+};
+
+template <typename A, typename B> struct concat;
+template <typename... A, typename... B> struct concat<slots<A...>, slots<B...>>
+{
+    using type = slots<A..., B...>;
+};
+
+template <typename A, typename B> struct same_type
+{
+    static constexpr bool value = false;
+};
+template <typename A> struct same_type<A, A>
+{
+    static constexpr bool value = true;
+};
+
+template <typename D> struct slot_of;
+template <typename U, int K> struct slot_of<whole<U, K>>
+{
+    static constexpr int index = K;
+    template <typename T> static constexpr bool only_whole() { return same_type<U, T>::value; }
+};
+template <int K> struct slot_of<part<K>>
+{
+    static constexpr int index = K;
+    template <typename T> static constexpr bool only_whole() { return false; }
+};
+
+// A slot against the element [lo, lo + sizeof(T)): 0 where it does not touch it, 1 where it is the whole element
+// (its value in `value`), 2 where it covers a part of it.
+template <typename D, int Entries, int Slot, typename T>
+CUDA_CALLABLE WP_ZS_INLINE int replay_probe(const replay_log<Entries, Slot>& log, const unsigned char* lo, T& value)
+{
+    constexpr int k = slot_of<D>::index;
+    static_assert(k >= 0 && k < Entries, "warp_zerostore: replay log slot out of range");
+    const unsigned char* a = log.addr[k];
+    if (a == lo && log.size[k] == (int)sizeof(T)) {
+        memcpy(&value, log.data[k], sizeof(T));
+        return 1;
+    }
+    if constexpr (slot_of<D>::template only_whole<T>()) {
+        return 0;
+    } else {
+        // a part: the slot starts inside the element, or before it and reaches into it (an empty slot, a null
+        // address, does neither: its size is that of the store it last held, far below any address)
+        const bool inside = (unsigned long long)(a - lo) < (unsigned long long)sizeof(T);
+        const bool reaches = (unsigned long long)(lo - a) < (unsigned long long)log.size[k];
+        return (inside | reaches) ? 2 : 0;
+    }
+}
+
+template <typename... D, int Entries, int Slot, typename T>
+CUDA_CALLABLE WP_ZS_INLINE int
+replay_probe_newest(slots<D...>, const replay_log<Entries, Slot>& log, const unsigned char* lo, T& value)
+{
+    int found = 0;
+    (void)((found = replay_probe<D>(log, lo, value)) || ...);  // the newest first; stops at the first that touches
+    return found;
+}
+
+// The bytes of the element a slot covers, where no newer slot gave them (`done`).
+template <typename D, int Entries, int Slot, int Size>
+CUDA_CALLABLE WP_ZS_INLINE void
+replay_overlay(const replay_log<Entries, Slot>& log, const unsigned char* lo, unsigned char (&out)[Size], bool (&done)[Size])
+{
+    constexpr int k = slot_of<D>::index;
+    const unsigned char* a = log.addr[k];
+    if (a == nullptr || a >= lo + Size || a + log.size[k] <= lo)
+        return;
+    unsigned char entry[Slot];
+    memcpy(entry, log.data[k], Slot);
+    for (int b = 0; b < Size; ++b) {
+        const long offset = (long)(lo + b - a);
+        if (!done[b] && offset >= 0 && offset < log.size[k]) {
+            out[b] = entry[offset];
+            done[b] = true;
+        }
+    }
+}
+
+// Parts of the element (component stores): each byte from the newest slot that covers it, else from memory. Rare,
+// and out of line: the log is passed by value, so that the common path keeps it in registers.
+template <typename... D, int Entries, int Slot, typename T>
+CUDA_CALLABLE WP_ZS_NOINLINE T replay_merge(slots<D...>, const replay_log<Entries, Slot> log, T* p)
 {
     const unsigned char* lo = (const unsigned char*)p;
-    const unsigned char* hi = lo + sizeof(T);
-    // The newest entry that touches the element: when it is the whole element (the usual case), it is the value.
-    int e = log.count - 1;
-    for (; e >= 0; --e) {
-        if (log.addr[e] < hi && log.addr[e] + log.size[e] > lo)
-            break;
-    }
-    if (e < 0)
-        return *p;
-    T value;
-    if (log.addr[e] == lo && log.size[e] == (int)sizeof(T)) {
-        memcpy(&value, log.data[e], sizeof(T));
-        return value;
-    }
-    // Parts of the element (component stores): memory, then each overlapping entry's bytes, oldest first.
-    value = *p;
-    for (int k = 0; k <= e; ++k) {
-        const unsigned char* a = log.addr[k];
-        const unsigned char* b = a + log.size[k];
-        if (a >= hi || b <= lo)
-            continue;
-        const unsigned char* from = a > lo ? a : lo;
-        const unsigned char* to = b < hi ? b : hi;
-        memcpy((unsigned char*)&value + (from - lo), log.data[k] + (from - a), to - from);
-    }
+    unsigned char out[sizeof(T)];
+    bool done[sizeof(T)] = {};
+    (replay_overlay<D>(log, lo, out, done), ...);
+    T value = *p;
+    unsigned char memory[sizeof(T)];
+    memcpy(memory, &value, sizeof(T));
+    for (int b = 0; b < (int)sizeof(T); ++b)
+        if (!done[b])
+            out[b] = memory[b];
+    memcpy(&value, out, sizeof(T));
     return value;
 }
 
-template <int Entries, int Slot, typename T>
-CUDA_CALLABLE WP_ZS_INLINE bool replay_logged(const replay_log<Entries, Slot>& log, T* p)
+template <typename Visible, int Entries, int Slot, typename T>
+CUDA_CALLABLE WP_ZS_INLINE T replay_load(const replay_log<Entries, Slot>& log, T* p)
 {
-    const unsigned char* lo = (const unsigned char*)p;
-    const unsigned char* hi = lo + sizeof(T);
-    for (int e = log.count - 1; e >= 0; --e) {
-        if (log.addr[e] < hi && log.addr[e] + log.size[e] > lo)
-            return true;
-    }
-    return false;
+    T value;
+    const int found = replay_probe_newest(Visible {}, log, (const unsigned char*)p, value);
+    if (found == 1)
+        return value;
+    if (found == 2)
+        return replay_merge(Visible {}, log, p);
+    return *p;
 }
 
-template <int Entries, int Slot, typename T, typename V>
+template <int S, typename Visible, int Entries, int Slot, typename T, typename V>
 CUDA_CALLABLE WP_ZS_INLINE void replay_update(replay_log<Entries, Slot>& log, T* p, const V& value)
 {
-    if (replay_logged(log, p))
-        replay_store(log, p, value);
+    T seen;
+    if (replay_probe_newest(Visible {}, log, (const unsigned char*)p, seen))
+        replay_store<S>(log, p, value);
 }
 
 // ---------------------------------------------------------------------------------------------------------

@@ -1,11 +1,15 @@
-"""Shared test set-up: Warp initialised once, devices to run on, hypothesis profiles."""
+"""Shared test set-up: Warp initialised once, devices to run on, hypothesis profiles; no Tape outlives its test
+holding the journal's hooks."""
 
+import gc
 import os
 
 import pytest
 from hypothesis import settings
 
 import warp_zerostore as wp
+from warp_zerostore.tape import tape as tape_safety
+from warp_zerostore.tape.journal import JOURNAL
 from warp_zerostore.testing import register_profiles
 
 wp.config.quiet = True
@@ -34,6 +38,18 @@ def pytest_runtest_setup(item):
     torch = getattr(item.module, "torch", None)
     if str(device).startswith("cuda") and hasattr(torch, "cuda") and not torch.cuda.is_available():
         pytest.skip(f"{device}: this PyTorch has no CUDA (a CUDA build of torch==2.13.0 tests the bridge on the GPU)")
+
+
+def pytest_runtest_teardown(item, nextitem):
+    # A checking or snapshot Tape holds the journal's hooks until its backward(), reset() or collection. One left
+    # alive by a test without a backward (a docstring example's global, which Warp's kernel registry keeps) lets go
+    # here, so that each test starts with the hooks out, as after import.
+    if not JOURNAL.holders:
+        return
+    gc.collect()
+    if JOURNAL.holders:
+        for tape in [o for o in gc.get_objects() if isinstance(o, tape_safety.Tape)]:
+            tape._release_journal()
 
 
 @pytest.fixture

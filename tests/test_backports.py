@@ -7,8 +7,10 @@ kernel, with the installed Warp's own result, bug included (where `_compat` says
 """
 
 import json
+import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -326,3 +328,38 @@ def test_an_unflagged_struct_field_assignment_keeps_warps_gradient(name, device)
     np.testing.assert_allclose(y, x.astype(np.float64) ** 2, rtol=1e-6)
     expected = 2.0 * x.astype(np.float64) if _compat.STOCK_STRUCT_FIELD_STORES_DIFFERENTIABLE else 0.0
     np.testing.assert_allclose(grad, expected, rtol=1e-5)
+
+
+def _forward_of(module, key: str) -> str:
+    """The generated CPU forward function of kernel ``key`` of ``module``, as text."""
+    _compat.mark_modified(module)
+    out = Path(tempfile.mkdtemp())
+    wp.compile_aot_module(module, device="cpu", module_dir=str(out))
+    (cpp,) = out.glob("*.cpp")
+    (found,) = re.findall(
+        rf"^(?:static )?void {key}_[0-9a-f]+_cpu_kernel_forward\(.*?^\}}", cpp.read_text(), re.M | re.S
+    )
+    return found
+
+
+@pytest.mark.parametrize(("name", "stores"), [("field", 1), ("updated", 2)])
+def test_a_flagged_kernels_field_store_is_generated_once_into_a_copy(name, stores):
+    """In a flagged kernel's body a struct local's field store is `local_copies`' (the struct copied, then the field
+    stored: Warp 1.15's store on <= 1.14); `backports` gets only what that leaves, so each assignment is one store
+    in the forward function on every version, never two, each into a copy of the struct."""
+    from helpers import kernels_backports_structs as module  # noqa: PLC0415
+
+    forward = _forward_of(_compat.kernel_module(module.field), name)
+    copies = set(re.findall(r"^\s*(var_\d+) = wp::copy\(var_\d+\);", forward, re.M))
+    targets = re.findall(r"^\s*(var_\d+)\.a = var_\d+;", forward, re.M)
+    assert len(targets) == stores and set(targets) <= copies, forward
+
+
+def test_a_flagged_nested_field_store_is_generated_once():
+    """``o.inner.a = e`` is left by `local_copies` (a part of a field): on <= 1.14 `backports` stores it in place,
+    once, as Warp 1.15 does; from 1.15 Warp's own store, the same line."""
+    from helpers import kernels_backports_structs as module  # noqa: PLC0415
+
+    forward = _forward_of(_compat.kernel_module(module.field), "nested")
+    stores = re.findall(r"^\s*var_\d+\.inner\.a = var_\d+;", forward, re.M)
+    assert len(stores) == 1, forward

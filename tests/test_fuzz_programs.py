@@ -383,6 +383,46 @@ def test_verdicts_worse_than_stock_miss_false_alarm_and_on_purpose():
     assert [(f.path, f.kind, f.worse) for f in failures] == [(("stock", "check"), verdicts.CHECK_DIFFERS, True)]
 
 
+def test_measuring_verdicts_miss_false_alarm_and_differs():
+    program = _program([SQUARE], [_launch(0, "s0", "s1")])
+    case = grammar.ProgramCase(program, {}, DATA, COT)
+    ref = _reference(program)
+    right = _result(ref.outputs, ref.grads)
+    wrong = _result(ref.outputs, {**ref.grads, "s0": ref.grads["s0"] + 1.0})
+    effect = ("stale read", True, "stale read: ... Measured: ...", "effect")
+    no_effect = ("stale read", False, "stale read: ... Measured: no effect ...", "no effect")
+    leaks = ("mutated after record", True, "mutated after record: ... Not measured: the change leaks", "not measured")
+    results = {
+        ("stock", "plain"): right,
+        ("stock", "snapshot"): right,
+        ("stock", "check"): _result(right.outputs, right.grads, hazards=[effect[:3]]),
+        ("zero_store", "plain"): wrong,
+        ("zero_store", "snapshot"): right,
+        ("zero_store", "check"): _result(wrong.outputs, wrong.grads, hazards=[effect[:3]]),
+    }
+    measured = {
+        ("stock", "measure"): _result(right.outputs, right.grads, hazards=[effect, leaks]),  # a false alarm
+        ("zero_store", "measure"): _result(wrong.outputs, wrong.grads, hazards=[no_effect]),  # a miss
+    }
+    failures, counts = verdicts.judge_measure(case, results, measured, ref)
+    assert {(f.path, f.kind, f.worse) for f in failures} == {
+        (("stock", "measure"), verdicts.MEASURE_FALSE_ALARM, False),
+        (("zero_store", "measure"), verdicts.MEASURE_MISS, False),
+    }
+    assert counts["measure miss"] == counts["measure miss, not a check miss"] == 1
+    assert counts["measure false alarm"] == counts["measure not measured, right"] == counts["measure no effect"] == 1
+    # negative twins: labels that follow the plain Tape's gradients; gradients off the plain Tape's are the package's
+    measured = {
+        ("stock", "measure"): _result(right.outputs, right.grads, hazards=[no_effect]),
+        ("zero_store", "measure"): _result(wrong.outputs, wrong.grads, hazards=[effect]),
+    }
+    failures, counts = verdicts.judge_measure(case, results, measured, ref)
+    assert failures == [] and counts["measure miss"] == counts["measure false alarm"] == 0
+    measured[("stock", "measure")] = _result(right.outputs, {**right.grads, "c0": right.grads["c0"] * 2})
+    failures, _ = verdicts.judge_measure(case, results, measured, ref)
+    assert [(f.path, f.kind, f.worse) for f in failures] == [(("stock", "measure"), verdicts.MEASURE_DIFFERS, True)]
+
+
 def test_a_refusal_is_right_only_where_the_program_has_a_mutation():
     program = _program([SQUARE], [_launch(0, "s0", "s1")], after=(Fill("s0", "zero_"),))
     ref = _reference(program)

@@ -1,45 +1,28 @@
-"""AdjointWarning: a flagged kernel that assigns a component of a local vector after using the vector whole gets
-a warning at that line (Warp's own adjoint is wrong there: the fuzzer's component-after-use finding); the same
-kernel unflagged, and flagged kernels whose use stays right, get none. The gradients are compared with central
-differences, so each warning (and each silence) is backed by what Warp computes."""
+"""AdjointWarning: the lint finds a component or field of a local assigned after a whole use (Warp's own adjoint
+is wrong there: the fuzzer's component-after-use finding); a flagged kernel's build makes those it reaches exact
+(tests/test_local_copies.py), so they are not warned, and its gradient is right; flagged kernels whose use stays
+right anyway, and unflagged kernels, get no warning either. Loop jumps are warned (a ternary is not: flagged kernels
+get Warp 1.17's code for it, tests/test_backports.py). The
+gradients are compared with central differences, so each warning (and each silence) is backed by what Warp
+computes."""
 
 from __future__ import annotations
 
-import importlib
 import inspect
-import sys
-import warnings
 
 import numpy as np
 import pytest
+from helpers import backward_warnings
 
 import warp_zerostore as wp
-from warp_zerostore.codegen import adjoint_lints
 
 X = np.array([[0.5, -0.7, 0.9], [1.1, 0.3, -0.4]])
-
-
-def _loaded(name: str):
-    """``(module, AdjointWarnings)``: the helper module ``tests.helpers.<name>`` imported afresh and loaded (no
-    warning then), and the warnings its kernels get where their backward first runs (`warn_backward`, what
-    ``Tape.backward`` calls for every recorded kernel)."""
-    sys.modules.pop(f"tests.helpers.{name}", None)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        module = importlib.import_module(f"tests.helpers.{name}")
-        wp.load_module(module, device="cpu")
-        assert not [w for w in caught if issubclass(w.category, wp.AdjointWarning)]
-        adjoint_lints.forget_warnings()
-        for kernel in vars(module).values():
-            if isinstance(kernel, wp.Kernel):
-                adjoint_lints.warn_backward(kernel)
-    return module, [w for w in caught if issubclass(w.category, wp.AdjointWarning)]
 
 
 @pytest.fixture(scope="module")
 def built():
     """The helper module imported and loaded once, with the warnings its load gave."""
-    return _loaded("kernels_adjoint_bugs")
+    return backward_warnings.loaded("kernels_adjoint_bugs")
 
 
 def _gradient(kernel, x):
@@ -62,27 +45,38 @@ def _central_differences(kernel, x, h=1e-3):
     return out
 
 
-def test_a_component_assigned_after_a_whole_use_is_warned_at_its_line(built):
+def _finding(kernel):
+    from warp_zerostore import _compat
+    from warp_zerostore.lints import UpdateAfterUse, adjoint_bugs
+
+    return [f for f in adjoint_bugs.find(_compat.kernel_tree(kernel)) if isinstance(f, UpdateAfterUse)]
+
+
+def test_a_component_assigned_after_a_whole_use_is_found_made_exact_and_not_warned(built):
     module, caught = built
     kernel = module.dot_then_assign
-    [warning] = [w for w in caught if "'dot_then_assign'" in str(w.message)]
-    lines, first = inspect.getsourcelines(module.dot_then_assign.func)
-    assert warning.filename == inspect.getsourcefile(module) and warning.lineno == first + len(lines) - 1
-    assert "local 'v'" in str(warning.message) and "used whole at line" in str(warning.message)
-    # and Warp's gradient is wrong there: dot's adjoint reads the assigned v[0] = 5
-    got, want = _gradient(kernel, X)[0], _central_differences(kernel, X)
+    [finding] = _finding(kernel)
+    lines, first = inspect.getsourcelines(kernel.func)
+    assert first + finding.line - 1 == first + len(lines) - 1 and finding.name == "v" and not finding.field
+    assert "local 'v'" in finding.message("k", "f.py:1") and "used whole at line" in finding.message("k", "f.py:1")
+    assert not [w for w in caught if "'dot_then_assign'" in str(w.message)]
+    assert np.allclose(_gradient(kernel, X)[0], _central_differences(kernel, X), atol=1e-2)
+    # the unflagged twin keeps Warp's in-place assignment: dot's adjoint reads the assigned v[0] = 5
+    got, want = _gradient(module.dot_then_assign_stock, X)[0], _central_differences(kernel, X)
     assert not np.allclose(got, want, atol=1e-2) and np.allclose(got[:, 0], 10.0)
 
 
-def test_a_struct_field_assigned_after_a_whole_use_is_warned_as_a_field(built):
-    """The fuzzer's struct-field-assign-after-call: the message names a field of a struct (its remedy is not a
-    vector copy); the gradient is wrong (on 1.19 the call's adjoint reads s.a = 1; before 1.13 a field assignment
-    has no adjoint at all). The vector's warning above is the twin that keeps the component wording."""
+def test_a_struct_field_assigned_after_a_whole_use_is_found_as_a_field_and_made_exact(built):
+    """The fuzzer's struct-field-assign-after-call: the finding names a field of a struct (its remedy is not a
+    vector copy); the build makes it exact (on Warp <= 1.14 the field store is given the adjoint 1.15 gives it),
+    so it is not warned and d(a*b) = (b, a). The vector's finding above is the twin that keeps the component
+    wording."""
     module, caught = built
-    [warning] = [w for w in caught if "'struct_field_after_call'" in str(w.message)]
-    message = str(warning.message)
-    assert "field of the local struct 's'" in message and "wp.vec3" not in message
-    assert "a field" not in next(str(w.message) for w in caught if "'dot_then_assign'" in str(w.message))
+    [finding] = _finding(module.struct_field_after_call)
+    message = finding.message("k", "f.py:1")
+    assert finding.field and "field of the local struct 's'" in message and "wp.vec3" not in message
+    assert "a field" not in _finding(module.dot_then_assign)[0].message("k", "f.py:1")
+    assert not [w for w in caught if "'struct_field_after_call'" in str(w.message)]
     x = np.array([[0.5, -0.7], [1.1, 0.3]])
     xa = wp.array(x, dtype=float, requires_grad=True)
     y = wp.zeros(2, dtype=float, requires_grad=True)
@@ -90,7 +84,7 @@ def test_a_struct_field_assigned_after_a_whole_use_is_warned_as_a_field(built):
     with tape:
         wp.launch(module.struct_field_after_call, dim=2, inputs=[xa, y])
     tape.backward(grads={y: wp.ones(2, dtype=float)})
-    assert not np.allclose(xa.grad.numpy(), x[:, ::-1], atol=1e-3)  # d(a*b) = (b, a)
+    assert np.allclose(xa.grad.numpy(), x[:, ::-1], atol=1e-3)  # d(a*b) = (b, a)
 
 
 @pytest.mark.parametrize("name", ["components_then_assign", "sum_then_update", "copy_then_assign"])
@@ -113,7 +107,7 @@ XS = np.array([0.5, -0.7, 1.1])
 
 @pytest.fixture(scope="module")
 def jumps():
-    return _loaded("kernels_loop_jumps")
+    return backward_warnings.loaded("kernels_loop_jumps")
 
 
 def _jump_gradient(kernel, x, n=3):

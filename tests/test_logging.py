@@ -8,7 +8,7 @@ import warp
 from helpers import kernels_tape_reads as k
 
 import warp_zerostore as wp
-from warp_zerostore import access
+from warp_zerostore import _compat, access
 from warp_zerostore.tape import read_twin
 
 
@@ -17,38 +17,54 @@ def test_the_package_logger_has_a_null_handler_and_no_output_by_default():
     assert any(isinstance(h, logging.NullHandler) for h in logger.handlers)
 
 
-def test_a_twin_that_fails_to_build_is_logged(monkeypatch, caplog):
+@pytest.fixture
+def forgotten():
+    """``forgotten(obj, ...)``: the package's facts about those kernels and helpers forgotten (`_compat.memo`), so the
+    test makes them anew; forgotten again after it."""
+    objects = []
+
+    def forget(*named):
+        for obj in named:
+            _compat.memo(obj).clear()
+            objects.append(obj)
+
+    yield forget
+    for obj in objects:
+        _compat.memo(obj).clear()
+
+
+def test_a_twin_that_fails_to_build_is_logged(monkeypatch, caplog, forgotten):
     def broken(kernel):
         raise RuntimeError("no twin today")
 
     monkeypatch.setattr(read_twin, "_build", broken)
-    monkeypatch.setattr(read_twin, "_CACHE", {})
+    forgotten(k.read_back_own_write)
     with caplog.at_level(logging.INFO, logger="warp_zerostore"):
         assert read_twin.twin(k.read_back_own_write) is None
     (record,) = [r for r in caplog.records if r.name == "warp_zerostore.tape.read_twin"]
     assert "read_back_own_write" in record.getMessage() and "no twin today" in record.getMessage()
 
 
-def test_a_twin_that_fails_to_run_is_logged(monkeypatch, caplog):
-    monkeypatch.setattr(read_twin, "_CACHE", {})
+def test_a_twin_that_fails_to_run_is_logged(caplog, forgotten):
+    forgotten(k.read_back_own_write)
     with caplog.at_level(logging.INFO, logger="warp_zerostore"):
         assert read_twin.element_reads(k.read_back_own_write, {"inputs": []}) == {}  # no dim: the runner fails
     assert any("did not run" in r.getMessage() for r in caplog.records if r.name.startswith("warp_zerostore"))
 
 
-def test_a_twin_that_builds_logs_nothing(monkeypatch, caplog):
-    monkeypatch.setattr(read_twin, "_CACHE", {})
+def test_a_twin_that_builds_logs_nothing(caplog, forgotten):
+    forgotten(k.read_back_own_write)
     with caplog.at_level(logging.DEBUG, logger="warp_zerostore"):
         assert read_twin.twin(k.read_back_own_write) is not None
     assert [r for r in caplog.records if r.name.startswith("warp_zerostore")] == []
 
 
-def test_a_helper_without_source_is_logged(monkeypatch, caplog):
+def test_a_helper_without_source_is_logged(monkeypatch, caplog, forgotten):
     def unreadable(func):
         raise OSError("could not get source code")
 
     monkeypatch.setattr(access._compat, "function_tree", unreadable)
-    monkeypatch.setattr(access, "_HELPER_CACHE", {})
+    forgotten(k.first)
     with caplog.at_level(logging.INFO, logger="warp_zerostore"):
         assert access._helper_access(k.first, "a", 0) is None
     assert any("source not readable" in r.getMessage() for r in caplog.records if r.name == "warp_zerostore.access")

@@ -55,7 +55,7 @@ def test_facade_names_behave():
     assert issubclass(wp.OverwriteWarning, UserWarning) and issubclass(wp.OverwriteError, RuntimeError)
     assert issubclass(wp.ReplayWarning, UserWarning)
     assert issubclass(wp.AdjointWarning, UserWarning)
-    assert set(inspect.signature(wp.Tape).parameters) == {"check", "snapshot"}
+    assert set(inspect.signature(wp.Tape).parameters) == {"check", "snapshot", "measure"}
     tape = wp.Tape()
     assert tape.hazards == [] and tape.snapshot_bytes == 0
     tape.reset()

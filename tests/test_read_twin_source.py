@@ -19,9 +19,8 @@ def PLANTED(x: wp.array(dtype=float)):
 
 
 def _fresh_twin(kernel):
-    read_twin._CACHE.pop(id(kernel), None)
-    read_twin._HELPER_TWINS.clear()
-    read_twin._RUNNERS.clear()
+    for made_for in (kernel, k.first, k.first_of_first, k.store_at):  # the kernel and its helpers
+        read_twin.forget(made_for)
     made = read_twin.twin(kernel)
     assert made is not None, "the twin did not build"
     return made[0]

@@ -4,7 +4,8 @@ launches before read, and the gradient of what the write overwrote is zero. A su
 counter then has the gradient of the same loop with a counter per substep, which central differences confirm.
 Negative twins: the same reset outside the recorded region is still refused by name, a checking Tape without
 snapshots still reports it, a copy Warp records (both arrays with gradients) is left as before, and the hooks
-exist only while a snapshot Tape records."""
+record only while a snapshot Tape records. The same hooks feed the journal of changes: one snapshot Tape records
+the resets inside it and names a ``fill_`` after it, with its line, in its refusal."""
 
 import contextlib
 import warnings
@@ -16,6 +17,7 @@ from helpers import kernels_tape_host_writes as k
 
 import warp_zerostore as wp
 from warp_zerostore import _compat
+from warp_zerostore.tape import host_writes
 
 X0 = np.array([0.2, 0.5, 0.8])
 SUBSTEPS = 4
@@ -136,18 +138,28 @@ def test_a_copy_window_zeroes_the_gradient_of_the_window_only():
     np.testing.assert_allclose(x.grad.numpy(), expected, rtol=1e-12)
 
 
-def test_the_hooks_exist_only_while_a_snapshot_tape_records():
+def test_the_hooks_belong_to_a_tape_from_recording_to_backward_and_record_only_inside_a_snapshot_tape():
     stock = {attr: getattr(owner, attr) for owner, attr in _compat.HOST_WRITES}
 
     def hooked():
         return {attr for owner, attr in _compat.HOST_WRITES if getattr(owner, attr) is not stock[attr]}
 
     assert hooked() == set()  # importing the package hooks nothing
-    with wp.Tape(check="warn"):
+    with wp.Tape():
+        assert hooked() == set()  # nor does a plain Tape
+    counter = wp.zeros(1, dtype=wp.float64, requires_grad=True)
+    x = wp.array(X0, dtype=wp.float64, requires_grad=True)
+    for options in ({"check": "warn"}, {"snapshot": True}):
+        tape = wp.Tape(**options)
+        with tape, warnings.catch_warnings():
+            warnings.simplefilter("ignore", wp.OverwriteWarning)
+            assert hooked() == {"zero_", "fill_", "assign", "copy"}
+            wp.launch(k.collide, dim=len(X0), inputs=[x, counter])
+            counter.zero_()  # a recorded write on the snapshot Tape only; the checking Tape's journal names it
+        assert hooked() == {"zero_", "fill_", "assign", "copy"}  # left: the calls until backward() are named
+        assert (len(tape.launches) == 2) is bool(options.get("snapshot"))
+        tape.backward(grads={counter: wp.ones(1, dtype=wp.float64)})
         assert hooked() == set()
-    with wp.Tape(snapshot=True):
-        assert hooked() == {"zero_", "fill_", "assign", "copy"}
-    assert hooked() == set()
     x = wp.zeros(2, dtype=float)
     x.fill_(3.0)  # Warp's own, outside any Tape
     assert x.numpy().tolist() == [3.0, 3.0]
@@ -160,3 +172,36 @@ def test_a_write_before_any_launch_touched_the_array_is_not_recorded():
     with tape:
         counter.fill_(2.0)
     assert tape.launches == [] and tape.snapshot_bytes == 0 and counter.numpy().tolist() == [2.0]
+
+
+def _resets_recorded(tape):
+    """The substep loop on ``tape`` with its counter reset by ``zero_``: (first state, loss)."""
+    loss, first = _substeps(X0, tape, reset=RESETS["zero_"])
+    recorded = [entry for entry in tape.launches if isinstance(entry, host_writes.Undo)]
+    assert len(recorded) == SUBSTEPS - 1 and tape.snapshot_bytes > 0  # the first reset: nothing read it yet
+    return first, loss
+
+
+def test_one_snapshot_tape_records_the_writes_inside_and_names_the_one_after_in_its_refusal():
+    # The snapshot Tape's recording and the journal of changes share one set of hooks: inside the Tape a reset is
+    # recorded (not a change), after it the same kind of call is the change a "mutated after record" names.
+    tape = wp.Tape(snapshot=True)
+    first, loss = _resets_recorded(tape)
+    first.fill_(0.5)  # after the Tape was left: a change of what the first substep read
+    line = test_one_snapshot_tape_records_the_writes_inside_and_names_the_one_after_in_its_refusal.__code__
+    with pytest.raises(wp.OverwriteError) as refused:
+        tape.backward(loss)
+    said = str(refused.value)
+    assert said.startswith("mutated after record") and "kernel 'collide'" in said
+    assert f"by fill_() at {__file__}:{line.co_firstlineno + 5}" in said, said
+    assert "zero_()" not in said  # the recorded resets are writes of the Tape, not changes
+
+
+def test_negative_twin_the_same_tape_without_a_change_after_is_exact_and_silent():
+    per_substep = _gradient(warp.Tape(), shared=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", wp.OverwriteWarning)
+        tape = wp.Tape(snapshot=True)
+        first, loss = _resets_recorded(tape)
+        tape.backward(loss)
+    np.testing.assert_allclose(first.grad.numpy(), per_substep, rtol=1e-12)

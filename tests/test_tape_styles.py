@@ -52,13 +52,16 @@ def test_the_twin_never_touches_real_arrays_even_when_the_analysis_is_wrong(devi
 
     monkeypatch.setattr(read_twin, "argument_access", read_only)
     monkeypatch.setattr(tape_module, "argument_access", read_only)
-    monkeypatch.setattr(read_twin, "_CACHE", {})
+    read_twin.forget(k.add_row_direct)  # its twin built from the analysis above (and again after the test)
     x = wp.zeros((1, 2), dtype=f64, device=device, requires_grad=True)
     v = wp.ones((1, 2), dtype=f64, device=device, requires_grad=True)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", wp.OverwriteWarning)
-        with wp.Tape(check="warn"):
-            wp.launch(k.add_row_direct, dim=(1, 2), inputs=[x, v], outputs=[x], device=device)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", wp.OverwriteWarning)
+            with wp.Tape(check="warn"):
+                wp.launch(k.add_row_direct, dim=(1, 2), inputs=[x, v], outputs=[x], device=device)
+    finally:
+        read_twin.forget(k.add_row_direct)
     assert x.numpy().tolist() == [[1.0, 1.0]]
 
 
@@ -240,9 +243,18 @@ def test_a_store_of_the_value_already_there_is_an_overwrite(device):
     assert (hazard.kind, hazard.elements, hazard.real) == ("overwrite", 4, False)
 
 
-def test_arrays_too_large_to_pool_get_a_copy_per_launch(device, monkeypatch):
+@pytest.fixture
+def runners_made_anew():
+    """The twins' runners of ``read_row`` and ``add_row`` made anew in the test, and again after it."""
+    for kernel in (k.read_row, k.add_row):
+        read_twin.forget(kernel)
+    yield
+    for kernel in (k.read_row, k.add_row):
+        read_twin.forget(kernel)
+
+
+def test_arrays_too_large_to_pool_get_a_copy_per_launch(device, monkeypatch, runners_made_anew):
     monkeypatch.setattr(read_twin, "POOLED_BYTES", 0)
-    monkeypatch.setattr(read_twin, "_RUNNERS", {})
     x = wp.zeros((1, 2), dtype=f64, device=device, requires_grad=True)
     v = wp.ones((1, 2), dtype=f64, device=device, requires_grad=True)
     out = wp.zeros((1, 2), dtype=f64, device=device, requires_grad=True)

@@ -60,8 +60,10 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import ctypes
 import dataclasses
 import inspect
+import math
 import os
 import pathlib
 import re
@@ -238,9 +240,10 @@ HOOK_POINTS: dict[str, tuple[Any, str]] = {
     "ModuleBuilder.build_function": (ModuleBuilder, "build_function"),
     "ModuleBuilder.codegen": (ModuleBuilder, "codegen"),
     "Adjoint.add_builtin_call": (Adjoint, "add_builtin_call"),
-    # which @wp.func a call resolves to, while a flagged module builds: its call graph (codegen/backports.py)
+    # which @wp.func a call resolves to, while a flagged module builds: its call graph (`codegen.backports`)
     "Adjoint.resolve_func": (Adjoint, "resolve_func"),
-    # each node of a function's body as Warp generates it (a flagged kernel's ternary: codegen/backports.py)
+    # each node of a function's body as Warp generates it: a flagged kernel's struct local copied before a field is
+    # assigned (`codegen.local_copies`), and what older Warp generates without an adjoint (`codegen.backports`)
     "Adjoint.eval": (Adjoint, "eval"),
     # how a kernel's global names resolve: Warp's codegen tests `is warp` on the module a kernel names (1.17's
     # `_is_tid_call` infers the launch dimension so), which the facade module is not
@@ -301,6 +304,17 @@ def kernel_cache_dir() -> str:
     return warp.config.kernel_cache_dir or ""
 
 
+def memo(obj) -> dict:
+    """The package's facts about one Warp kernel or ``@wp.func`` (its source analysis, read twins, launch plans),
+    kept on the object itself: they live and die with it. A kernel redefined under the same name leaves Warp's
+    module with the new one, and the old one's facts go with it (a table keyed by ``id(kernel)`` would keep every
+    redefinition). Callers key the dict by what they keep."""
+    found = obj.__dict__.get("_wzs_memo")
+    if found is None or found[0] != id(obj):  # a copy of another object's ``__dict__`` holds that one's
+        found = obj.__dict__["_wzs_memo"] = (id(obj), {})
+    return found[1]
+
+
 def kernel_options(kernel) -> dict:
     return kernel.options
 
@@ -311,6 +325,11 @@ def kernel_module(kernel):
 
 def kernel_key(kernel) -> str:
     return kernel.key
+
+
+def kernel_adjoint(kernel):
+    """The ``Adjoint`` that generates a kernel's code (`adjoint_scratch` keeps what a build found on it)."""
+    return kernel.adj
 
 
 def kernel_source_line(kernel) -> tuple:
@@ -488,6 +507,12 @@ def adjoint_scratch(adj, name: str) -> dict:
     return _scratch(adj, name)
 
 
+def clear_adjoint_scratch(adj) -> None:
+    """Forget what this package kept on an ``Adjoint`` (a new build of its function starts afresh)."""
+    for name in [n for n in adj.__dict__ if n.startswith("_zs_")]:
+        adj.__dict__[name].clear()
+
+
 def add_reverse(adj, statement: str) -> None:
     adj.add_reverse(statement)
 
@@ -506,6 +531,79 @@ def var_type(var):
 
 def is_reference(var) -> bool:
     return codegen.is_reference(var.type)
+
+
+def adjoint_symbols(adj) -> dict:
+    """The names of a function being generated, each bound to the variable that holds its value now."""
+    return adj.symbols
+
+
+def adjoint_line(adj) -> int:
+    """The source line (1 = the function's first, as the ``ast`` of `kernel_tree` numbers them) whose code is being
+    generated."""
+    return (adj.lineno or 0) + 1
+
+
+def set_adjoint_line(adj, node) -> None:
+    """Generate what follows under ``node``'s source line (what ``Adjoint.eval`` does first for a node)."""
+    if hasattr(node, "lineno"):
+        adj.set_lineno(node.lineno - 1)
+
+
+def in_dynamic_loop(adj) -> bool:
+    """Whether the code being generated is inside a loop Warp does not unroll (a run-time bound, a ``while``)."""
+    return bool(adj.loop_blocks)
+
+
+def is_int_var(var) -> bool:
+    """Whether a variable holds an integer (an index, not a slice)."""
+    return wtypes.type_is_int(codegen.strip_reference(var.type))
+
+
+def struct_field_path(aggregate, fields) -> tuple | None:
+    """``(labels, type)`` of the field chain ``fields`` (``["a"]`` for ``s.a``, ``["b", "a"]`` for ``s.b.a``) on a
+    struct local's variable ``aggregate``: the C++ member names and the last field's type; None where a level is
+    not a struct's field (a vector's component) or the struct is held by reference."""
+    kind = getattr(aggregate, "type", None)
+    if kind is None or codegen.is_reference(kind):
+        return None
+    labels = []
+    for field in fields:
+        if not isinstance(kind, codegen.Struct) or field not in kind.vars:
+            return None
+        labels.append(kind.vars[field].label)
+        kind = kind.vars[field].type
+    return labels, kind
+
+
+def store_struct_field(adj, aggregate, fields, rhs) -> None:
+    """``aggregate.a = rhs`` (``fields`` ``["a"]``; ``["b", "a"]`` for ``aggregate.b.a``) on a struct local, generated
+    as Warp >= 1.15 generates it: the store in the forward body, which the backward replays; in reverse, the field's
+    adjoint added to ``rhs``'s, then cleared. For the versions whose own field store has no adjoint
+    (`STOCK_STRUCT_FIELD_STORES_DIFFERENTIABLE`); the one implementation of it (`codegen.local_copies` stores into a
+    copy, `codegen.backports` in place). ``fields`` must name a struct local's field (`struct_field_path`)."""
+    labels, kind = struct_field_path(aggregate, fields)
+    if codegen.is_reference(rhs.type):
+        rhs = adj.add_builtin_call("copy", [rhs])
+    if not types_equal(codegen.strip_reference(rhs.type), kind):
+        raise codegen.WarpCodegenTypeError(
+            f"Error, assigning to struct field `{fields[-1]}` ({kind}) with different type ({rhs.type})"
+        )
+    member = "." + ".".join(labels)
+    adj.add_forward(f"{aggregate.emit()}{member} = {rhs.emit()};")
+    adj.add_reverse(f"{aggregate.emit_adj()}{member} = {{}};")
+    if adj.is_differentiable_value_type(kind):
+        adj.add_reverse(f"{rhs.emit_adj()} += {aggregate.emit_adj()}{member};")
+
+
+def is_component_value_type(t) -> bool:
+    """A vector, quaternion, matrix or transform: the value types whose components ``v[i] = e`` assigns."""
+    return (
+        wtypes.type_is_vector(t)
+        or wtypes.type_is_quaternion(t)
+        or wtypes.type_is_matrix(t)
+        or wtypes.type_is_transformation(t)
+    )
 
 
 # ============================================================================================================
@@ -557,7 +655,16 @@ def element_shape(dtype) -> tuple:
 
 
 def dtype_size_bytes(dtype) -> int:
-    return wtypes.type_size_in_bytes(dtype)
+    size = _SIZES.get(dtype)  # Warp's own cache is weakly keyed: several times slower to ask, at every launch
+    if size is None:
+        size = wtypes.type_size_in_bytes(dtype)
+        if len(_SIZES) > 1024:  # dtypes made anew (structs redefined): start over rather than grow
+            _SIZES.clear()
+        _SIZES[dtype] = size
+    return size
+
+
+_SIZES: dict = {}  # Warp dtype -> its size in bytes
 
 
 def numpy_scalar(dtype):
@@ -755,6 +862,41 @@ def replace_launch_kernel(tape, index: int, kernel) -> None:
     """Make the Tape's ``index``-th recorded launch run ``kernel``'s adjoint at ``backward()`` (a kernel with the
     same parameters: a twin built apart)."""
     tape.launches[index][0] = kernel
+
+
+def replace_launch_kernel_entry(entry, kernel) -> None:
+    """`replace_launch_kernel` on the entry itself (its place on the Tape may move as entries are inserted)."""
+    entry[0] = kernel
+
+
+def is_copy_adjoint(entry) -> bool:
+    """Whether a recorded callable is Warp's own adjoint of ``wp.copy`` / ``assign`` (the lambda ``context.copy``
+    records, on every supported version; `copy_adjoint` wraps it and says so with ``__wrapped__``): gradient work
+    only, which a second backward may run again."""
+    function = inspect.unwrap(entry) if callable(entry) else None
+    code = getattr(function, "__code__", None)
+    return code is not None and code.co_filename == context.__file__ and code.co_name == "<lambda>"
+
+
+def launch_caller(entry) -> str:
+    """``file:line`` where a recorded kernel launch was made: what the package's Tape noted (`note_launch_caller`:
+    Warp's own record names the launch hook's frame there), else the caller Warp keeps in the entry's metadata on
+    every supported version, else ""."""
+    metadata = entry[7] if len(entry) > 7 and isinstance(entry[7], dict) else {}
+    noted = metadata.get(_NOTED_CALLER)
+    if noted:
+        return noted
+    caller = metadata.get("caller")
+    return f"{caller['file']}:{caller['lineno']}" if caller else ""
+
+
+_NOTED_CALLER = "warp_zerostore_caller"
+
+
+def note_launch_caller(entry, location: str) -> None:
+    """Keep the user's ``file:line`` of a recorded kernel launch in its entry's metadata (`launch_caller`)."""
+    if len(entry) > 7 and isinstance(entry[7], dict):
+        entry[7][_NOTED_CALLER] = location
 
 
 def launch_values(entry) -> list:
@@ -963,27 +1105,49 @@ _LAUNCH_PARAMETERS = inspect.signature(_LAUNCH_ORIGINAL)
 _launch_users = 0
 
 
-_installed_launch: dict = {}  # (owner, attr) -> (our hook function, what it wraps)
+_installed_launch: dict = {}  # (owner, attr) -> [(our hook function, what it wraps), ...], innermost first
+
+
+def _install_layer(installed: dict, owners, wrap) -> None:
+    """Our wrapper on each name (``wrap(what it holds, attr)``), unless it is what the name holds already. A name set
+    anew since we wrapped it (a user's wrapper over ours, or what we wrapped put back) gets one more layer over what
+    it holds now, so a Tape entered later still intercepts; the hooks' reentrancy guard lets only the outer act."""
+    for owner, attr in owners:
+        layers = installed.setdefault((owner, attr), [])
+        current = getattr(owner, attr)
+        if layers and current is layers[-1][0]:
+            continue
+        wrapper = wrap(current, attr)
+        setattr(owner, attr, wrapper)
+        layers.append((wrapper, current))
+
+
+def _remove_layers(installed: dict) -> None:
+    """Take our wrappers out where they are still what the names hold, outermost first; where someone wrapped one
+    meanwhile, theirs stays (ours then pass calls through: no Tape intercepts)."""
+    for (owner, attr), layers in list(installed.items()):
+        for wrapper, previous in reversed(layers):
+            if getattr(owner, attr) is wrapper:
+                setattr(owner, attr, previous)
+    installed.clear()
 
 
 def install_launch_hook(hook) -> None:
     """Make ``warp.launch`` / ``context.launch`` call ``hook(previous, args, kwargs)``, where ``previous`` is
     whatever each name held when the hook went in (a user's or a library's own wrapper included, which so stays
     in the chain); counted, so nested users share one installation. Only tapes with checks or snapshots install
-    it: plain launches stay untouched."""
+    it (while entered, and until their ``backward()``): plain launches stay untouched."""
     global _launch_users
     _launch_users += 1
-    if _launch_users > 1:
-        return
-    for owner, attr in _LAUNCH_OWNERS:
-        previous = getattr(owner, attr)
 
+    def wrap(previous, attr):
         def launch(*args, _previous=previous, **kwargs):
             return hook(_previous, args, kwargs)
 
         launch.__wrapped__ = previous  # type: ignore[attr-defined]
-        setattr(owner, attr, launch)
-        _installed_launch[(owner, attr)] = (launch, previous)
+        return launch
+
+    _install_layer(_installed_launch, _LAUNCH_OWNERS, wrap)
 
 
 def remove_launch_hook() -> None:
@@ -992,38 +1156,35 @@ def remove_launch_hook() -> None:
     global _launch_users
     _launch_users = max(0, _launch_users - 1)
     if _launch_users == 0:
-        for (owner, attr), (launch, previous) in list(_installed_launch.items()):
-            if getattr(owner, attr) is launch:
-                setattr(owner, attr, previous)
-        _installed_launch.clear()
+        _remove_layers(_installed_launch)
 
 
-# Host-side whole-array writes a snapshot Tape records while it is entered: the array methods and the copy function
-# users call (``array.assign`` calls ``warp.copy`` by that name, on every supported version).
+# Host-side whole-array writes a snapshot Tape records while it is entered, and a checking or snapshot Tape's journal
+# names until its backward() (`tape.journal`): the array methods and the copy function users call
+# (``array.assign`` calls ``warp.copy`` by that name, on every supported version).
 HOST_WRITES = ((warp.array, "zero_"), (warp.array, "fill_"), (warp.array, "assign"), (warp, "copy"))
 _host_write_users = 0
-_installed_host_writes: dict = {}  # (owner, attr) -> (our wrapper, what it wraps)
+_installed_host_writes: dict = {}  # (owner, attr) -> [(our wrapper, what it wraps), ...], innermost first
 
 
 def install_host_write_hook(hook) -> None:
     """Make each of `HOST_WRITES` call ``hook(name, previous, args, kwargs)`` (``name``: ``"zero_"``, ``"fill_"``,
     ``"assign"`` or ``"copy"``; ``args`` of a method start with the array); counted, as `install_launch_hook`.
-    Only snapshot Tapes install it, while entered: outside them these calls are Warp's own."""
+    Only Tapes with checks or snapshots install it, from the moment they are entered until their ``backward()``:
+    outside them these calls are Warp's own."""
     global _host_write_users
     _host_write_users += 1
-    if _host_write_users > 1:
-        return
-    for owner, attr in HOST_WRITES:
-        previous = getattr(owner, attr)
 
+    def wrap(previous, attr):
         def write(*args, _previous=previous, _name=attr, **kwargs):
             return hook(_name, _previous, args, kwargs)
 
         write.__wrapped__ = previous  # type: ignore[attr-defined]
         write.__name__ = write.__qualname__ = attr
         write.__doc__ = previous.__doc__
-        setattr(owner, attr, write)
-        _installed_host_writes[(owner, attr)] = (write, previous)
+        return write
+
+    _install_layer(_installed_host_writes, HOST_WRITES, wrap)
 
 
 def remove_host_write_hook() -> None:
@@ -1031,10 +1192,7 @@ def remove_host_write_hook() -> None:
     global _host_write_users
     _host_write_users = max(0, _host_write_users - 1)
     if _host_write_users == 0:
-        for (owner, attr), (write, previous) in list(_installed_host_writes.items()):
-            if getattr(owner, attr) is write:
-                setattr(owner, attr, previous)
-        _installed_host_writes.clear()
+        _remove_layers(_installed_host_writes)
 
 
 _COPY_PARAMETERS = inspect.signature(context.copy)
@@ -1110,16 +1268,70 @@ def copy_on_device(dest, src) -> None:
 def cpu_view(arr):
     """A NumPy view of a CPU array's own memory, in place (the CPU device's memory is the host's: nothing is
     transferred); made once per array object. Only for CPU arrays."""
-    if not arr.device.is_cpu:
-        raise ValueError(f"cpu_view of an array on {arr.device}: its memory is not the host's")
-    cached = arr.__dict__.get("_wzs_cpu_view")
+    cached = arr.__dict__.get("_wzs_cpu_view")  # only CPU arrays get one
     if cached is not None and cached[0] == arr.ptr:
         return cached[1]
+    if not arr.device.is_cpu:
+        raise ValueError(f"cpu_view of an array on {arr.device}: its memory is not the host's")
     import numpy as np  # noqa: PLC0415
 
-    view = np.asarray(arr)  # through the array interface, in place (what ``arr.numpy()`` does on the CPU)
+    # NumPy over the array's memory through a ctypes buffer at its address, from its pointer, shape and strides:
+    # Warp's array interface costs several microseconds the first time an array is asked (a rollout's check views
+    # each new state), and the view holds no reference to the array (cached on it, it would make a cycle)
+    layout = _cpu_layout(arr.dtype)
+    strides = arr.strides
+    if layout is None or not arr.size or not arr.ptr or any(st < 0 for st in strides):
+        view = np.asarray(arr)  # through the array interface, in place (what ``arr.numpy()`` does on the CPU)
+    else:
+        scalar, inner_shape, inner_strides = layout
+        span = sum((n - 1) * st for n, st in zip(arr.shape, strides)) + dtype_size_bytes(arr.dtype)
+        view = np.ndarray(
+            (*arr.shape, *inner_shape),
+            dtype=scalar,
+            buffer=(ctypes.c_char * span).from_address(arr.ptr),
+            strides=(*strides, *inner_strides),
+        )
     arr.__dict__["_wzs_cpu_view"] = (arr.ptr, view)
     return view
+
+
+def cpu_bytes(arr) -> bytes:
+    """A CPU array's elements' bytes, element after element in row-major order, read from its memory in place (the
+    CPU's memory is the host's: nothing is transferred): one copy of the memory where it is contiguous, else through
+    `cpu_view`. Only for CPU arrays."""
+    span = arr.__dict__.get("_wzs_cpu_span")  # (pointer, bytes) of a contiguous array, kept on it
+    if span is None or span[0] != arr.ptr:
+        size = arr.size
+        if not size:
+            return b""
+        if not arr.is_contiguous:
+            return cpu_view(arr).tobytes()
+        span = arr.__dict__["_wzs_cpu_span"] = (arr.ptr, size * dtype_size_bytes(arr.dtype))
+    return ctypes.string_at(span[0], span[1])
+
+
+def _cpu_layout(dtype):
+    """``(NumPy scalar dtype, inner shape, inner byte strides)`` of a Warp scalar, vector or matrix dtype (what Warp's
+    array interface flattens an element into); None for others (structs): `cpu_view` asks the interface then."""
+    found = _CPU_LAYOUTS.get(dtype, False)
+    if found is False:
+        found = None
+        if dtype in wtypes.scalar_and_bool_types or (isinstance(dtype, type) and issubclass(dtype, ctypes.Array)):
+            try:
+                scalar = numpy_scalar(dtype)
+            except (KeyError, TypeError, AttributeError):
+                scalar = None
+            if scalar is not None:
+                inner = tuple(getattr(dtype, "_shape_", ()))
+                item = dtype_size_bytes(scalar_type(dtype))
+                strides = tuple(item * math.prod(inner[k + 1 :]) for k in range(len(inner)))
+                found = (scalar, inner, strides)
+        if len(_CPU_LAYOUTS) < 256:
+            _CPU_LAYOUTS[dtype] = found
+    return found
+
+
+_CPU_LAYOUTS: dict = {}  # Warp dtype -> `_cpu_layout`
 
 
 def host_view(arr):
@@ -1229,6 +1441,12 @@ def has_custom_adjoint(obj) -> bool:
     return function_class is not None and isinstance(obj, function_class) and obj.custom_grad_func is not None
 
 
+def has_custom_replay(function) -> bool:
+    """Whether a user ``@wp.func`` has a ``@wp.func_replay`` (or a native replay snippet): Warp's backward runs that
+    where it replays the function's forward code (every supported version keeps it as ``custom_replay_func``)."""
+    return getattr(function, "custom_replay_func", None) is not None or bool(getattr(function, "replay_snippet", None))
+
+
 def user_function(obj):
     """A user ``@wp.func`` as Warp keeps it (``wp.Function``), or None for builtins and anything else."""
     function_class = getattr(context, "Function", None)
@@ -1304,6 +1522,12 @@ def function_source(func) -> str:
     import textwrap  # noqa: PLC0415
 
     return textwrap.dedent(inspect.getsource(func))
+
+
+def function_location(func) -> tuple:
+    """``(source file, first line)`` of a Python function (its first decorator's line, as ``function_source``
+    starts)."""
+    return inspect.getsourcefile(func) or "?", inspect.getsourcelines(func)[1]
 
 
 def append_tape_callback(tape, callback) -> None:
@@ -1426,37 +1650,23 @@ def is_struct_field_store(node) -> bool:
 
 def emit_struct_field_store_with_adjoint(adj, node) -> bool:
     """``s.a = e``, ``s.b.a = e`` or ``s.a op= e`` (``node``, `is_struct_field_store`) on a struct local generated as
-    Warp >= 1.15 generates it: the field stored in place, its adjoint passed on to the value and then cleared (an
-    ``op=`` as the field read, the operation, and that store); Warp <= 1.14 gives it none
-    (`STOCK_STRUCT_FIELD_STORES_DIFFERENTIABLE`). False, with nothing generated, where each level is not a struct
-    local's field (a vector's component, a struct held by reference): Warp's own code then."""
+    Warp >= 1.15 generates it, in place (`store_struct_field`; an ``op=`` as the field read, the operation, and that
+    store); Warp <= 1.14 gives it no adjoint (`STOCK_STRUCT_FIELD_STORES_DIFFERENTIABLE`). False, with nothing
+    generated, where each level is not a struct local's field (a vector's component, a struct held by reference):
+    Warp's own code then."""
     target = node.targets[0] if isinstance(node, ast.Assign) else node.target
-    name, attrs = _field_chain(target)
+    name, fields = _field_chain(target)
     if hasattr(node, "lineno"):
         adj.set_lineno(node.lineno - 1)
     root = adj.eval(name)  # a name: generates nothing
-    path, kind = [], getattr(root, "type", None)
-    for attr in attrs:
-        if not isinstance(kind, codegen.Struct) or attr not in kind.vars:
-            return False
-        path.append(kind.vars[attr].label)
-        kind = kind.vars[attr].type
+    if struct_field_path(root, fields) is None:
+        return False
     if isinstance(node, ast.Assign):
         rhs = adj.eval(node.value)
     else:  # s.a op= e: the field read (Warp's, differentiable), then the operation
         read = ast.copy_location(ast.Attribute(value=target.value, attr=target.attr, ctx=ast.Load()), target)
         rhs = adj.eval(ast.copy_location(ast.BinOp(left=read, op=node.op, right=node.value), node))
-    if codegen.is_reference(rhs.type):
-        rhs = adj.add_builtin_call("copy", [rhs])
-    if not types_equal(codegen.strip_reference(rhs.type), kind):
-        raise codegen.WarpCodegenTypeError(
-            f"Error, assigning to struct field `{attrs[-1]}` ({kind}) with different type ({rhs.type})"
-        )
-    field = "." + ".".join(path)
-    adj.add_forward(f"{root.emit()}{field} = {rhs.emit()};")
-    adj.add_reverse(f"{root.emit_adj()}{field} = {{}};")
-    if adj.is_differentiable_value_type(kind):
-        adj.add_reverse(f"{rhs.emit_adj()} += {root.emit_adj()}{field};")
+    store_struct_field(adj, root, fields, rhs)
     return True
 
 

@@ -153,10 +153,10 @@ class _HelperUse:
 def _helper_use(helper, parameter: str, depth: int, fields: tuple) -> _HelperUse | None:
     """`_HelperUse` of the helper's ``parameter`` (``fields``: ``((path, ndim), ...)``), over every overload a call
     may pick; None where a source cannot be read."""
-    key = (id(helper), parameter, fields)
-    cached = _HELPER_CACHE.get(key)
-    if cached is not None and cached[0] is helper:
-        return cached[1]
+    uses = _compat.memo(helper).setdefault("access.helper_use", {})
+    key = (parameter, fields)
+    if key in uses:
+        return uses[key]
     found = None
     seen: set = set()
     for overload in _compat.function_overloads(helper):  # the call may pick any: what any of them does
@@ -179,7 +179,7 @@ def _helper_use(helper, parameter: str, depth: int, fields: tuple) -> _HelperUse
             for path, held in found.returns.items():
                 mine.returns[path] = mine.returns.get(path, frozenset()) | held
         found = mine
-    _HELPER_CACHE[key] = (helper, found)
+    uses[key] = found
     return found
 
 
@@ -211,9 +211,6 @@ def _either(one: ArgumentAccess, other: ArgumentAccess) -> ArgumentAccess:
     readers = None if one.value_readers is None or other.value_readers is None else one.value_readers
     either.value_readers = readers if readers is None else readers | other.value_readers
     return either
-
-
-_HELPER_CACHE: dict = {}
 
 
 def is_truth_test(node, parent) -> bool:
@@ -568,9 +565,6 @@ def _anything(access: ArgumentAccess) -> None:
     _value_read(access, None)
 
 
-_CACHE: dict = {}
-
-
 def argument_access(kernel) -> dict:
     """``{argument label: ArgumentAccess}`` for the kernel's array arguments.
 
@@ -622,9 +616,10 @@ def struct_field_access(kernel) -> dict:
 
 def _analysis(kernel) -> tuple:
     """`argument_access` and `struct_field_access` of a kernel, from one walk of its source."""
-    cached = _CACHE.get(id(kernel))
-    if cached is not None and cached[0] is kernel:
-        return cached[1]
+    memo = _compat.memo(kernel)
+    cached = memo.get("access")
+    if cached is not None:
+        return cached
     parameters = _compat.kernel_parameters(kernel)
     arrays = [(label, t) for label, t in parameters if _compat.is_array_type(t)]
     ndims = {label: getattr(t, "ndim", None) for label, t in arrays}
@@ -649,7 +644,7 @@ def _analysis(kernel) -> tuple:
         {label: visitor.access[label] for label, _ in arrays},
         {name: (position, path, visitor.access[name]) for name, (position, path) in fields.items()},
     )
-    _CACHE[id(kernel)] = (kernel, found)
+    memo["access"] = found
     return found
 
 
@@ -658,9 +653,6 @@ def _is_tid_call(node) -> bool:
         return False
     func = node.func
     return (isinstance(func, ast.Attribute) and func.attr == "tid") or (isinstance(func, ast.Name) and func.id == "tid")
-
-
-_FULL_CACHE: dict = {}
 
 
 def _read_somewhere(function, names: set) -> set:
@@ -707,9 +699,10 @@ def fully_stored(kernel) -> dict:
         assert fully_stored(scale) == {"y": 1}
         ```
     """
-    cached = _FULL_CACHE.get(id(kernel))
-    if cached is not None and cached[0] is kernel:
-        return cached[1]
+    memo = _compat.memo(kernel)
+    cached = memo.get("access.fully_stored")
+    if cached is not None:
+        return cached
     function = _compat.kernel_tree(kernel).body[0]
     names = {label for label, t in _compat.kernel_parameters(kernel) if _compat.is_array_type(t)}
     names -= _read_somewhere(function, names)
@@ -742,7 +735,7 @@ def fully_stored(kernel) -> dict:
             and rebound.get(name) is None
         ):
             found.setdefault(name, len(tid))
-    _FULL_CACHE[id(kernel)] = (kernel, found)
+    memo["access.fully_stored"] = found
     return found
 
 

@@ -2,7 +2,9 @@
 
 ``warp_zerostore.config.zero_store`` is the process default for every kernel the process builds (also
 kernels defined with plain ``import warp``). ``warp_zerostore.config.check`` (``"off"``, ``"warn"``,
-``"error"``) is the default ``check`` of `warp_zerostore.Tape`. ``warp_zerostore.config.progress``
+``"error"``) is the default ``check`` of `warp_zerostore.Tape`, and ``warp_zerostore.config.measure`` (False) its
+default ``measure`` (a Tape with checks and without snapshots measures each hazard's effect at ``backward()``; the
+``check --measure`` command sets it). ``warp_zerostore.config.progress``
 (None: when stderr is a terminal; True; False) shows or hides progress bars on long work. Any other attribute reads and writes
 ``warp.config``, so ``import warp_zerostore as wp; wp.config.verify_fp = True`` works as it does with Warp.
 
@@ -63,6 +65,13 @@ def validate_check(value, where: str) -> CheckLevel:
     return value
 
 
+def validate_measure(value, where: str) -> bool:
+    """Return ``value`` if it is a ``measure`` setting (True or False), else raise ``TypeError`` naming ``where``."""
+    if type(value) is bool:
+        return value
+    raise TypeError(f"{where} must be True or False, got {value!r}")
+
+
 def validate_progress(value, where: str) -> Optional[bool]:
     """Return ``value`` if it is a ``progress`` setting (None: bars when stderr is a terminal), else raise."""
     if value is None or type(value) is bool:
@@ -80,9 +89,10 @@ def _rehash_all_modules() -> None:
 _SETTINGS = {
     "zero_store": (validate_zero_store, _rehash_all_modules),
     "check": (validate_check, None),
+    "measure": (validate_measure, None),
     "progress": (validate_progress, None),
 }
-_values: dict = {"zero_store": None, "check": "off", "progress": None}
+_values: dict = {"zero_store": None, "check": "off", "measure": False, "progress": None}
 
 
 def default_zero_store() -> ZeroStore:

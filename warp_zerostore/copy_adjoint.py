@@ -163,6 +163,7 @@ def _wrap_record_func(original):
             finally:
                 _state.replaying = previous
 
+        backward_in_mode.__wrapped__ = backward  # type: ignore[attr-defined]  # what it runs (`_compat.is_copy_adjoint`)
         return original(self, backward_in_mode, arrays, *args, **kwargs)
 
     return record_func

@@ -1,4 +1,8 @@
-"""Fuzzer repro (zero_store, gradient mismatch): constructs atomic_add, dot, readback y[i], setcomponent(=).
+"""Fuzzer repro (zero_store, gradient mismatch, before this package gave a flagged kernel's local components Warp's
+copy form): constructs atomic_add, dot, readback y[i], setcomponent(=).
+
+Flagged, as here, it prints the expected values (warp_zerostore/codegen/local_copies.py); the same kernel
+unflagged (`@wp.kernel`) keeps Warp's in-place component assignment and prints WRONG.
 
 Warp 1.19.0. Expected values: central differences (float64) of a NumPy reference of this kernel.
 """

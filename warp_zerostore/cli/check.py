@@ -9,6 +9,10 @@ MODULE`` would run it (the script's folder, or the current folder, first on ``sy
 (`warp_zerostore.cli.status.ExitStatus`): 1 if a real hazard was found (whatever the program did); else
 4 if the script or module does not exist, 5 if the program raised, 6 if it exited with a non-zero status of its
 own (printed in the report); else 3 if launches could not be checked (recorded under graph capture); else 0.
+
+With ``--measure``, every Tape without snapshots also measures (``config.measure``: `warp_zerostore.tape.measure`):
+at ``backward()`` each hazard's report says how much it changes this run's gradients, and a stale read or mutation
+that changes none is listed as a note ("no effect on this run's gradients"), not as a hazard.
 """
 
 from __future__ import annotations
@@ -32,10 +36,21 @@ class HazardCollector:
     def __init__(self):
         self.hazards: list = []
         self.tapes: dict = {}  # key -> number of Tapes that found it
+        self._listed: dict = {}  # site key -> position in hazards
 
     def __call__(self, hazard) -> None:
+        position = self._listed.get(hazard.site_key())
+        if hazard.measured is not None and position is not None:
+            # a measuring Tape's measurement of a hazard listed (by it, or by another Tape): the measured one is
+            # listed, a real measurement before one without effect
+            listed = self.hazards[position]
+            if listed.measured is None or (hazard.real and not listed.real):
+                self.tapes[hazard.key()] = self.tapes.pop(listed.key(), 1)
+                self.hazards[position] = hazard
+            return
         key = hazard.key()
         if key not in self.tapes:
+            self._listed.setdefault(hazard.site_key(), len(self.hazards))
             self.hazards.append(hazard)
             self.tapes[key] = 0
         self.tapes[key] += 1
@@ -66,6 +81,8 @@ SAFE_REASONS = {
 
 def safe_reason(hazard) -> str:
     """Why ``hazard`` (``real=False``) is safe, as its group's heading says it."""
+    if getattr(hazard.measured, "status", "") == "no effect":  # a measuring Tape's (--measure) label
+        return "measured: no effect on this run's gradients"
     reason = SAFE_REASONS.get((hazard.kind, hazard.cause))
     return reason if reason is not None else f"labelled not real, cause {hazard.cause or 'none given'!r}"
 
@@ -111,13 +128,19 @@ def add_parser(subparsers) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     check.add_argument("-m", dest="module", action="store_true", help="run the target as a module (python -m)")
+    check.add_argument(
+        "--measure",
+        action="store_true",
+        help="also measure, at each backward(), how much each hazard changes the gradients (extra backward passes "
+        "with the recorded values put back): a stale read or mutation with no effect on this run becomes a note",
+    )
     check.add_argument("script", help="the script (or, with -m, the module) to run")
     check.add_argument("script_args", nargs=argparse.REMAINDER, help="arguments passed to the program")
     check.set_defaults(handler=_command)
 
 
 def _command(args, parser) -> int:
-    return run(args.script, args.script_args, as_module=args.module)
+    return run(args.script, args.script_args, as_module=args.module, measure=args.measure)
 
 
 def _missing(target: str, as_module: bool) -> str | None:
@@ -173,17 +196,18 @@ def _run_program(target: str, args: list, as_module: bool) -> tuple:
     return ExitStatus.OK, 0
 
 
-def run(target: str, args: list, as_module: bool = False) -> int:
-    """Run a script (or, with ``as_module``, ``python -m target``) with checking Tapes; print the report and
-    return the exit status (`warp_zerostore.cli.status.ExitStatus`)."""
+def run(target: str, args: list, as_module: bool = False, measure: bool = False) -> int:
+    """Run a script (or, with ``as_module``, ``python -m target``) with checking Tapes (``measure``: measuring too);
+    print the report and return the exit status (`warp_zerostore.cli.status.ExitStatus`)."""
     why = _missing(target, as_module)
     if why is not None:
         print(f"warp_zerostore check: error: {why}", file=sys.stderr)
         return ExitStatus.NOT_FOUND
-    saved_argv, saved_check = sys.argv, config.check
+    saved_argv, saved_check, saved_measure = sys.argv, config.check, config.measure
     collector = HazardCollector()
     if config.check == "off":
         config.check = "warn"
+    config.measure = measure or saved_measure
     try:
         with _compat.tape_class_replaced(Tape), hazard_listener(collector):
             with warnings.catch_warnings():
@@ -192,6 +216,7 @@ def run(target: str, args: list, as_module: bool = False) -> int:
     finally:
         sys.argv = saved_argv
         config.check = saved_check
+        config.measure = saved_measure
     print(format_report(collector.hazards, collector.tapes))
     if outcome is ExitStatus.PROGRAM_RAISED:
         print("warp_zerostore check: the program raised an exception (traceback above); hazards found up to there")

@@ -133,7 +133,7 @@ def flagged_helper_text(original, args: tuple, kwargs: dict, text: str, reach: f
 
 def fixes_code(adj) -> bool:
     """Whether the code being built is a flagged kernel's body, or a helper being built again for flagged kernels."""
-    return building.building_zero_store_kernel() or _state.helper == id(adj)
+    return building.building_flagged_kernel() or _state.helper == id(adj)
 
 
 def _fixed(node) -> bool:

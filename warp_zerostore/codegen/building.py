@@ -7,6 +7,7 @@ import threading
 
 from .. import _compat
 from ..options import effective_zero_store
+from .store_rewrite import COMPONENT_STORE_ADJOINT
 
 _HELPER = object()  # build-state marker: building a @wp.func helper
 _UNSET = object()
@@ -47,6 +48,7 @@ def building_as(helper: bool):
     def wrap(original):
         def build(self, item, *args, **kwargs):
             previous = _state.build_mode
+            _compat.clear_adjoint_scratch(_compat.kernel_adjoint(item))  # what an earlier build found on it
             if helper:
                 _state.build_mode = _HELPER
             else:
@@ -60,6 +62,11 @@ def building_as(helper: bool):
         return build
 
     return wrap
+
+
+def building_flagged_kernel() -> bool:
+    """Whether the code being built is a ``zero_store=True`` kernel's own body (not a helper it calls)."""
+    return _state.build_mode is True
 
 
 def _component_rewrite_active() -> bool:
@@ -115,7 +122,7 @@ def wrap_add_builtin_call(original):
         array_expr = f"(*{_compat.var_expr(array)})" if _compat.is_reference(array) else _compat.var_expr(array)
         _compat.add_reverse(
             adj,
-            f"wp::zs::adj_component_store({array_expr}, {_compat.var_adj_expr(array)}, "
+            f"{COMPONENT_STORE_ADJOINT}({array_expr}, {_compat.var_adj_expr(array)}, "
             f"{_compat.var_adj_expr(source)}, {access}, {index_list});",
         )
         return out
@@ -126,8 +133,3 @@ def wrap_add_builtin_call(original):
 def building_flagged_module() -> bool:
     """Whether the module being built holds a kernel whose mode is True or False."""
     return _state.build_flagged
-
-
-def building_zero_store_kernel() -> bool:
-    """Whether the code being built is a ``zero_store=True`` kernel's own body (not a helper it calls)."""
-    return _state.build_mode is True

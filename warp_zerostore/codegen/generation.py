@@ -8,7 +8,7 @@ import threading
 
 from .. import _compat
 from ..options import effective_zero_store
-from . import backports, building, native, replay, replay_records, store_rewrite
+from . import backports, building, local_copies, native, replay, replay_records, store_rewrite
 from .pre_twin import replay_memory
 
 _UNSET = object()
@@ -137,7 +137,9 @@ def wrap_builder_codegen(original):
                 )
         if plan.replay is not None:
             for key, kernel in plan.replay_kernels.items():
-                replay_records.record(kernel, key, plan.kernel_locations.get(key, "?:0"), plan.replay.reports[key])
+                location = plan.kernel_locations.get(key, "?:0")
+                exact = local_copies.exact_lines(_compat.kernel_adjoint(kernel))
+                replay_records.record(kernel, key, location, plan.replay.reports[key], exact)
         return source[:start] + prelude + source[start:]
 
     return codegen

@@ -9,24 +9,19 @@ the kernel's place, and so do the bridges' ``in_out`` modes, which hand in the p
 from __future__ import annotations
 
 import itertools
-import weakref
 
 from .. import _compat
 from ..options import effective_zero_store
 from . import replay, replay_records
 
 _UNSET = object()
-_PRE_OF: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # PRE twin -> None
-_TWIN_OF: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # kernel -> PRE twin (or None: none can be made)
 _TWIN_COUNT = itertools.count()  # twins' module names are unique: Warp names a build folder by module name and hash
 
 
 def replay_memory(kernel) -> str:
     """`replay.PRE` for a PRE twin, else `replay.POST`: what memory the kernel's generated backward expects."""
-    try:
-        return replay.PRE if kernel in _PRE_OF else replay.POST
-    except TypeError:
-        return replay.POST
+    facts = _compat.memo(kernel) if hasattr(kernel, "__dict__") else {}
+    return replay.PRE if facts.get("pre_twin.is_twin") else replay.POST
 
 
 def pre_backward(kernel):
@@ -43,16 +38,16 @@ def pre_backward(kernel):
         return kernel
     if replay_records.build_of(kernel) is not None and not replay_records.pre_differs(kernel):
         return kernel
-    try:
-        cached = _TWIN_OF.get(kernel, _UNSET)
-    except TypeError:
+    if not hasattr(kernel, "__dict__"):
         return None
-    if cached is not _UNSET:
-        return cached
+    facts = _compat.memo(kernel)  # the twin goes with its kernel
+    twin = facts.get("pre_twin.twin", _UNSET)
+    if twin is not _UNSET:
+        return twin
     twin = _compat.kernel_copy_in_new_module(kernel, f"__zs_pre_{_compat.kernel_key(kernel)}_{next(_TWIN_COUNT)}")
     if twin is not None:
-        _PRE_OF[twin] = None
-    _TWIN_OF[kernel] = twin
+        _compat.memo(twin)["pre_twin.is_twin"] = True
+    facts["pre_twin.twin"] = twin
     return twin
 
 

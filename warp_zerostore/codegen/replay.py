@@ -51,11 +51,14 @@ import dataclasses
 import re
 
 from .. import builtin_facts
+from .store_rewrite import LOG_SUFFIX, STORE_FORMS
 
 LOG = "zs_log"
-SUFFIX = "__zs_log"
+SUFFIX = LOG_SUFFIX  # a helper's log variant: h__zs_log, adj_h__zs_log
 _LOG_TYPE = "ZsLog"  # helper variants are templates on the kernel's log type, so they inline with it
 _LOG_PARAM = f"{_LOG_TYPE}& {LOG}"
+_BASE = "ZsBase"  # ... on the first slot of the range their call takes
+_BELOW = "ZsBelow"  # ... and on the slots their caller's loads could see before the call
 
 
 #: What memory holds when a flagged kernel's backward runs: what the forward left (a plain or check Tape, the
@@ -81,12 +84,20 @@ class ReplayIssue:
 
     builtin: str = ""  # set for a write the replay does not follow (no loop)
     reader: str = ""  # set for a read the replay does not feed (a tile load after a store)
+    statement: str = ""  # set for a statement of no form the replay knows (the generated C++)
 
     def message(self, kernel: str, location: str) -> str:
         where = kernel if self.function == "" else f"{kernel}, in helper '{self.function}'"
         carried = (
             f" (in the next iteration of the runtime-bound loop at line {self.loop_line})" if self.loop_line else ""
         )
+        if self.statement:
+            return (
+                f"{where} ({location}): argument '{self.argument}' is used at line {self.read_line} by a statement "
+                f"of Warp's generated code that the replay does not know (`{self.statement}`), and read or written "
+                "elsewhere in the launch; what it does to the array is not replayed, so the gradient through the "
+                "array may not be exact. Please report it with your Warp version."
+            )
         if self.reader:
             return (
                 f"{where} ({location}): argument '{self.argument}' is written at line {self.store_line} and read "
@@ -125,6 +136,8 @@ class Helper:
     loads: set  # positions of array parameters it (or a helper it calls) loads from
     bound: int  # log entries its replay may push
     slot_types: list
+    # per slot of its range, the type of the whole element it holds (None: a part, or not known)
+    slot_kinds: list = dataclasses.field(default_factory=list)
     # memory -> [ReplayIssue]: its own and those of the helpers it calls, per the memory of the kernel's backward
     issues: dict = dataclasses.field(default_factory=dict)
 
@@ -137,8 +150,11 @@ _DEF = re.compile(r"^(?![\s/#])(?:.*\s)?(\w+)\($")  # a definition starts uninde
 _PARAM = re.compile(r"^\s*(?P<type>.+?)\s*(?P<ref>&?)\s*(?P<var>(?:var|adj)_\w+)\s*[,)]?\s*$")
 _DECL = re.compile(r"^\s*(?P<type>[\w:<>, ]+?)\s+(?P<var>var_\w+)(?:\s*=.*)?;$")
 _ARRAY_LOCAL = re.compile(r"^\s*(wp::array_t<.*>) (var_\w+) = ")
+_ARRAY_TYPE = re.compile(r"^(?:const )?wp::array_t<(.+)>\s*&?$")
 #: pointers into an array: ``p = wp::address(a, i)``, a view ``v = wp::view(a, i)``, a component ``wp::indexref``
-_ADDR = re.compile(r"^(var_\w+) = wp::address\((var_\w+), ")
+#: a pointer into an array: ``wp::address(a, i)``; Warp 1.19's slot stores' ``&(wp::index(a, i))``; a field of a
+#: struct element, ``&(((*wp::address(a, i))).f)``, or of a struct in one, ``&((((*wp::address(a, i))).s).f)``
+_ADDR = re.compile(r"^(var_\w+) = (?:wp::address\(|&\(+\*?wp::(?:index|address)\()(var_\w+), ")
 _VIEW = re.compile(r"^(var_\w+) = wp::view\((var_\w+)[,)]")
 _INDEXREF = re.compile(r"^(// )?(var_\w+) = wp::indexref\((var_\w+), ")
 #: reads and writes of an element (a leading ``// `` is a store Warp's replay skips)
@@ -160,18 +176,37 @@ _OTHER_WRITE = re.compile(
 _TILE_READS = sorted(n for n, b in builtin_facts.TABLE.items() if b.replay == "not overlaid")
 _TILE_LOAD = re.compile(rf"^(?:var_\w+ = )?wp::({'|'.join(_TILE_READS)})(?:<[^()]*>)?\((var_\w+)\b")
 _CALL = re.compile(r"^(?:(var_\w+) = )?(\w+)\((.*)\);$")
+#: Statements that name an array and neither write its memory nor read an element's value, which the replay leaves
+#: as they are: each named. Where a form has a group ``array``, only the arrays named in it are used read-only (an
+#: array elsewhere in the statement is not). Any other statement that names an array the function reads or writes
+#: elsewhere and matches none of the forms above is an unknown form (`ReplayIssue.statement`): the replay fails
+#: closed. (Measured over the test suite's and Warp's gradient tests' flagged kernels, tests/test_codegen_safety.py.)
+READ_ONLY_FORMS: dict = {
+    "an argument unpacked": re.compile(r"^(?:[\w:<>, ]+\s+)?var_\w+ = (?:_wp_args|\*?\(?_wp_args)\W.*;$"),
+    "a declaration": re.compile(r"^(?:const )?[\w:<>, ]+[\s*&]+var_\w+(?: = \{\})?;$"),
+    "an adjoint (it writes gradients, never the array)": re.compile(r"^(?:wp::(?:zs::)?)?adj_\w+\(.*\);$"),
+    "a deterministic-mode adjoint (Warp 1.19)": re.compile(
+        r"^WP_DET_SCATTER_OR_FALLBACK\(det_ctx, det_scatter_\w+, .*\);$"
+    ),
+    "the array's shape": re.compile(r"^var_\w+ = &\((?P<array>var_\w+)\.shape\);$"),
+    "the array's length": re.compile(r"^var_\w+ = wp::len\((?P<array>var_\w+)\);$"),
+    "the array tested for null (`if a:`)": re.compile(r"^if \(!?(?P<array>var_\w+)\) \{$"),
+    "the array tested for null (`not a`)": re.compile(r"^var_\w+ = wp::unot\((?P<array>var_\w+)\);$"),
+    "the array as a condition (`wp.where(a, ...)`)": re.compile(r"^var_\w+ = wp::where\((?P<array>var_\w+), "),
+    "a copy of the array (a local array variable)": re.compile(r"^var_\w+ = (?:wp::copy\()?var_\w+\)?;$"),
+}
 _ASSIGN = re.compile(r"^(var_\w+) = ")
 _ADJ_CALL = re.compile(r"^adj_(\w+)\((.*)\);$")
-_ADJ_STORE = re.compile(
-    r"^(?:wp::adj_array_store|wp::adj_array_store_slot|wp::zs::adj_component_store|wp::adj_atomic_\w+)"
-    r"\((\(\*)?(var_\w+)\)?, (.*)\);$"
-)
-_SLOT_ADJ = re.compile(r"^(?:wp::adj_array_store_slot|wp::zs::adj_component_store)\(")
+#: the adjoints of the stores the log follows (`store_rewrite.STORE_FORMS`) and of element atomics
+_LOGGED_ADJOINTS = [re.escape(f.adjoint) for f in STORE_FORMS if f.logged]
+_ADJ_STORE = re.compile(rf"^(?:{'|'.join(_LOGGED_ADJOINTS)}|wp::adj_atomic_\w+)\((\(\*)?(var_\w+)\)?, (.*)\);$")
+_SLOT_ADJ = re.compile(rf"^(?:{'|'.join(re.escape(f.adjoint) for f in STORE_FORMS if f.slot)})\(")
 _SOURCE_LINE = re.compile(r"^// (?!adj: ).*<L (\d+)>\s*$")
 _LOOP_START = re.compile(r"^start_(for|while)_(\d+):;$")
 _LOOP_END = re.compile(r"^end_(for|while)_(\d+):;$")
 #: what ends a straight-line block: a brace, a label, a jump, a branch
 _BOUNDARY = re.compile(r"[{}]|:;$|^goto |^return\b|^if \(|^else\b")
+_VARIABLE = re.compile(r"\bvar_\w+\b")
 
 #: the element atomics the log follows (`builtin_facts.REPLAY_FOLLOWED_ATOMICS`), each as the thread's new view
 #: of the element from its old one
@@ -332,6 +367,7 @@ class Body:
     loops: dict  # label -> Loop
     unfollowed: list = dataclasses.field(default_factory=list)  # [Builtin]: writes the log does not follow
     tile_loads: list = dataclasses.field(default_factory=list)  # [Builtin]: reads the log does not feed
+    unknown: list = dataclasses.field(default_factory=list)  # [Builtin]: statements of no form the replay knows
     addresses: dict = dataclasses.field(default_factory=dict)  # pointer -> (array variable, index variables...)
     assigned: dict = dataclasses.field(default_factory=dict)  # variable -> line indices that assign it
 
@@ -469,6 +505,17 @@ def _scan_statement(body: Body, text: str, idx: int, loop, line: int, helpers: d
         stored = frozenset(roots[args[p]] for p in helper.stores if p < len(args) and args[p] in roots)
         loaded = frozenset(roots[args[p]] for p in helper.loads if p < len(args) and args[p] in roots)
         body.calls.append(Call(idx, helper, args, m.group(1), stored, loaded, loop, line))
+        return
+    named = [v for v in dict.fromkeys(_VARIABLE.findall(text)) if v in roots]
+    if not named or text.startswith("//"):
+        return
+    for form in READ_ONLY_FORMS.values():
+        m = form.match(text)
+        if m:
+            read_only = set(_VARIABLE.findall(m.group("array"))) if "array" in form.groupindex else set(named)
+            named = [v for v in named if v not in read_only]
+            break
+    body.unknown.extend(Builtin(idx, root, line, text) for root in dict.fromkeys(roots[v] for v in named))
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -625,7 +672,21 @@ def issues(body: Body, function: str, replayed: set | None = None, stale_log: bo
     more than memory holds once the forward finished. With ``stale_log`` (a helper's log variant, where every load
     reads the log) a read the log may serve an entry older than a write it does not carry counts too."""
     found = _loop_issues(body, function, replayed, stale_log) + _unfollowed_issues(body, function, replayed, stale_log)
-    return list(dict.fromkeys(found))
+    return list(dict.fromkeys(found + _unknown_issues(body, function)))
+
+
+def _unknown_issues(body: Body, function: str) -> list:
+    """A statement of no form the replay knows, on an array the function reads or writes elsewhere (by a known form,
+    or by another unknown one): what it does to the array is not followed, whatever the memory."""
+    touched = [a.root for a in body.reads() + body.writes()] + [b.root for b in body.tile_loads + body.unfollowed]
+    counts = {root: touched.count(root) for root in set(touched)}
+    for u in body.unknown:
+        counts[u.root] = counts.get(u.root, 0) + 1
+    return [
+        ReplayIssue(function, u.root[len("var_") :], u.line, 0, u.line, statement=u.name)
+        for u in body.unknown
+        if counts[u.root] > 1
+    ]
 
 
 def _written_before(body: Body, root: str, index: float) -> bool:
@@ -732,17 +793,42 @@ def _with_log_arg(args: list) -> str:
 
 
 class _Rewriter:
-    """Rewrites one function body per its `Decisions`."""
+    """Rewrites one function body per its `Decisions`, numbering the log's slots in the order of the text: each
+    pushing store takes one, each call of a helper's log variant the helper's range (``bound``). In a helper's
+    variant the numbers are offsets from its ``ZsBase`` (`_BASE`), and its loads see the caller's slots below it."""
 
-    def __init__(self, fn: Function, body: Body, module: ModuleReplay, decisions: Decisions):
+    def __init__(self, fn: Function, body: Body, module: ModuleReplay, decisions: Decisions, in_helper: bool):
         self.fn, self.body, self.helpers, self.adjoints = fn, body, module.helpers, module.adjoint_variants
         self.decisions = decisions
-        self.marks: list = []
+        self.in_helper = in_helper
+        self.used = 0  # slots taken so far
+        # the slots of the pushes so far, in order: (C++ constant expression, the type of the whole element it holds,
+        # or None where it may hold a part of one: a component store, a helper's range)
+        self.seen: list = []
+        self.types = _declared_types(fn)
 
-    def _mark(self) -> str:
-        name = f"zs_m{len(self.marks)}"
-        self.marks.append(name)
-        return name
+    def _slot(self, k: int) -> str:
+        return f"{_BASE} + {k}" if self.in_helper else str(k)
+
+    def _take(self, count: int = 1) -> int:
+        first, self.used = self.used, self.used + count
+        return first
+
+    def _visible(self) -> str:
+        """What a load (or a helper called here) may see: the descriptors of the slots pushed so far, newest first
+        (``wp::zs::whole<type, slot>`` for a whole element, ``wp::zs::part<slot>`` otherwise: the header), then, in
+        a helper, what its caller's loads could see (`_BELOW`)."""
+        own = [f"wp::zs::whole<{t}, {slot}>" if t else f"wp::zs::part<{slot}>" for slot, t in reversed(self.seen)]
+        listed = f"wp::zs::slots<{', '.join(own)}>"
+        return f"typename wp::zs::concat<{listed}, {_BELOW}>::type" if self.in_helper else listed
+
+    def _store_type(self, store: Store) -> str | None:
+        """The type of the whole element a store puts in the log (its array's element type), else None (a component
+        store, an array reached through a struct)."""
+        if store.kind == "ref":
+            return None
+        m = _ARRAY_TYPE.match(self.types.get(store.args[0], ""))
+        return m.group(1).strip() if m else None
 
     def run(self, in_forward_function: bool) -> list:
         fn, body, d = self.fn, self.body, self.decisions
@@ -751,8 +837,8 @@ class _Rewriter:
         log_loads = {
             a.index for a in body.loads if a.root in d.logged and (d.replayed is None or a.index in d.replayed)
         }
-        open_stores: list = []  # (store, mark) in push order
-        open_calls: list = []  # (helper name, args, mark)
+        open_stores: list = []  # (store, slot) in push order
+        open_calls: list = []  # (helper name, args, first slot of its range)
         for idx in range(fn.body + 1, len(lines) - 1):
             raw = lines[idx]
             text = raw.strip()
@@ -763,7 +849,7 @@ class _Rewriter:
                 continue
             if idx in log_loads:
                 m = _LOAD.match(text)
-                lines[idx] = f"{pad}{m.group(1)} = wp::zs::replay_load({LOG}, {m.group(2)});"
+                lines[idx] = f"{pad}{m.group(1)} = wp::zs::replay_load<{self._visible()}>({LOG}, {m.group(2)});"
                 continue
             m = _INDEXREF.match(text)
             if m and m.group(1) and body.roots.get(m.group(3)) in d.logged:
@@ -785,31 +871,29 @@ class _Rewriter:
             if m and m.group(2) in self.helpers and m.group(2) in d.calls:
                 name, args = m.group(2), split_args(m.group(3))
                 out = f"{m.group(1)} = " if m.group(1) else ""
-                call = f"{out}{name}{SUFFIX}({_with_log_arg(args)});"
-                if not in_forward_function:  # an adjoint rewinds to the call's mark
-                    mark = self._mark()
-                    lines[idx] = f"{pad}{mark} = wp::zs::replay_mark({LOG}); {call}"
-                    open_calls.append((name, args, mark))
-                else:
-                    lines[idx] = pad + call
+                helper = self.helpers[name]
+                first, visible = self._take(helper.bound), self._visible()
+                lines[idx] = f"{pad}{out}{name}{SUFFIX}<{self._slot(first)}, {visible}>({_with_log_arg(args)});"
+                kinds = helper.slot_kinds + [None] * (helper.bound - len(helper.slot_kinds))
+                self.seen += [(self._slot(first + k), t) for k, t in enumerate(kinds)]
+                open_calls.append((name, args, first, visible))
                 continue
             m = _ADJ_CALL.match(text)
             if m and m.group(1) in self.helpers and not in_forward_function:
                 replaced = self._call_adjoint(m, text, open_calls)
                 if replaced is not None:
                     lines[idx] = pad + replaced
-        if self.marks:
-            lines.insert(fn.body + 1, "    int " + ", ".join(f"{m} = 0" for m in self.marks) + ";")
         return lines
 
     def _store(self, store: Store, in_forward_function: bool, open_stores: list) -> str | None:
-        """The replay of one store (or atomic) of a logged array: pushed to the log, never to memory."""
+        """The replay of one store (or atomic) of a logged array: put in its slot of the log, never in memory."""
         text = self.fn.lines[store.index].strip()
         if in_forward_function and store.loop is not None:
             if store.kind == "atomic":  # the old value, without the write
                 target = f"wp::address({', '.join(store.args[:-1])})"
                 old = text.removeprefix("// ").split(" = ", 1)[0]
-                return f"{old} = wp::zs::replay_load({LOG}, {target});  // replay: not logged in a runtime loop"
+                load = f"wp::zs::replay_load<{self._visible()}>({LOG}, {target})"
+                return f"{old} = {load};  // replay: not logged in a runtime loop"
             return f"// {text.removeprefix('// ')}  (replay: not logged in a runtime loop)"
         if store.kind == "ref":
             target, value = store.args[0], store.value
@@ -822,25 +906,25 @@ class _Rewriter:
             if update is None:  # integer bit operations and compare-and-swap: not differentiable, not followed
                 return None
             old = text.removeprefix("// ").split(" = ", 1)[0]
-            prefix = f"{old} = wp::zs::replay_load({LOG}, {target}); "
+            prefix = f"{old} = wp::zs::replay_load<{self._visible()}>({LOG}, {target}); "
             value = update.format(old=old, v=store.value)
-        mark = None if in_forward_function else self._mark()
+        slot = self._take()
         # POST: an atomic follows only an element the thread logged before (its old value is then known)
-        push_call = (
-            "replay_update" if store.kind == "atomic" and self.decisions.replayed is not None else "replay_store"
-        )
-        push = f"{prefix}wp::zs::{push_call}({LOG}, {target}, {value});"
-        if mark is None:
-            return push
-        open_stores.append((store, mark))
-        return f"{mark} = wp::zs::replay_mark({LOG}); {push}"
+        if store.kind == "atomic" and self.decisions.replayed is not None:
+            push = f"{prefix}wp::zs::replay_update<{self._slot(slot)}, {self._visible()}>({LOG}, {target}, {value});"
+        else:
+            push = f"{prefix}wp::zs::replay_store<{self._slot(slot)}>({LOG}, {target}, {value});"
+        self.seen.append((self._slot(slot), self._store_type(store)))
+        if not in_forward_function:
+            open_stores.append((store, slot))
+        return push
 
     def _store_adjoint(self, m: re.Match, text: str, open_stores: list) -> str | None:
-        """A store's adjoint rewinds the log to the mark taken before the store (the latest open one it matches)."""
+        """A store's adjoint first empties the store's slot and every later one (the latest open store it matches)."""
         root = self.body.roots.get(m.group(2))
         rest = split_args(m.group(3))
         for k in range(len(open_stores) - 1, -1, -1):
-            store, mark = open_stores[k]
+            store, slot = open_stores[k]
             if store.root != root:
                 continue
             if _SLOT_ADJ.match(text):
@@ -849,18 +933,21 @@ class _Rewriter:
                 ok = store.kind != "ref" and [m.group(2), *rest][: len(store.args)] == store.args
             if ok:
                 del open_stores[k]
-                return f"wp::zs::replay_rewind({LOG}, {mark}); {text}"
+                return f"wp::zs::replay_clear<{self._slot(slot)}>({LOG}); {text}"
         return None
 
     def _call_adjoint(self, m: re.Match, text: str, open_calls: list) -> str | None:
-        """A helper's adjoint rewinds to its call's mark, and runs the log variant of a generated adjoint."""
+        """A helper's adjoint first empties the call's range and later slots, and runs the log variant of a
+        generated adjoint (over the same range)."""
         name, args = m.group(1), split_args(m.group(2))
         for k in range(len(open_calls) - 1, -1, -1):
-            c_name, c_args, mark = open_calls[k]
+            c_name, c_args, first, visible = open_calls[k]
             if c_name == name and args[: len(c_args)] == c_args:
-                call = f"adj_{name}{SUFFIX}({_with_log_arg(args)});" if name in self.adjoints else text
+                slot = self._slot(first)
+                variant = f"adj_{name}{SUFFIX}<{slot}, {visible}>({_with_log_arg(args)});"
+                call = variant if name in self.adjoints else text
                 del open_calls[k]
-                return f"wp::zs::replay_rewind({LOG}, {mark}); {call}"
+                return f"wp::zs::replay_clear<{slot}>({LOG}); {call}"
         return None
 
 
@@ -925,7 +1012,7 @@ class ModuleReplay:
         # follows it, or where an earlier write may have left an entry older than one the log does not carry.
         own = {PRE: issues(body, fn.name), POST: issues(body, fn.name, _followed(fn, body), stale_log=True)}
         found = {m: list(dict.fromkeys(own[m] + self._issues_of_calls(body, m))) for m in MEMORIES}
-        info = Helper(fn.name, arrays, stores, loads, bound, slot_types, found)
+        info = Helper(fn.name, arrays, stores, loads, bound, slot_types, issues=found)
         self.helpers[fn.name] = info
         return info
 
@@ -950,13 +1037,19 @@ class ModuleReplay:
         lines[close] = lines[close].rstrip()
         assert lines[close].endswith(")"), lines[close]
         lines[close] = lines[close][:-1] + (",\n    " if fn.params else "") + _LOG_PARAM + ")"
-        return [f"template <typename {_LOG_TYPE}>", *lines]
+        return [f"template <int {_BASE}, typename {_BELOW}, typename {_LOG_TYPE}>", *lines]
 
     def _variant(self, fn: Function, in_forward_function: bool) -> list:
-        """``h__zs_log`` (or ``adj_h__zs_log``): every store of an array goes to the log, every load reads it."""
+        """``h__zs_log`` (or ``adj_h__zs_log``): every store of an array goes to the log, every load reads it. The
+        helper's ``bound`` (the slots its range takes) covers what either variant uses."""
         body = _scan(fn, self.helpers)
         decisions = Decisions(_forwarded(fn, body), None, set(body.roots.values()), {c.helper.name for c in body.calls})
-        lines = _Rewriter(fn, body, self, decisions).run(in_forward_function)
+        rewriter = _Rewriter(fn, body, self, decisions, in_helper=True)
+        lines = rewriter.run(in_forward_function)
+        helper = self.helpers[fn.name.removeprefix("adj_")]
+        helper.bound = max(helper.bound, rewriter.used)
+        if in_forward_function:  # what a caller's later loads see in the range: the forward variant's pushes
+            helper.slot_kinds = [t for _, t in rewriter.seen]
         return self._signature(Function(fn.name, lines, fn.params, fn.body), fn.name + SUFFIX)
 
     # -- kernels -------------------------------------------------------------------------------------------
@@ -983,9 +1076,11 @@ class ModuleReplay:
             found = list(dict.fromkeys(issues(body, "", d.replayed) + self._issues_of_calls(body, memory)))
             if not d.rewrites:
                 continue
-            rewritten = _Rewriter(fn, body, self, d).run(False)
+            rewriter = _Rewriter(fn, body, self, d, in_helper=False)
+            rewritten = rewriter.run(False)
             if d.logged or d.calls:  # else forwarded loads only: no log
                 bound, slot_types = _bound_and_types(body, d.logged, d.calls, _declared_types(fn))
+                bound = max(bound, rewriter.used)
                 slot = ", ".join(dict.fromkeys(slot_types)) or "char"
                 decl = f"    wp::zs::replay_log<{max(bound, 1)}, wp::zs::slot_bytes<{slot}>()> {LOG};"
                 primal = next((k for k, line in enumerate(rewritten) if line.strip() == "// primal vars"), fn.body + 1)

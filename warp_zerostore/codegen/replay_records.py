@@ -8,7 +8,11 @@ them too.
 
 Whether a record applies depends on what memory the backward runs against, which only the Tape or bridge that
 runs it knows: a plain Tape runs the `POST` backward, the snapshot Tape the `PRE` one where its replay is exact.
-So nothing warns at build time; `warn` is called where a backward is about to run (Warp's ``Tape.backward``,
+The record also holds the source lines whose in-place assignment of a local the build made a copy
+(`local_copies.exact_lines`): the adjoint lint's component and field findings are warned only on other lines
+(`exact_lines`, read by `adjoint_lints` where the backward first runs).
+
+So no replay issue warns at build time; `warn` is called where a backward is about to run (Warp's ``Tape.backward``,
 hooked in `warp_zerostore.codegen.hooks`, which the package's Tape calls; the PyTorch and JAX bridges), once per
 build and memory per process, at the store's source line.
 """
@@ -21,15 +25,13 @@ import os
 import pathlib
 import tempfile
 import warnings
-import weakref
 
 from .. import _compat
 from . import replay
 
 _log = logging.getLogger(__name__)
 
-_BUILD_OF: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # kernel -> salted hash (hex)
-_RECORDS: dict = {}  # salted hash -> {"issues": {memory: [{"message", "filename", "line"}]}, "pre_differs": bool}
+_RECORDS: dict = {}  # salted hash -> {"issues": {memory: [...]}, "pre_differs": bool, "exact_lines": [int]}
 _WARNED: set = set()  # (salted hash, memory) warned in this process
 
 
@@ -44,23 +46,27 @@ def _file(build: str) -> pathlib.Path:
 
 def remember_build(kernel, build: str) -> None:
     """``kernel`` is built as ``build`` (its salted hash); a record kept beside the kernel cache is read back."""
-    try:
-        _BUILD_OF[kernel] = build
-    except TypeError:
+    if not hasattr(kernel, "__dict__"):
         return
+    _compat.memo(kernel)["replay_records.build"] = build  # goes with the kernel
     if build in _RECORDS or not warnings_dir():
         return
     try:
         saved = json.loads(_file(build).read_text(encoding="utf-8"))
-        record = {"issues": {m: list(saved["issues"][m]) for m in replay.MEMORIES}, "pre_differs": saved["pre_differs"]}
+        record = {
+            "issues": {m: list(saved["issues"][m]) for m in replay.MEMORIES},
+            "pre_differs": saved["pre_differs"],
+            "exact_lines": [int(line) for line in saved["exact_lines"]],
+        }
     except (OSError, ValueError, KeyError, TypeError) as error:
         _log.debug("no cached replay record for build %s (%s): code generation records it", build, error)
         return  # not built yet: code generation records it
     _RECORDS[build] = record
 
 
-def record(kernel, key: str, location: str, report: replay.Report) -> None:
-    """Keep a generated kernel's `replay.Report` under its build, in memory and beside the kernel cache."""
+def record(kernel, key: str, location: str, report: replay.Report, exact_lines=()) -> None:
+    """Keep a generated kernel's `replay.Report` and the lines of its locals made copies (``exact_lines``) under its
+    build, in memory and beside the kernel cache."""
     filename = location.rsplit(":", 1)[0]
     entry = {
         "issues": {
@@ -71,12 +77,21 @@ def record(kernel, key: str, location: str, report: replay.Report) -> None:
             for memory, found in report.issues.items()
         },
         "pre_differs": report.differs,
+        "exact_lines": sorted(exact_lines),
     }
-    build = _BUILD_OF.get(kernel)
+    build = build_of(kernel)
     if build is None:
         return
     _RECORDS[build] = entry
     _write(build, entry)
+
+
+def exact_lines(kernel) -> set | None:
+    """The source lines (1-based within the kernel's source) of the locals ``kernel``'s build assigned through a
+    copy form (`local_copies`): exact there, so not warned. None where the build is not known (a cached binary
+    whose record was lost): the caller then warns as if no line were exact."""
+    entry = _RECORDS.get(build_of(kernel))
+    return None if entry is None else set(entry["exact_lines"])
 
 
 def _write(build: str, entry: dict) -> None:
@@ -96,10 +111,7 @@ def _write(build: str, entry: dict) -> None:
 
 
 def build_of(kernel) -> str | None:
-    try:
-        return _BUILD_OF.get(kernel)
-    except TypeError:
-        return None
+    return _compat.memo(kernel).get("replay_records.build") if hasattr(kernel, "__dict__") else None
 
 
 def issues(kernel, memory: str) -> list | None:

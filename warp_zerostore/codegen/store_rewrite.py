@@ -1,4 +1,5 @@
-"""The store-adjoint table (which stock adjoint is swapped for which, per mode) and the text rewrite that swaps them.
+"""The store forms (`STORE_FORMS`: each stock store adjoint and the header's pair that replaces it, per mode) and the
+text rewrite that swaps them; the replay log's adjoint patterns are made from the same table.
 
 The forward code of a kernel is never touched. In the reverse code of a kernel (or of a ``@wp.func``
 helper variant) whose mode is True or False, each stock store adjoint below is replaced by the
@@ -7,25 +8,41 @@ warp_zerostore adjoint of that mode, defined in ``native/warp_zerostore.h``.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Iterable
 
-#: stock native adjoint              zero_store=True                         zero_store=False
+#: the suffix of a helper's replay-log variant (`replay.SUFFIX`: `replay` imports this module's neighbours, not it)
+LOG_SUFFIX = "__zs_log"
+
+
+@dataclasses.dataclass(frozen=True)
+class StoreForm:
+    """One store form of Warp's generated code, named once: its stock adjoint (as generated, without the call's
+    parenthesis) and the header's pair that replaces it, ``<twin>_zero`` / ``<twin>_accumulate``
+    (``native/warp_zerostore.h``). ``slot``: a component store, whose adjoint takes the stored value's adjoint
+    second after the array's; ``logged``: an element store the replay log follows (its adjoint rewinds the log)."""
+
+    adjoint: str
+    twin: str
+    slot: bool = False
+    logged: bool = True
+
+
+#: the reverse statement this package gives a component store into an array element on Warp <= 1.17 (`building`)
+COMPONENT_STORE_ADJOINT = "wp::zs::adj_component_store"
+
+STORE_FORMS = (
+    StoreForm("wp::adj_array_store", "wp::zs::adj_array_store"),
+    StoreForm("wp::adj_array_store_slot", "wp::zs::adj_array_store_slot", slot=True),
+    StoreForm(COMPONENT_STORE_ADJOINT, "wp::zs::adj_array_store_slot", slot=True),
+    StoreForm("wp::adj_tile_store", "wp::zs::adj_tile_store", logged=False),
+    StoreForm("wp::adj_tile_store_indexed", "wp::zs::adj_tile_store_indexed", logged=False),
+)
+
+#: stock native adjoint -> {zero_store=True: its replacement, zero_store=False: its replacement}, from `STORE_FORMS`
 STORE_ADJOINTS: dict[str, dict[bool, str]] = {
-    "wp::adj_array_store(": {True: "wp::zs::adj_array_store_zero(", False: "wp::zs::adj_array_store_accumulate("},
-    "wp::adj_array_store_slot(": {
-        True: "wp::zs::adj_array_store_slot_zero(",
-        False: "wp::zs::adj_array_store_slot_accumulate(",
-    },
-    "wp::zs::adj_component_store(": {
-        True: "wp::zs::adj_array_store_slot_zero(",
-        False: "wp::zs::adj_array_store_slot_accumulate(",
-    },
-    "wp::adj_tile_store(": {True: "wp::zs::adj_tile_store_zero(", False: "wp::zs::adj_tile_store_accumulate("},
-    "wp::adj_tile_store_indexed(": {
-        True: "wp::zs::adj_tile_store_indexed_zero(",
-        False: "wp::zs::adj_tile_store_indexed_accumulate(",
-    },
+    f"{form.adjoint}(": {True: f"{form.twin}_zero(", False: f"{form.twin}_accumulate("} for form in STORE_FORMS
 }
 
 _STORE_PATTERN = re.compile("|".join(re.escape(k) for k in STORE_ADJOINTS))
@@ -50,11 +67,14 @@ def rename_helpers(source: str, names: Iterable[str], mode: bool) -> str:
     names = sorted(set(names), key=len, reverse=True)
     if not names:
         return source
+    # a log variant is a template, called with its slots: ``h__zs_log<3, wp::zs::slots<...>>(``
     pattern = re.compile(
-        r"(?<![\w:])((?:adj_)?)(" + "|".join(re.escape(n) for n in names) + r")((?:__zs_log)?)(?=\s*\()"
+        r"(?<![\w:])((?:adj_)?)("
+        + "|".join(re.escape(n) for n in names)
+        + rf")(?:({re.escape(LOG_SUFFIX)})(?=\s*[<(])|(?=\s*\())"
     )
     suffix = variant_suffix(mode)
-    return pattern.sub(lambda m: f"{m.group(1)}{m.group(2)}{suffix}{m.group(3)}", source)
+    return pattern.sub(lambda m: f"{m.group(1)}{m.group(2)}{suffix}{m.group(3) or ''}", source)
 
 
 def rewrite_for_mode(source: str, mode, helper_names: Iterable[str] = (), rename: bool = False) -> str:

@@ -30,8 +30,15 @@ from ..testing.fuzz.programs.nodes import Launch
 from ..testing.fuzz.programs.shrink import constructs
 from . import check, paths, repro, shrink, verdicts
 
-#: Failures that are check mode's own (never a path's wrong value).
-CHECK_KINDS = (verdicts.MISS, verdicts.FALSE_ALARM, verdicts.CHECK_DIFFERS)
+#: Failures that are check mode's own (never a path's wrong value), and the measuring Tape's.
+CHECK_KINDS = (
+    verdicts.MISS,
+    verdicts.FALSE_ALARM,
+    verdicts.CHECK_DIFFERS,
+    verdicts.MEASURE_MISS,
+    verdicts.MEASURE_FALSE_ALARM,
+    verdicts.MEASURE_DIFFERS,
+)
 
 
 @dataclass
@@ -63,6 +70,10 @@ class ProgramFinding:
             return "check false alarm"
         if self.kind == verdicts.MISS:
             return "CHECK MISS"
+        if self.kind == verdicts.MEASURE_FALSE_ALARM:
+            return "MEASURE FALSE ALARM"
+        if self.kind == verdicts.MEASURE_MISS:
+            return "MEASURE MISS"
         if self.worse:
             return "worse, warned" if self.explained else "WORSE THAN STOCK"
         return self.known or ("warned" if self.warned else "NEW")
@@ -79,7 +90,7 @@ def explanation(failure, labels) -> str:
     gradients); "" when it is to be shrunk and filed by its constructs."""
     if failure.kind == verdicts.FALSE_ALARM:
         return "check false alarm"
-    if failure.kind in (verdicts.MISS, verdicts.CHECK_DIFFERS):
+    if failure.kind in (verdicts.MISS, verdicts.CHECK_DIFFERS) or failure.kind in CHECK_KINDS[3:]:
         return ""
     if failure.path[1] == "rollout":  # the rollout runs the body again: what the second run meets counts too
         repeated = paths.repeated(failure.case.program, paths.ROLLOUT_STEPS)
@@ -305,8 +316,18 @@ def table(summary: Summary) -> str:
         f"mode: {summary.counts['miss']} misses, {summary.counts['false alarm']} false alarms, "
         f"{summary.counts['on purpose']} reports with real=False (on purpose)"
     )
+    lines.append(
+        f"measuring Tape: {summary.counts['measure miss']} misses ({summary.counts['measure miss, not a check miss']} "
+        f"where the check Tape reported one), {summary.counts['measure false alarm']} false "
+        f"alarms (a stale read or mutation labelled real by its effect where the plain Tape is right), "
+        f"{summary.counts['measure no effect']} value hazards measured without effect, "
+        f"{summary.counts['measure not measured, right']} not measured (left real) where the plain Tape is right"
+    )
     bridges = ", ".join(f"{b} {summary.runs[f'zero_store/{b}']}" for b in paths.BRIDGES)
-    lines.append(f"paths: 6 Tape paths per program; bridges run (one program in 4 each, where they apply): {bridges}")
+    lines.append(
+        f"paths: 6 Tape paths and 2 measuring Tape paths per program; bridges run (one program in 4 each, where "
+        f"they apply): {bridges}"
+    )
     if summary.warnings:
         said = ", ".join(f"{name} {n}" for name, n in summary.warnings.most_common())
         lines.append(f"warnings collected (not printed): {said}")

@@ -47,6 +47,7 @@ class _Plan:
     bridges: object
     stop: object
     each: object
+    measure: bool = True
 
 
 def check_batch(
@@ -58,14 +59,16 @@ def check_batch(
     bridges=None,
     stop=None,
     each=None,
+    measure: bool = True,
 ) -> Checked:
     """Build ``cases`` (bisecting a failed build) and check each on ``tape_paths`` and its sampled bridge path
-    (``bridges``: run these bridges on every program instead). ``each(case)`` is called after a program is
-    checked; once ``stop()`` is true, the programs not checked yet are left so (a campaign's deadline)."""
+    (``bridges``: run these bridges on every program instead), and (``measure``) on the measuring Tape's paths.
+    ``each(case)`` is called after a program is checked; once ``stop()`` is true, the programs not checked yet are
+    left so (a campaign's deadline)."""
     cases = list(cases)
     parts = max(1, min(parts or kernel_batch.parallel_builds(), len(cases) // kernel_batch.MIN_PART or 1))
     workdir = tempfile.mkdtemp(prefix="warp_zerostore_programs_")
-    plan = _Plan(bridge_every, tuple(tape_paths), bridges, stop, each)
+    plan = _Plan(bridge_every, tuple(tape_paths), bridges, stop, each, measure)
     try:
         with _compat.warp_warnings_as_warnings():  # Warp's own warnings recorded with the rest, never printed
             return _check_chunks(cases, parts, workdir, plan)
@@ -95,7 +98,9 @@ def _check_built(module, cases, indices, built, plan: _Plan) -> Checked:
         if plan.stop is not None and plan.stop():
             break
         said = [str(w.message) for w in built if f"'p{j}_k" in str(w.message)]
-        checked.add(check_program(module, j, case, plan.bridge_every, plan.tape_paths, said, plan.bridges))
+        checked.add(
+            check_program(module, j, case, plan.bridge_every, plan.tape_paths, said, plan.bridges, plan.measure)
+        )
         if plan.each is not None:
             plan.each(case)
     return checked
@@ -124,10 +129,10 @@ def _bisect(cases, indices, backward, workdir, plan: _Plan) -> Checked:
 
 
 def check_program(
-    module, j: int, case, bridge_every: int = 4, tape_paths=paths.TAPE_PATHS, said=(), bridges=None
+    module, j: int, case, bridge_every: int = 4, tape_paths=paths.TAPE_PATHS, said=(), bridges=None, measure=True
 ) -> Checked:
     """Program ``p{j}`` of ``module`` on every Tape path and, where sampled and applicable, one bridge path
-    (``bridges``: these, instead of the sampled one)."""
+    (``bridges``: these, instead of the sampled one); with ``measure``, on the measuring Tape's paths too."""
     checked = Checked(programs=1)
     try:
         reference = oracle.reference(case.program, case.thresholds, case.data, case.cotangents)
@@ -139,6 +144,15 @@ def check_program(
         results[(variant, tape)] = paths.run_tape(module, j, case, variant, tape)
         checked.runs[f"{variant}/{tape}"] += 1
     failures, counts = verdicts.judge(case, results, reference)
+    if measure:
+        measured = {}
+        for variant, tape in paths.MEASURE_PATHS:
+            measured[(variant, tape)] = paths.run_tape(module, j, case, variant, tape)
+            checked.runs[f"{variant}/{tape}"] += 1
+        more, measure_counts = verdicts.judge_measure(case, results, measured, reference)
+        failures += more
+        counts.update(measure_counts)
+        results.update(measured)  # their warnings are collected with the rest
     if bridges is None:
         sampled = bridge_every and j % bridge_every < len(paths.BRIDGES)
         bridges = (paths.BRIDGES[j % bridge_every],) if sampled else ()

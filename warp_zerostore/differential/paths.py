@@ -23,15 +23,19 @@ from ..tape import Tape as PackageTape
 from ..testing.fuzz.programs.nodes import Program
 from .runs import Result, cotangent_arrays, entry_arrays, flat, make_arrays, written
 
-#: The Tape each path records on: Warp's own, the snapshot Tape, the check Tape (reporting, never raising).
+#: The Tape each path records on: Warp's own, the snapshot Tape, the check Tape (reporting, never raising), and the
+#: measuring Tape (judged apart: its gradients are the plain Tape's, its labels are what is judged).
 TAPES = {
     "plain": lambda: warp.Tape(),
     "snapshot": lambda: PackageTape(snapshot=True),
     "check": lambda: PackageTape(check="warn"),
+    "measure": lambda: PackageTape(check="warn", measure=True),
 }
 #: The reference path: stock Warp on a plain Tape, as users run it.
 STOCK = ("stock", "plain")
-TAPE_PATHS = tuple((v, t) for t in TAPES for v in ("stock", "zero_store"))
+TAPE_PATHS = tuple((v, t) for t in ("plain", "snapshot", "check") for v in ("stock", "zero_store"))
+#: The measuring Tape's paths (`verdicts.judge_measure`).
+MEASURE_PATHS = (("stock", "measure"), ("zero_store", "measure"))
 #: Sampled paths of the flagged program (`BRIDGES`), where they apply (`applies`).
 BRIDGES = ("torch", "jax", "rollout")
 #: How many steps a rollout path runs (the body repeated; the reference runs it as often).
@@ -58,12 +62,30 @@ def run_tape(module, j: int, case, variant: str, tape: str, repeat: int = 1) -> 
             try:
                 recorder.backward(grads={a[n]: g for n, g in cotangent_arrays(program, case.cotangents).items()})
             finally:
-                result.hazards = [(h.kind, h.real, h.message()) for h in getattr(recorder, "hazards", [])]
+                result.hazards = [
+                    (h.kind, h.real, h.message(), getattr(h.measured, "status", ""))
+                    for h in getattr(recorder, "hazards", [])
+                ]
             result.grads = {n: flat(program, n, v.grad.numpy()) for n, v in a.items()}
+            result.measured = _measured(program, a, recorder)
         except Exception as error:  # noqa: BLE001 - a path that raises is a result too (a refusal or a crash)
             result.error, result.error_type = _short(error), type(error).__name__
     result.warnings = [(w.category.__name__, str(w.message)) for w in seen]
     return result
+
+
+def _measured(program, a: dict, tape) -> dict:
+    """A measuring Tape's passes' gradients by program array (``{pass: {name: flat}}``), where it ran any."""
+    names = {id(v): n for n, v in a.items()}
+    arrays = getattr(tape, "measured_arrays", {})
+    out = {}
+    for name, grads in getattr(tape, "measured_gradients", {}).items():
+        out[str(name)] = {
+            names[id(arrays[label])]: flat(program, names[id(arrays[label])], value)
+            for label, value in grads.items()
+            if value is not None and id(arrays.get(label)) in names
+        }
+    return out
 
 
 def applies(program: Program, bridge: str) -> str:
@@ -141,6 +163,7 @@ def _short(error: Exception) -> str:
 
 __all__ = [
     "BRIDGES",
+    "MEASURE_PATHS",
     "ROLLOUT_STEPS",
     "Result",
     "STOCK",

@@ -76,7 +76,12 @@ for title, got, want in (
     print(f"  {{'expected':<28}} {{np.ravel(want)}}")
 '''
 
-TAPE_TEXT = {"plain": "wp.Tape()", "snapshot": "wpz.Tape(snapshot=True)", "check": 'wpz.Tape(check="warn")'}
+TAPE_TEXT = {
+    "plain": "wp.Tape()",
+    "snapshot": "wpz.Tape(snapshot=True)",
+    "check": 'wpz.Tape(check="warn")',
+    "measure": "wpz.Tape(measure=True)",
+}
 
 
 def script(failure, constructs: str = "", version: str = "") -> str:

@@ -12,13 +12,16 @@ from ..testing.fuzz.programs.nodes import CONSTANT_WRITES, Copy, Launch, Program
 
 #: The hazard kinds that claim the plain Tape's gradient is wrong (the others say what the Tape cannot do).
 CLAIMS = ("overwrite", "stale read", "mutated after record")
+#: The claims a measuring Tape measures (the values a reader read, put back).
+VALUE_CLAIMS = ("stale read", "mutated after record")
 
 
 @dataclass
 class Result:
     """What one path gave: forward values at the Tape's exit and gradients (array name -> flat float64), or the
-    error it raised; the hazards a checking or snapshot Tape recorded (``(kind, real, message)``) and every
-    warning of the run (``(category name, message)``)."""
+    error it raised; the hazards a checking or snapshot Tape recorded (``(kind, real, message, measured status)``:
+    a measuring Tape's `measure.Measured` status, "" elsewhere) and every warning of the run (``(category name,
+    message)``)."""
 
     outputs: dict = field(default_factory=dict)
     grads: dict = field(default_factory=dict)
@@ -26,6 +29,7 @@ class Result:
     error_type: str = ""
     hazards: list = field(default_factory=list)
     warnings: list = field(default_factory=list)
+    measured: dict = field(default_factory=dict)  # a measuring Tape's passes: {pass: {array name: gradient}}
 
     @property
     def ran(self) -> bool:
@@ -33,6 +37,10 @@ class Result:
 
     def real_claims(self) -> list:
         return [h for h in self.hazards if h[0] in CLAIMS and h[1]]
+
+    def measured_claims(self) -> list:
+        """Value hazards (stale reads, mutations) a measuring Tape labelled real by their measured effect."""
+        return [h for h in self.hazards if h[0] in VALUE_CLAIMS and h[1] and h[3:4] in (("effect",), ("joint",))]
 
     def on_purpose(self) -> list:
         """Reports the checker makes on purpose with ``real=False`` (a linear stale read, a safe overwrite)."""
@@ -102,4 +110,4 @@ def entry_arrays(module, j: int, case) -> dict:
     return a
 
 
-__all__ = ["CLAIMS", "Result", "cotangent_arrays", "entry_arrays", "flat", "make_arrays", "written"]
+__all__ = ["CLAIMS", "VALUE_CLAIMS", "Result", "cotangent_arrays", "entry_arrays", "flat", "make_arrays", "written"]

@@ -7,21 +7,29 @@
 * **check mode's own**, per variant: a **miss** (wrong on a plain Tape, right on the snapshot Tape or refused by
   name there, and the check Tape reports no real hazard); a **false alarm** (a real hazard reported where the plain
   Tape's gradient is right); the hazards reported on purpose with ``real=False`` are counted apart.
+* **the measuring Tape's own** (`judge_measure`), per variant: its gradients must be bitwise the plain Tape's
+  (`MEASURE_DIFFERS` otherwise, worse than stock); a **measure miss** (as a check miss: no real claim left where
+  the plain Tape is wrong and the snapshot Tape right or refused by name); a **measure false alarm** (a stale read
+  or mutation labelled real by its measured effect where the plain Tape's gradient is right). Counted: value
+  hazards measured without effect, and those not measured (left real) where the plain Tape is right.
 """
 
 from __future__ import annotations
 
+import collections
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..testing.fuzz import oracle as kernel_oracle
 from .paths import STOCK
+from .runs import VALUE_CLAIMS
 
 #: The kind of a failure: the forward values, the gradients, an error (a crash), the check Tape's gradients not
 #: the plain Tape's, a check miss, a check false alarm.
 FORWARD, GRADIENT, CRASH, BUILD = "forward", "gradient", "crash", "build"
 CHECK_DIFFERS, MISS, FALSE_ALARM = "check differs", "check miss", "check false alarm"
+MEASURE_DIFFERS, MEASURE_MISS, MEASURE_FALSE_ALARM = "measure differs", "measure miss", "measure false alarm"
 #: What a refusal by name of a mutation after record says (`tape.OverwriteError` of the snapshot Tape).
 REFUSAL = "mutated after record"
 
@@ -137,6 +145,68 @@ def judge(case, results: dict, reference) -> tuple:
     return failures, counts
 
 
+def judge_measure(case, results: dict, measured: dict, reference) -> tuple:
+    """The measuring Tape's failures and counts for one program: ``measured`` holds its paths' `Result` s, ``results``
+    the Tape paths' (its plain and snapshot Tapes)."""
+    failures = []
+    counts = collections.Counter(
+        {"measure miss": 0, "measure false alarm": 0, "measure no effect": 0, "measure not measured, right": 0}
+    )
+    for variant in ("stock", "zero_store"):
+        plain, snapshot, path = (
+            results.get((variant, "plain")),
+            results.get((variant, "snapshot")),
+            (variant, "measure"),
+        )
+        result = measured.get(path)
+        if plain is None or result is None:
+            continue
+        if plain.ran and result.ran and not _same_gradients(plain, result):
+            failure = Failure(case, path, MEASURE_DIFFERS, detail="the measuring Tape's gradients differ")
+            failure.worse, failure.got, failure.expected = True, result.grads, plain.grads
+            failures.append(failure)
+        if not result.ran:
+            continue
+        plain_wrong = compare(case, plain, reference) is not None
+        snapshot_right = snapshot is not None and compare(case, snapshot, reference) is None
+        counts["measure no effect"] += sum(1 for h in result.hazards if h[3:4] == ("no effect",))
+        if plain_wrong and snapshot_right and not result.real_claims():
+            counts["measure miss"] += 1
+            checked = results.get((variant, "check"))
+            if checked is not None and checked.real_claims():  # the check Tape had it: lost in the measuring
+                counts["measure miss, not a check miss"] += 1
+            failures.append(Failure(case, path, MEASURE_MISS, detail="wrong on a plain Tape, no real report left"))
+        if not plain_wrong:
+            for h in result.real_claims():
+                if h[0] in VALUE_CLAIMS and h[3:4] == ("not measured",):
+                    counts["measure not measured, right"] += 1
+                    why = h[2].rsplit("Not measured: ", 1)[-1][:48]
+                    counts[f"measure not measured, right: {why}"] += 1
+            claims = result.measured_claims()
+            if claims and _effect_compared(case, result, reference):
+                counts["measure false alarm"] += 1
+                failures.append(Failure(case, path, MEASURE_FALSE_ALARM, detail=claims[0][2][:300]))
+            elif claims:  # its effect lies in elements the oracle does not compare (rule 4): true, not judged
+                counts["measure effect where the oracle does not compare"] += 1
+    return failures, counts
+
+
+def _effect_compared(case, result, reference) -> bool:
+    """Does a measuring pass's gradient differ from the plain one's, beyond the oracle's tolerance, on an element the
+    oracle compares? (Where it does not, the effect is measured but the plain gradient is not judged there.)"""
+    plain = result.measured.get("plain", {})
+    for name, grads in result.measured.items():
+        if name == "plain":
+            continue
+        for array, values in grads.items():
+            mask = reference.compared.get(array)
+            if mask is None or array not in plain or not mask.any():
+                continue
+            if kernel_oracle.mismatch(values[mask], plain[array][mask], case.program.dtype) > 1.0:
+                return True
+    return not result.measured  # no passes recorded: judged by its label alone
+
+
 def _same_gradients(plain, check) -> bool:
     return all(np.array_equal(plain.grads[n], check.grads[n], equal_nan=True) for n in plain.grads)
 
@@ -149,8 +219,12 @@ __all__ = [
     "FORWARD",
     "Failure",
     "GRADIENT",
+    "MEASURE_DIFFERS",
+    "MEASURE_FALSE_ALARM",
+    "MEASURE_MISS",
     "MISS",
     "compare",
     "judge",
+    "judge_measure",
     "refused",
 ]

@@ -4,10 +4,15 @@ outside this package's store rewrite and replay log: docs/known-issues.md).
 Warp keeps a local vector or matrix in one C++ variable that a component assignment mutates in place, and its
 backward pass first replays the whole forward body: an earlier statement whose adjoint reads the variable then
 sees its final value, not the one it used. So ``v = ...; y = wp.dot(v, v); v[0] = c`` (or ``v[0] += ...``,
-``v.x = ...``) gives a wrong gradient, in stock Warp and with ``zero_store`` alike. Only whole uses whose adjoint
+``v.x = ...``, ``s.a = ...`` on a struct) gives a wrong gradient in stock Warp. Only whole uses whose adjoint
 reads the value count: an argument of a call (not a constructor, cast, ``atomic_add`` or ``select``) or an
 operand of a product. A component read (``v[0] * v[0]``) copies the value first and stays right, and so does a
 sum (``v + w``), whose adjoint reads no value (both checked against central differences in tests/test_fuzz.py).
+A flagged kernel's code generation gives most of these assignments Warp's copy form
+(`warp_zerostore.codegen.local_copies`), which makes them exact; `UpdateAfterUse` is a candidate, and
+`warp_zerostore.codegen.hashing` warns about those of its lines the build did not make exact. Each says why it may
+not be: inside a loop Warp does not unroll, a component of a field (``s.v.x``), or a type the copy form does not
+cover.
 
 Loops with ``break``/``continue``, which Warp does not unroll: its backward replays each iteration's forward code,
 jump included, so a jump skips the adjoints of the statements before it in that iteration (``while ...: y[i] +=
@@ -31,7 +36,7 @@ import ast
 import dataclasses
 
 from ..builtin_facts import LINEAR, call_name
-from . import loop_carried
+from . import atomic_returns, loop_carried
 
 __all__ = ["AdjointWarning", "UpdateAfterUse", "JumpFinding", "find"]
 
@@ -42,26 +47,51 @@ class AdjointWarning(UserWarning):
 
 @dataclasses.dataclass(frozen=True)
 class UpdateAfterUse:
-    name: str  # the local vector or matrix
+    """A candidate: warned only where the build did not make the assignment exact (`codegen.local_copies`)."""
+
+    name: str  # the local vector, matrix or struct
     line: int  # its component assignment, in the kernel's source (1 = the source's first line)
     use_line: int  # the earlier whole use whose adjoint reads the final value
     field: bool = False  # a field of a struct local (s.a = ...), not a component (v[0] = ...)
+    loop_line: int = 0  # the loop Warp does not unroll that holds the assignment (0: none)
+    nested: bool = False  # a component of a field or of a component (s.v.x = ..., m[0][1] = ...)
+    helper: str = ""  # in this @wp.func helper, called at ``line`` (its own lines: ``helper_at``, file:line)
+    helper_at: str = ""
 
     def message(self, kernel: str, location: str) -> str:
+        if self.helper:
+            what = "field of the local struct" if self.field else "component of the local"
+            return (
+                f"kernel '{kernel}' ({location}): in the @wp.func '{self.helper}' called at line {self.line}, a "
+                f"{what} '{self.name}' is assigned ({self.helper_at}) after '{self.name}' was used whole; Warp's "
+                f"backward replays the assignment first, so that use's adjoint reads the new value and the gradient "
+                f"is wrong. A helper keeps Warp's code (unflagged kernels share it), so zero_store=True does not make "
+                f"it exact (docs/known-issues.md). Assign on a copy, or before the use."
+            )
+        if self.loop_line:
+            why = f"it is inside the loop at line {self.loop_line}, which Warp does not unroll"
+        elif self.nested:
+            why = "it assigns a part of a field or of a component, which the copy form does not reach"
+        else:
+            why = "the local's type is not one the copy form covers (a vector, quaternion, matrix, transform or struct)"
+        exact = (
+            f"zero_store=True gives such an assignment Warp's copy form, which makes it exact, but not this one: "
+            f"{why} (docs/known-issues.md)"
+        )
         if self.field:
             return (
                 f"kernel '{kernel}' ({location}): a field of the local struct '{self.name}' is assigned at line "
                 f"{self.line} after '{self.name}' was used whole at line {self.use_line}; Warp's backward replays "
-                f"the assignment first, so that use's adjoint reads the new value and the gradient is wrong (stock "
-                f"Warp and zero_store alike; docs/known-issues.md). Assign the field before using '{self.name}', or "
-                f"keep the new value in a separate local or a new struct."
+                f"the assignment first, so that use's adjoint reads the new value and the gradient is wrong. "
+                f"{exact}. Assign the field before using '{self.name}', or keep the new value in a separate local "
+                f"or a new struct."
             )
         return (
             f"kernel '{kernel}' ({location}): a component of the local '{self.name}' is assigned at line "
             f"{self.line} after '{self.name}' was used whole at line {self.use_line}; Warp's backward replays the "
-            f"assignment first, so that use's adjoint reads the new value and the gradient is wrong (stock Warp "
-            f"and zero_store alike; docs/known-issues.md). Assign the component on a copy (w = wp.vec3({self.name}), "
-            f"or the matrix type), or before using '{self.name}'."
+            f"assignment first, so that use's adjoint reads the new value and the gradient is wrong. {exact}. "
+            f"Assign the component on a copy (w = wp.vec3({self.name}), or the matrix type), or before using "
+            f"'{self.name}'."
         )
 
 
@@ -116,11 +146,13 @@ def _statements(body: list) -> list:
     return out
 
 
-def find(tree: ast.AST, typing=None) -> list:
-    """The `UpdateAfterUse`s and `JumpFinding`s in a kernel's ``ast.Module`` (as Warp parsed it), then `loop_carried`'s
-    (``typing``: the kernel's types from its source, `local_types.Typing`)."""
+def find(tree: ast.AST, typing=None, resolve=None) -> list:
+    """The `UpdateAfterUse`s and `JumpFinding`s in a kernel's ``ast.Module`` (as Warp parsed it), `loop_carried`'s
+    (``typing``: the kernel's types from its source, `local_types.Typing`), and `atomic_returns`' (``resolve``: how
+    a call names a ``@wp.func``, `atomic_returns.find`)."""
     function = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef))
     found = _component_findings(function) + _jump_findings(function) + loop_carried.find(function, typing)
+    found += atomic_returns.find(function, resolve) + _helper_component_findings(function, resolve)
     return sorted(found, key=lambda f: (f.line, f.name))
 
 
@@ -129,16 +161,45 @@ def _is_field(target) -> bool:
     return isinstance(target, ast.Attribute) and target.attr not in ("x", "y", "z", "w")
 
 
+def _root(target) -> tuple:
+    """``(name, depth)`` of the local a component or field assignment changes: ``v`` of ``v[0]`` (depth 1), ``s`` of
+    ``s.v.x`` (depth 2); ``(None, 0)`` for anything else."""
+    depth = 0
+    while isinstance(target, (ast.Subscript, ast.Attribute)):
+        target, depth = target.value, depth + 1
+    return (target.id, depth) if isinstance(target, ast.Name) and depth else (None, 0)
+
+
+def _dynamic_loop_lines(function: ast.FunctionDef) -> dict:
+    """``{statement line: line of the innermost loop Warp does not unroll that holds it}``."""
+    out = {}
+    for loop in ast.walk(function):
+        if isinstance(loop, (ast.For, ast.While)) and loop_carried.is_dynamic(loop):
+            for stmt in _statements(loop.body):
+                out[stmt.lineno] = max(out.get(stmt.lineno, 0), loop.lineno)
+    return out
+
+
 def _component_findings(function: ast.FunctionDef) -> list:
-    """A component of a local assigned after the local was used whole; array arguments are never locals."""
+    """A component or field of a local assigned after the local was used whole; array arguments are never locals."""
     arguments = {a.arg for a in function.args.args}
+    in_loop = _dynamic_loop_lines(function)
     found, used = [], {}  # local -> line of its first whole, value-reading use
     for stmt in _statements(function.body):
         if isinstance(stmt, (ast.Assign, ast.AugAssign)):
             for target in stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]:
-                base = target.value if isinstance(target, (ast.Subscript, ast.Attribute)) else None
-                if isinstance(base, ast.Name) and base.id not in arguments and base.id in used:
-                    found.append(UpdateAfterUse(base.id, stmt.lineno, used[base.id], _is_field(target)))
+                name, depth = _root(target)
+                if name is not None and name not in arguments and name in used:
+                    found.append(
+                        UpdateAfterUse(
+                            name,
+                            stmt.lineno,
+                            used[name],
+                            _is_field(target) and depth == 1,
+                            in_loop.get(stmt.lineno, 0),
+                            depth > 1,
+                        )
+                    )
         # a compound statement's own expressions only: its body's statements come next in the list
         parts = (
             [stmt.iter]
@@ -151,6 +212,29 @@ def _component_findings(function: ast.FunctionDef) -> list:
             for name, line in _value_uses(part):
                 used.setdefault(name, line)
     return list(set(found))
+
+
+def _helper_component_findings(function: ast.FunctionDef, resolve) -> list:
+    """`_component_findings` of the ``@wp.func`` helpers a kernel calls (followed through the helpers they call,
+    each once), each at the kernel's call: a helper keeps Warp's code, so none is exact."""
+    found: list = []
+    seen: set = set()
+
+    def visit(tree, call_line: int, resolver) -> None:
+        for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
+            resolved = resolver(call.func) if resolver is not None else None
+            if resolved is None or resolved[0] in seen:
+                continue
+            name, definition, filename, first, nested = resolved
+            seen.add(name)
+            line = call_line or call.lineno
+            for f in _component_findings(definition):
+                at = f"{filename}:{first + f.line - 1}"
+                found.append(dataclasses.replace(f, line=line, use_line=0, helper=name, helper_at=at))
+            visit(definition, line, nested)
+
+    visit(function, 0, resolve)
+    return found
 
 
 def _jump_findings(function: ast.FunctionDef) -> list:

@@ -24,6 +24,8 @@ copies and blends are exact.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import warp
 
@@ -312,7 +314,10 @@ class Ledger:
         self.next: dict = {}  # device alias -> next free slot
 
     def take(self, arr) -> tuple:
-        """Launch the fingerprint of ``arr``'s content now into a new slot; returns the slot's handle."""
+        """Launch the fingerprint of ``arr``'s content now into a new slot; returns the slot's handle (on the CPU,
+        the fingerprint itself, taken in place: `_fingerprint_in_place`)."""
+        if IN_PLACE_ON_CPU and arr.device.is_cpu:
+            return (None, _fingerprint_in_place(arr))
         shape_of = layout(arr)
         device = shape_of.device.alias
         slot = self.next.get(device, 0)
@@ -337,6 +342,9 @@ class Ledger:
         gets one: a table of their addresses goes to the device, not their content)."""
         handles, groups = [], {}
         for arr in arrays:
+            if IN_PLACE_ON_CPU and arr.device.is_cpu:
+                handles.append((None, _fingerprint_in_place(arr)))
+                continue
             shape_of = layout(arr)
             device = shape_of.device.alias
             slot = self.next.get(device, 0)
@@ -373,37 +381,80 @@ class Ledger:
 
 
 def value(values: dict, handle: tuple) -> int:
-    """A fingerprint's value from `Ledger.read`."""
+    """A fingerprint's value from `Ledger.read` (a handle taken in place holds its value)."""
     device, slot = handle
-    return int(values[device][slot])
+    return slot if device is None else int(values[device][slot])
+
+
+#: bytes hashed at a time by `_fingerprint_in_place` (a larger array is hashed in parts: no copy of it whole)
+_PART_BYTES = 1 << 24
+
+
+def _fingerprint_in_place(arr) -> int:
+    """A CPU array's fingerprint from its memory in place (`_compat.cpu_bytes`: the CPU's memory is the host's,
+    nothing crosses), element position by element position: Python's 64-bit hash (SipHash) of its bytes in order, by
+    parts of `_PART_BYTES` (no copy of a large array whole). The same kind of guess as the kernel's (used only to
+    refuse), at a fraction of its cost: a prepared launch costs microseconds, and one CPU thread walks the elements
+    with index arithmetic."""
+    nbytes = arr.size * _compat.dtype_size_bytes(arr.dtype)
+    if nbytes <= _PART_BYTES:
+        return hash(_compat.cpu_bytes(arr))
+    view = _compat.cpu_view(arr)
+    rows = max(1, len(view) * _PART_BYTES // nbytes)
+    return hash(tuple(hash(view[at : at + rows].tobytes()) for at in range(0, len(view), rows)))
 
 
 # -- copies and masks
 
 
 class Known:
-    """An array's elements, in a contiguous buffer on its device: what the Tape last knew of its content. Its
-    bytes come from a slab (one allocation serves many copies: a rollout makes one per new state)."""
+    """An array's elements, in a contiguous buffer on its device: what the Tape last knew of its content. Off the
+    CPU its bytes come from a slab (one allocation serves many copies: a rollout makes one per new state); on the
+    CPU (`IN_PLACE_ON_CPU`) they are a ``bytes`` object (`_compat.cpu_bytes`: the CPU's memory is the host's),
+    compared with the array's bytes in one ``==`` and replaced when the content changes."""
 
-    __slots__ = ("ptr", "slab", "layout")
+    __slots__ = ("ptr", "slab", "layout", "host")
 
     def __init__(self, arr, refresh: bool = True):
+        if IN_PLACE_ON_CPU and arr.device.is_cpu:
+            self.host = _compat.cpu_bytes(arr)  # its content now, whatever ``refresh``
+            self.slab = self.ptr = self.layout = None
+            return
         self.layout = layout(arr)
+        self.host = None
         self.slab, self.ptr = _carve(arr.device, self.layout.nbytes)
         if refresh:  # else the caller takes the content (`changed_many`)
             self.refresh(arr)
 
-    def host_bytes(self) -> np.ndarray:
-        """Its bytes in place, on the CPU (the slab's memory is the host's)."""
-        start = self.ptr - self.slab.ptr
-        return _compat.cpu_view(self.slab)[start : start + self.layout.nbytes]
-
     def release(self) -> None:
-        """The Tape no longer needs this copy: its bytes serve the next one of its size."""
-        spare = _SPARE.setdefault((self.layout.device.alias, _rounded(self.layout.nbytes)), [])
-        if len(spare) < _SPARE_PER_SIZE:
+        """The Tape no longer needs this copy: its bytes serve the next one of its size (up to `SPARE_BYTES` of
+        spare copies in all)."""
+        global _spare_bytes
+        if self.host is not None:
+            self.host = None
+            return
+        size = _rounded(self.layout.nbytes)
+        spare = _SPARE.setdefault((self.layout.device.alias, size), [])
+        if len(spare) < _SPARE_PER_SIZE and _spare_bytes + size <= SPARE_BYTES:
             spare.append((self.slab, self.ptr))
+            _spare_bytes += size
         self.slab = None
+
+    def compare(self, arr):
+        """On the CPU: None where ``arr``'s content equals this copy's, else the mask of its elements that differ
+        (``arr``'s shape), the copy taking ``arr``'s content (`changed` with ``update``, without the batch's
+        plumbing). Only for a copy on the CPU (``host``)."""
+        now = _compat.cpu_bytes(arr)
+        if now == self.host:
+            return None
+        mask = _differing_bytes(self.host, now, arr.shape)
+        self.host = now
+        return mask
+
+    def same(self, arr) -> bool:
+        """True where ``arr``'s content is known to equal this copy's without a comparison launch: on the CPU, its
+        bytes compared in place (False off the CPU: `changed_many` compares there, several arrays at once)."""
+        return self.host is not None and self.host == _compat.cpu_bytes(arr)
 
     def refresh(self, arr) -> None:
         """Take ``arr``'s content now."""
@@ -416,6 +467,9 @@ class Known:
 
 _SPARE: dict = {}  # (device alias, rounded bytes) -> (slab, address) of released copies
 _SPARE_PER_SIZE = 16
+_spare_bytes = 0
+#: bytes of released copies kept for reuse, all sizes together (a slab lives while a copy in it is kept)
+SPARE_BYTES = 64 << 20
 _SLAB_BYTES = 1 << 20
 _SLABS: dict = {}  # device alias -> [the slab being carved, bytes used]
 
@@ -427,10 +481,15 @@ def _rounded(nbytes: int) -> int:
 def _carve(device, nbytes: int) -> tuple:
     """``(slab, address)`` of ``nbytes`` on ``device``: a released copy's, else the next bytes of the current slab
     (a new slab when it is full; a slab lives while a copy in it does)."""
+    global _spare_bytes
     size = _rounded(nbytes)
     spare = _SPARE.get((device.alias, size))
     if spare:
-        return spare.pop()
+        _spare_bytes -= size
+        found = spare.pop()
+        if not spare:
+            del _SPARE[(device.alias, size)]
+        return found
     current = _SLABS.get(device.alias)
     if current is None or current[1] + size > current[0].size:
         with _compat.no_active_tape():
@@ -452,7 +511,7 @@ def changed_many(items: list) -> list:
     found: list = [None] * len(items)
     by_device: dict = {}
     for k, item in enumerate(items):
-        if not layout(item[0]).size:
+        if not item[0].size:
             if item[3]:
                 found[k] = np.zeros(item[0].shape, dtype=bool)
         elif IN_PLACE_ON_CPU and item[0].device.is_cpu:
@@ -498,20 +557,49 @@ def changed_many(items: list) -> list:
 
 
 def _changed_in_place(arr, copy, update: bool, masked: bool):
-    """`changed_many` of one CPU array, with NumPy on its memory in place."""
-    now = _compat.cpu_view(arr)
-    kept = copy.host_bytes() if isinstance(copy, Known) else _compat.cpu_view(copy).reshape(-1).view(np.uint8)
-    kept = kept.view(now.dtype).reshape(now.shape)
-    if kept.tobytes() == now.tobytes():  # unchanged (the usual case): no mask to work out, nothing to copy
-        return np.zeros(arr.shape, dtype=bool) if masked else None
-    mask = _differing(kept, now, arr.shape) if masked else None
+    """`changed_many` of one CPU array, on its memory in place: its bytes against the copy's (a `Known`, or a
+    contiguous CPU array of its elements)."""
+    now = _compat.cpu_bytes(arr)
+    known = isinstance(copy, Known)
+    kept = copy.host if known else _compat.cpu_bytes(copy)
+    if kept == now:  # unchanged (the usual case): no mask to work out, nothing to copy
+        return unchanged(arr.shape) if masked else None
+    mask = _differing_bytes(kept, now, arr.shape) if masked else None
     if update:
-        np.copyto(kept, now)
+        if known:
+            copy.host = now
+        else:
+            view = _compat.cpu_view(copy)
+            np.copyto(view, np.frombuffer(now, dtype=view.dtype).reshape(view.shape))
     return mask
 
 
 _UNSIGNED = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 _VOIDS: dict = {}  # element size in bytes -> its void dtype
+
+
+def unchanged(shape: tuple) -> np.ndarray:
+    """A read-only all-False mask of ``shape``, shared (an unchanged array's mask, made once per shape)."""
+    mask = _UNCHANGED.get(shape)
+    if mask is None:
+        if len(_UNCHANGED) > 256:
+            _UNCHANGED.clear()
+        mask = _UNCHANGED[shape] = np.zeros(shape, dtype=bool)
+        mask.flags.writeable = False
+    return mask
+
+
+_UNCHANGED: dict = {}  # shape -> `unchanged`
+
+
+def _differing_bytes(before: bytes, after: bytes, shape: tuple) -> np.ndarray:
+    """`_differing` of two arrays' bytes (`_compat.cpu_bytes`), elements of ``shape``."""
+    count = math.prod(shape)
+    unsigned = _UNSIGNED.get(len(before) // count)
+    if unsigned is not None:  # one word per element: one compare each
+        return (np.frombuffer(before, dtype=unsigned) != np.frombuffer(after, dtype=unsigned)).reshape(shape)
+    before, after = np.frombuffer(before, dtype=np.uint8), np.frombuffer(after, dtype=np.uint8)
+    return _differing(before.reshape(count, -1), after.reshape(count, -1), (count,)).reshape(shape)
 
 
 def _differing(before: np.ndarray, after: np.ndarray, shape: tuple) -> np.ndarray:
@@ -590,14 +678,20 @@ def blend(dest, src, keep) -> None:
 
 
 _MASKS: dict = {}  # (device, size) -> (scratch uint8 array, its host view on the CPU)
+_mask_bytes = 0
+#: bytes of scratch masks kept for reuse
+MASK_BYTES = 64 << 20
 
 
 def _mask(device, size: int) -> tuple:
+    global _mask_bytes
     key = (str(device), size)
     entry = _MASKS.get(key)
     if entry is None:
-        if len(_MASKS) > 256:
+        if len(_MASKS) > 256 or _mask_bytes + size > MASK_BYTES:  # start over rather than grow
             _MASKS.clear()
+            _mask_bytes = 0
+        _mask_bytes += max(size, 1)
         with _compat.no_active_tape():
             scratch = warp.empty(max(size, 1), dtype=warp.uint8, device=device)
         entry = _MASKS[key] = (scratch, _compat.host_view(scratch)[:size] if scratch.device.is_cpu else None)

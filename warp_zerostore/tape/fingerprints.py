@@ -31,15 +31,18 @@ class Watched:
     """What the Tape keeps of one array object: its fingerprint after the last recorded launch that passed it,
     the sites that read it, and whether a restore puts back what they read."""
 
-    __slots__ = ("array", "print", "readers", "served")
+    __slots__ = ("array", "print", "readers", "served", "at")
 
     def __init__(self, arr):
         self.array = arr  # keeps id() unique while watched
         self.print = None  # ledger handle of its content after the last recorded launch that passed it
-        self.readers: dict = {}  # (kernel, argument, location) -> Site of a recorded launch that read it
+        #: (kernel, argument, location) -> the first recorded launch that read it there (its `Site` is made when a
+        #: refusal names it: `sites`)
+        self.readers: dict = {}
         #: True: the last launch that passed it saved a restore of it; False: none did; (a, b): served where
         #: fingerprints a and b are equal (a restore taken when the Tape was left, of the content then)
         self.served: bool | tuple = False
+        self.at: tuple = (0, "", "")  # when ``print`` was taken: the Tape's point (journal clock, what was recorded)
 
 
 class Fingerprints:
@@ -49,7 +52,7 @@ class Fingerprints:
         self.ledger = Ledger()
         self.watched: dict = {}  # id -> Watched
         #: changes between launches, decided at backward(): (array, reader Sites, the launch that found it,
-        #: served, fingerprint after the last launch, fingerprint before this one)
+        #: served, fingerprint after the last launch, fingerprint before this one, when the former was taken)
         self.between: list = []
 
     def before(self, launch) -> None:
@@ -61,43 +64,49 @@ class Fingerprints:
             if is_declared(use.array):
                 continue  # its backward reads the new values: the user said so (`intent.read_at_backward`)
             now = self.ledger.take(use.array)
-            readers = list(watched.readers.values())
-            self.between.append((use.array, readers, launch.site(use.label), watched.served, watched.print, now))
+            readers = dict(watched.readers)
+            found = (launch.index, launch.ident(use.label))
+            self.between.append((use.array, readers, found, watched.served, watched.print, now, watched.at))
 
-    def after(self, launch, restored, views) -> None:
-        """The launch's arrays after it ran: their fingerprints, and its readers. ``restored(array)``: whether this
-        launch saved a restore of the array; ``views``: the other arrays over memory it wrote (changed
-        legitimately, with no restore of their own)."""
+    def after(self, launch, restored_by: dict, views, at: tuple) -> None:
+        """The launch's arrays after it ran: their fingerprints, and its readers. ``restored_by``: id of an array ->
+        the last launch that saved a restore of it; ``views``: the other arrays over memory it wrote (changed
+        legitimately, with no restore of their own); ``at``: the Tape's point after the launch."""
+        replayed = launch.replayed
         for use in launch.uses:
-            watched = self.watched.get(id(use.array))
-            reads = launch.replayed and use.access.reads and use.array.size
+            arr = use.array
+            watched = self.watched.get(id(arr))
+            reads = replayed and use.reads
             if watched is None and not reads:
                 continue
-            if watched is None or watched.array is not use.array:
-                watched = self.watched[id(use.array)] = Watched(use.array)
+            if watched is None or watched.array is not arr:
+                watched = self.watched[id(arr)] = Watched(arr)
             if reads:  # one reader per kernel, argument and line (a rollout reads an array at every step)
                 ident = launch.ident(use.label)
                 if ident not in watched.readers:
-                    watched.readers[ident] = launch.site(use.label)
-            watched.print = self.ledger.take(use.array)
-            watched.served = restored(use.array)
-        self._views_changed(views)
+                    watched.readers[ident] = launch.index
+            watched.print = self.ledger.take(arr)
+            watched.served = restored_by.get(id(arr)) == launch.index
+            watched.at = at
+        self._views_changed(views, at)
 
-    def changed(self, arr, served: bool, views) -> None:
+    def changed(self, arr, served: bool, views, at: tuple) -> None:
         """A write the Tape recorded outside a launch (`host_writes`) changed ``arr`` and its ``views``: their
-        fingerprints, ``served`` where the write saved a restore of ``arr``."""
+        fingerprints, ``served`` where the write saved a restore of ``arr``; ``at``: the Tape's point after it."""
         watched = self.watched.get(id(arr))
         if watched is not None and watched.array is arr:
             watched.print = self.ledger.take(arr)
             watched.served = served
-        self._views_changed(views)
+            watched.at = at
+        self._views_changed(views, at)
 
-    def _views_changed(self, views) -> None:
+    def _views_changed(self, views, at: tuple) -> None:
         for other in views:
             watched = self.watched.get(id(other))
             if watched is not None and watched.array is other:
                 watched.print = self.ledger.take(other)
                 watched.served = False
+                watched.at = at
 
     def at_exit(self, snapshotted: dict) -> list:
         """When recording stops: the arrays a launch restores (``snapshotted``: id -> array) whose readers no
@@ -112,8 +121,11 @@ class Fingerprints:
         return restored
 
     def refused(self) -> list:
-        """At ``backward()``: ``(array, reader Sites, the launch that found the change or None)`` for each watched
-        array that changed outside recorded launches with no restore serving its readers."""
+        """At ``backward()``: ``(array, its readers, the launch that found the change or None, when the content was
+        last known)`` for each watched array that changed outside recorded launches with no restore serving its
+        readers; readers as
+        `Watched.readers` (``{(kernel, argument, location): launch}``), the launch as ``(launch, (kernel, argument,
+        location))``: the Tape names them (`Site`)."""
         compared = [watched for watched in self.watched.values() if watched.readers and watched.served is not True]
         now = list(zip(compared, self.ledger.take_many([watched.array for watched in compared])))
         values = self.ledger.read()
@@ -125,13 +137,13 @@ class Fingerprints:
             return flag is True or (isinstance(flag, tuple) and same(*flag))
 
         found = [
-            (arr, readers, writer)
-            for arr, readers, writer, flag, known, seen in self.between
+            (arr, readers, writer, at)
+            for arr, readers, writer, flag, known, seen, at in self.between
             if not same(known, seen) and not served(flag) and not is_declared(arr)
         ]
         for watched, seen in now:
             if not served(watched.served) and not same(watched.print, seen) and not is_declared(watched.array):
-                found.append((watched.array, list(watched.readers.values()), None))
+                found.append((watched.array, watched.readers, None, watched.at))
         return found
 
 

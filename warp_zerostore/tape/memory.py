@@ -50,6 +50,8 @@ def slot_range(arr, start: int, unit: int) -> slice | None:
 def _unit(arr, first: int) -> int:
     """The largest slot size that puts every element of ``arr`` at a slot boundary counted from ``first``."""
     unit = _compat.dtype_size_bytes(arr.dtype)
+    if arr.is_contiguous and int(arr.ptr) == first:
+        return unit  # every element at a multiple of its size from the pointer
     unit = math.gcd(unit, int(arr.ptr) - first)
     for n, s in zip(arr.shape, arr.strides):
         if n > 1:
@@ -85,52 +87,121 @@ class Spans:
 
 
 class Region:
-    """One byte range ``[start, stop)`` in slots of ``unit`` bytes: last writer per slot, read bitmaps per site."""
+    """One byte range ``[start, stop)`` in slots of ``unit`` bytes: last writer per slot, read bitmaps per site.
+    The checking Tape's tables (`writer`, `read_any`) are made when first asked (a snapshot Tape never asks), and
+    the arrays' `Spans` when a second array is located here (most regions hold one array)."""
+
+    __slots__ = (
+        "start",
+        "stop",
+        "unit",
+        "size",
+        "_writer",
+        "_read_any",
+        "reads",
+        "write_any",
+        "read_unsaved",
+        "arrays",
+        "_spans",
+        "alive",
+        "last_write",
+    )
 
     def __init__(self, start: int, stop: int, unit: int):
         self.start, self.stop, self.unit = start, stop, unit
-        slots = -(-(stop - start) // unit)
-        self.writer = np.full(slots, -1, dtype=np.int64)  # index into the Tape's writer sites; -1: none
-        #: read-site key -> [Site, bool bitmap, whether its backward reads the values loaded (`value_use`)]
+        self.size = slots = -(-(stop - start) // unit)
+        self._writer = None
+        self._read_any = None
+        #: read-site key ``(kernel, argument, location)`` -> [(first launch reading here, key), bool bitmap, whether
+        #: its backward reads the values loaded (`value_use`)]
         self.reads: dict = {}
-        self.read_any = np.zeros(slots, dtype=bool)
         self.write_any = np.zeros(slots, dtype=bool)  # a recorded launch wrote the slot (snapshot Tapes)
         #: snapshot Tapes: a recorded launch read the slot since the last write that saved a restore of it (a
         #: later write must save it again; readers before that save are served by its restore)
         self.read_unsaved = np.zeros(slots, dtype=bool)
         self.arrays: dict = {}  # id -> array object located in this region
-        self.spans = Spans()  # the same arrays, by the bytes they span (the views a write changes)
+        self._spans: Spans | None = None  # the same arrays, by the bytes they span (the views a write changes)
         self.alive = True  # False once merged into a larger region
         #: ``(start, stop, writer)`` when the last write into this region wrote exactly slots ``start:stop``, all
         #: by one writer (then ``writer[start:stop]`` holds it throughout: a loop rewriting an array whole needs no
         #: look at the table); None otherwise
         self.last_write: tuple | None = None
 
+    @property
+    def writer(self) -> np.ndarray:
+        """Per slot, the index of its last writer in the Tape's writer sites; -1: none (checking Tapes)."""
+        if self._writer is None:
+            self._writer = np.full(self.size, -1, dtype=np.int64)
+        return self._writer
+
+    @property
+    def read_any(self) -> np.ndarray:
+        """Per slot, whether any read site read it (checking Tapes)."""
+        if self._read_any is None:
+            self._read_any = np.zeros(self.size, dtype=bool)
+        return self._read_any
+
     def _absorb(self, other: Region) -> None:
         """Copy another (smaller or coarser) region's tables into this one."""
         step = other.unit // self.unit
         offset = (other.start - self.start) // self.unit
-        where = offset + np.arange(other.writer.size) * step
-        self.writer[where] = other.writer
-        self.read_any[where] |= other.read_any
+        where = offset + np.arange(other.size) * step
+        if other._writer is not None:
+            self.writer[where] = other._writer
+        if other._read_any is not None:
+            self.read_any[where] |= other._read_any
         self.write_any[where] |= other.write_any
         self.read_unsaved[where] |= other.read_unsaved
         for key, (site, bitmap, value_read) in other.reads.items():
-            entry = self.reads.setdefault(key, [site, np.zeros(self.writer.size, dtype=bool), value_read])
+            entry = self.reads.setdefault(key, [site, np.zeros(self.size, dtype=bool), value_read])
             entry[1][where] |= bitmap
         for arr in other.arrays.values():
             self.add(arr)
 
     def add(self, arr) -> None:
         """Note an array object located in this region."""
-        if id(arr) not in self.arrays:
-            self.arrays[id(arr)] = arr
-            self.spans.add(arr)
+        arrays = self.arrays
+        if id(arr) in arrays:
+            return
+        arrays[id(arr)] = arr
+        if self._spans is not None:
+            self._spans.add(arr)
+        elif len(arrays) > 1:
+            self._spans = Spans()
+            for each in arrays.values():
+                self._spans.add(each)
 
     def views(self, arr):
         """The other array objects located here that share a byte with ``arr``."""
+        if self._spans is None:
+            return ()  # one array: ``arr`` itself
         first, last = byte_span(arr)
-        return (other for other in self.spans.over(first, last) if other is not arr)
+        return (other for other in self._spans.over(first, last) if other is not arr)
+
+
+class Place:
+    """Where one array object lies in a `Region`: the slot of each element (made when first asked), and the slots
+    as a slice where they are one run (`slot_range`: indexing a table by it is a view, not a gather)."""
+
+    __slots__ = ("region", "whole", "_slots", "_array")
+
+    def __init__(self, region: Region, arr):
+        self.region = region
+        self.whole = slot_range(arr, region.start, region.unit)
+        self._slots = None
+        self._array = arr
+
+    @property
+    def slots(self) -> np.ndarray:
+        """The slot of each element (the array's shape)."""
+        if self._slots is None:
+            self._slots = slots(self._array, self.region.start, self.region.unit)
+        return self._slots
+
+    @property
+    def index(self):
+        """The slots of every element, to index a table with: `whole` where it is one run, else `slots`."""
+        return self.whole if self.whole is not None else self.slots
 
 
 class AddressBook:
@@ -142,18 +213,29 @@ class AddressBook:
 
     def region(self, arr) -> tuple:
         """``(region, slot index of each element (the array's shape))``; creates or merges regions as needed."""
+        region = self.locate(arr)
+        return region, slots(arr, region.start, region.unit)
+
+    def locate(self, arr) -> Region:
+        """The region holding ``arr``'s bytes; creates or merges regions as needed."""
         first, last = byte_span(arr)
-        lo = bisect.bisect_right(self.starts, first) - 1
+        starts = self.starts
+        lo = bisect.bisect_right(starts, first) - 1
         if lo >= 0 and self.regions[lo].stop <= first:
             lo += 1
         lo = max(lo, 0)
-        hi = bisect.bisect_left(self.starts, last)
+        hi = bisect.bisect_left(starts, last, lo)
+        if hi == lo:  # nothing there yet (a new array): a region of its own
+            region = Region(first, last, _unit(arr, first))
+            starts.insert(lo, first)
+            self.regions.insert(lo, region)
+            return region
         overlapping = self.regions[lo:hi]
         if len(overlapping) == 1:
             region = overlapping[0]
             inside = region.start <= first and last <= region.stop
             if inside and (first - region.start) % region.unit == 0 and _unit(arr, first) % region.unit == 0:
-                return region, slots(arr, region.start, region.unit)
+                return region
         start = min([first] + [r.start for r in overlapping])
         stop = max([last] + [r.stop for r in overlapping])
         unit = _unit(arr, start)
@@ -163,6 +245,6 @@ class AddressBook:
         for r in overlapping:
             region._absorb(r)
             r.alive = False
-        self.starts[lo:hi] = [start]
+        starts[lo:hi] = [start]
         self.regions[lo:hi] = [region]
-        return region, slots(arr, region.start, region.unit)
+        return region

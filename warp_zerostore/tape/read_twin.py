@@ -36,6 +36,7 @@ puts its kernels' twins in the batch's module: one compile instead of one per tw
 from __future__ import annotations
 
 import ast
+import collections
 import contextlib
 import copy
 import dataclasses
@@ -45,6 +46,7 @@ import logging
 import math
 import sys
 import types
+import weakref
 
 import numpy as np
 import warp
@@ -69,8 +71,6 @@ from .data_flow import marks_depend_on_data
 _log = logging.getLogger(__name__)
 _PREFIX = "_wzs_"
 _FLAGS = ("before", "after", "written")
-_CACHE: dict = {}
-_HELPER_TWINS: dict = {}
 
 
 #: what a ``written`` shadow holds for an element: an accumulation wrote it, or a store did
@@ -599,13 +599,11 @@ def _load_module(source: str, namespace: dict, extra: dict, into=None):
 def _struct_fields(kernel) -> list:
     """``[(field label, struct position, path, field type)]`` of the arrays the kernel's struct parameters hold
     (``"s.q"``, nested structs followed); once per kernel."""
-    cached = _FIELDS.get(id(kernel))
-    if cached is None or cached[0] is not kernel:
-        cached = _FIELDS[id(kernel)] = (kernel, _find_struct_fields(kernel))
-    return cached[1]
-
-
-_FIELDS: dict = {}
+    memo = _compat.memo(kernel)
+    cached = memo.get("read_twin.fields")
+    if cached is None:
+        cached = memo["read_twin.fields"] = _find_struct_fields(kernel)
+    return cached
 
 
 def _find_struct_fields(kernel) -> list:
@@ -644,10 +642,10 @@ def _helper_twin(helper, parameters: tuple, depth: int, custom_adjoint: bool = F
     ``parameters`` (``(label, ndim, kind, logged)``: label ``"a"`` for an array parameter, ``"f.p"`` for an array
     its struct parameter ``f`` holds), or None; ``custom_adjoint``: it (or a helper calling it) has a
     ``@wp.func_grad``."""
-    key = (id(helper), parameters, custom_adjoint)
-    cached = _HELPER_TWINS.get(key)
-    if cached is not None and cached[0] is helper:
-        return cached[1]
+    twins = _compat.memo(helper).setdefault("read_twin.helper_twins", {})
+    key = (parameters, custom_adjoint)
+    if key in twins:
+        return twins[key]
     made = None
     try:
         overload = _compat.function_overloads(helper)[0]  # the one overload (`_helper_call`)
@@ -679,7 +677,7 @@ def _helper_twin(helper, parameters: tuple, depth: int, custom_adjoint: bool = F
             error,
         )
         made = None
-    _HELPER_TWINS[key] = (helper, made)
+    twins[key] = made
     return made
 
 
@@ -714,7 +712,7 @@ def _build(kernel, aliased: bool = False):
     scope = namespace(func)
     arrays = {label for label, t in params if _compat.is_array_type(t)}
     # reads through a struct's arrays are not followed by `data_flow`: such a kernel's marks count as data dependent
-    _FIXED[id(kernel)] = (kernel, not fields and not marks_depend_on_data(function, arrays, scope))
+    _compat.memo(kernel)["read_twin.fixed"] = not fields and not marks_depend_on_data(function, arrays, scope)
     # A flagged kernel's backward replays arrays it reads back through its replay log (codegen/replay.py)
     flagged = effective_zero_store(kernel) is True
     logged = frozenset(
@@ -759,11 +757,11 @@ def built_into(module):
 def twin(kernel, aliased: bool = False):
     """``(forward-only twin kernel, {label given shadows: kind}, {labels whose reads it cannot mark})`` or None
     (see the module docstring); ``aliased``: the variant for a launch that passes one array under several labels."""
-    key = (id(kernel), aliased) if aliased else id(kernel)
-    cached = _CACHE.get(key)
+    twins = _compat.memo(kernel).setdefault("read_twin.twins", {})
+    cached = twins.get(aliased)
     mode = effective_zero_store(kernel)  # the twin follows the kernel's mode (its replay log): rebuilt if it changes
-    if cached is not None and cached[0] is kernel and cached[2] == mode:
-        return cached[1]
+    if cached is not None and cached[1] == mode:
+        return cached[0]
     try:
         built = _build(kernel, aliased) if aliased else _build(kernel)  # tests patch _build(kernel)
         if built is None:
@@ -780,22 +778,45 @@ def twin(kernel, aliased: bool = False):
             error,
         )
         built = None
-    _CACHE[key] = (kernel, built, mode)
+    twins[aliased] = (built, mode)
     return built
+
+
+def forget(obj) -> None:
+    """Drop what this module made for a kernel (its twins and their runners) or a ``@wp.func`` (its twins): the
+    next launch builds them again."""
+    memo = _compat.memo(obj)
+    for name in [name for name in memo if name.startswith("read_twin.")]:
+        del memo[name]
 
 
 def _pooled(key: tuple, shape: tuple, dtype, device):
     """A scratch array (and its host view on the CPU) reused from launch to launch: the twin's copies of the
-    launch's arrays and its shadows; allocating them per launch was most of check mode's cost."""
+    launch's arrays and its shadows; allocating them per launch was most of check mode's cost. The pool keeps the
+    most recently used up to `POOL_BYTES` (a runner keeps the ones it was made with while it lives)."""
+    global _pool_bytes
     entry = _POOL.get(key)
-    if entry is None:
-        with _compat.no_active_tape():
-            scratch = warp.empty(shape, dtype=dtype, device=device)
-        entry = _POOL[key] = (scratch, _compat.host_view(scratch) if scratch.device.is_cpu else None)
+    if entry is not None:
+        _POOL.move_to_end(key)
+        return entry
+    with _compat.no_active_tape():
+        scratch = warp.empty(shape, dtype=dtype, device=device)
+    entry = _POOL[key] = (scratch, _compat.host_view(scratch) if scratch.device.is_cpu else None)
+    _pool_bytes += _nbytes(scratch)
+    while _pool_bytes > POOL_BYTES and len(_POOL) > 1:  # the least recently used go first
+        _, (evicted, _) = _POOL.popitem(last=False)
+        _pool_bytes -= _nbytes(evicted)
     return entry
 
 
-_POOL: dict = {}
+def _nbytes(arr) -> int:
+    return arr.size * _compat.dtype_size_bytes(arr.dtype)
+
+
+_POOL: collections.OrderedDict = collections.OrderedDict()  # key -> (scratch array, its host view on the CPU)
+_pool_bytes = 0
+#: bytes of scratch arrays the pool keeps (least recently used dropped first)
+POOL_BYTES = 64 << 20
 
 
 def _zero(entry) -> None:
@@ -954,20 +975,19 @@ def _labelled_arrays(kernel, kinds: dict, values: list) -> dict:
 
 def _label_positions(kernel) -> dict:
     """``{label: (argument position, path into the struct or None)}`` of the kernel's arrays; once per kernel."""
-    cached = _POSITIONS.get(id(kernel))
-    if cached is None or cached[0] is not kernel:
+    memo = _compat.memo(kernel)
+    found = memo.get("read_twin.positions")
+    if found is None:
         found = {label: (position, None) for position, label in enumerate(_compat.kernel_argument_labels(kernel))}
         found.update((label, (position, path)) for label, position, path, _ in _struct_fields(kernel))
-        cached = _POSITIONS[id(kernel)] = (kernel, found)
-    return cached[1]
+        memo["read_twin.positions"] = found
+    return found
 
 
-_POSITIONS: dict = {}
-
-
-_RUNNERS: dict = {}
 #: arrays up to this size get a pooled scratch copy (kept between launches); larger ones a copy per launch
 POOLED_BYTES = 16 << 20
+#: runners kept per kernel (one per launch shape and pattern of arguments) before starting over
+RUNNERS_PER_KERNEL = 64
 
 
 def _runner(kernel, variant, kinds: dict, values: list, launch: dict) -> _Runner:
@@ -984,11 +1004,12 @@ def _runner(kernel, variant, kinds: dict, values: list, launch: dict) -> _Runner
         launch.get("block_dim", 256),
         _pattern(values),
     )
-    cached = _RUNNERS.get(key)
+    runners = _compat.memo(kernel).setdefault("read_twin.runners", {})  # they go with the kernel
+    cached = runners.get(key)
     if cached is None or cached[0] is not variant:
-        if len(_RUNNERS) > 4096:  # launch shapes that keep changing: start over rather than grow
-            _RUNNERS.clear()
-        cached = _RUNNERS[key] = (variant, _Runner(kernel, variant, kinds, values, launch, device))
+        if len(runners) >= RUNNERS_PER_KERNEL:  # launch shapes that keep changing: start over rather than grow
+            runners.clear()
+        cached = runners[key] = (variant, _Runner(kernel, variant, kinds, values, launch, device))
     return cached[1]
 
 
@@ -1021,9 +1042,11 @@ def element_reads(kernel, launch: dict) -> dict:
     arrays are never touched, whatever the source analysis says.
     """
     values = list(launch.get("inputs") or []) + list(launch.get("outputs") or [])
-    arrays = [id(v) for v in values if isinstance(v, warp.array)]
+    arrays = []
     for v in values:
-        if _compat.is_struct_instance(v):
+        if isinstance(v, warp.array):
+            arrays.append(id(v))
+        elif _compat.is_struct_instance(v):
             arrays.extend(id(a) for _, a in _compat.struct_array_paths(v))
     aliased = len(set(arrays)) < len(arrays)
     made = twin(kernel, aliased=aliased)
@@ -1033,7 +1056,7 @@ def element_reads(kernel, launch: dict) -> dict:
     key = _memo_key(kernel, variant, values, launch)
     if key is not None:
         cached = _MEMO.get(key)
-        if cached is not None and cached[0] is variant:
+        if cached is not None and cached[0]() is variant:
             return cached[1]
     try:
         runner = _runner(kernel, variant, kinds, values, launch)
@@ -1045,7 +1068,7 @@ def element_reads(kernel, launch: dict) -> dict:
             type(error).__name__,
             error,
         )
-        _CACHE[(id(kernel), True) if aliased else id(kernel)] = (kernel, None, effective_zero_store(kernel))
+        _compat.memo(kernel).setdefault("read_twin.twins", {})[aliased] = (None, effective_zero_store(kernel))
         return {}
     out = {}
     for label, kind in kinds.items():
@@ -1070,8 +1093,7 @@ def element_reads(kernel, launch: dict) -> dict:
 
 # -- marks that follow from the launch alone (`data_flow`): reused instead of running the twin again
 
-_FIXED: dict = {}  # id(kernel) -> (kernel, its marks depend on its launch only)
-_MEMO: dict = {}  # launch key -> (twin, {label: ElementReads}), the marks read-only
+_MEMO: dict = {}  # launch key -> (weak reference to the twin, {label: ElementReads}, their bytes), read-only
 #: bytes of marks remembered before starting over (a scalar argument that changes at every launch, such as a
 #: time, never hits: its entries must not pile up)
 MEMO_BYTES = 64 << 20
@@ -1083,9 +1105,8 @@ def _memo_key(kernel, variant, values: list, launch: dict) -> tuple | None:
     """What a launch's marks can depend on when its kernel's reads do not follow its data: the launch shape,
     its arrays' shapes, dtypes and aliasing, and its other arguments' values (immutable ones only: a value
     the caller can change in place could hit a stale entry); None: run the twin."""
-    fixed = _FIXED.get(id(kernel))
     dim = launch.get("dim")
-    if fixed is None or fixed[0] is not kernel or not fixed[1] or dim is None:
+    if not _compat.memo(kernel).get("read_twin.fixed") or dim is None:  # its marks depend on its launch only
         return None
     first: dict = {}
     parts = []
@@ -1110,14 +1131,24 @@ def _remember(key: tuple, variant, out: dict) -> None:
         _MEMO.clear()
         _memo_bytes = 0
     if size <= MEMO_BYTES:
-        _MEMO[key] = (variant, out)
+        # the marks never keep a twin (nor its kernel) alive, and go when it goes (a kernel defined anew each time)
+        _MEMO[key] = (weakref.ref(variant, lambda _, key=key: _forget(key)), out, size)
         _memo_bytes += size
+
+
+def _forget(key: tuple) -> None:
+    global _memo_bytes
+    entry = _MEMO.pop(key, None)
+    if entry is not None:
+        _memo_bytes -= entry[2]
 
 
 def _none(shape: tuple) -> np.ndarray:
     """A read-only all-False mask of ``shape``, shared."""
     mask = _NONE.get(shape)
     if mask is None:
+        if len(_NONE) > 256:  # shapes that keep changing: start over rather than grow
+            _NONE.clear()
         mask = _NONE[shape] = np.zeros(shape, dtype=bool)
         mask.flags.writeable = False
     return mask

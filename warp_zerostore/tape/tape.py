@@ -58,21 +58,24 @@ import os
 import sys
 import threading
 import warnings
+import weakref
 from typing import Callable, Iterator
 
 import numpy as np
 import warp
 
 from .. import _compat, config
+from .._memory import byte_span
 from ..access import ArgumentAccess, argument_access, struct_field_access
 from ..codegen import pre_backward, replays_exactly
 from ..codegen.replay import POST
-from ..config import CheckLevel, validate_check
+from ..config import CheckLevel, validate_check, validate_measure
 from ..options import effective_zero_store, store_adjoints_zero
-from . import contents, host_writes, observe, read_twin
+from . import atomic_replay, contents, host_writes, measure, observe, read_twin, retained
 from .fingerprints import Fingerprints
 from .intent import is_declared
-from .memory import AddressBook, slot_range
+from .journal import JOURNAL
+from .memory import AddressBook, Place
 from .visualize import mark_hazards
 
 _log = logging.getLogger(__name__)
@@ -83,11 +86,15 @@ MUTATED = "mutated after record"
 REPLAY = "read before and after write"
 CAPTURED = "not checked (graph capture)"
 IN_STRUCT = "not checked (arrays in a struct)"
-KINDS = (OVERWRITE, STALE_READ, MUTATED, REPLAY, CAPTURED, IN_STRUCT)
+ATOMIC = "atomic replay"
+KINDS = (OVERWRITE, STALE_READ, MUTATED, REPLAY, ATOMIC, CAPTURED, IN_STRUCT)
 #: what the Tape did not look at: never counted as a hazard, always as a launch left unchecked
 UNCHECKED = (CAPTURED, IN_STRUCT)
-# Kinds about what the Tape cannot do: reported (warned) even by a Tape with check="off".
-_ALWAYS_REPORTED = (REPLAY, CAPTURED, IN_STRUCT)
+# Kinds about what the Tape cannot do, or that no Tape mends: reported (warned) even by a Tape with check="off".
+_ALWAYS_REPORTED = (REPLAY, ATOMIC, CAPTURED, IN_STRUCT)
+#: an overwrite's cause when the array was made with ``retain_grad=True``: no store adjoint zeroes its gradient,
+#: so what the earlier writer gets is counted twice, on every Tape (reported with check="off" too)
+RETAIN_GRAD = "retain_grad"
 
 
 class OverwriteWarning(UserWarning):
@@ -159,9 +166,18 @@ class Hazard:
             (a thread read an element between two writes of the launch: no Tape can serve it) or
             ``"helper store"`` (a ``@wp.func`` helper stores into it, which Warp's backward runs again: an unflagged
             kernel's helper, or any kernel's helper storing through a ``@wp.struct`` it is passed). For an "overwrite":
-            ``"no backward"`` (the later kernel is built with ``enable_backward=False``: always real) or ``"no
+            ``"no backward"`` (the later kernel is built with ``enable_backward=False``: always real), ``"no
             gradient"`` (the array has none to leak: an integer or bool dtype, or ``requires_grad=False`` when the
-            later launch was recorded; never real).
+            later launch was recorded; never real) or ``"retain_grad"`` (the array was made with
+            ``retain_grad=True``: no store adjoint zeroes its gradient, stock or flagged, so the earlier writer's
+            inputs get it twice; always real). For an ``"atomic replay"``: ``"kernel"`` (the atomic is in the
+            kernel's body), ``"helper"`` (in a ``@wp.func`` it calls, whose atomic the backward applies to memory
+            again) or ``"helper log"`` (likewise, in a ``zero_store=True`` kernel, whose replay writes no memory).
+        detail: What the kind names beyond its sites: for an ``"atomic replay"``, the atomic
+            (`atomic_replay.UsedAtomic`); for a "mutated after record", the change (`journal.Change`: the visible
+            calls that made it, with their ``file:line``, or the two points it happened between).
+        measured: On a measuring Tape (``measure=True``), after ``backward()``: its effect on the gradients
+            (`measure.Measured`); ``real`` then follows it for stale reads and mutations.
     """
 
     kind: str
@@ -171,6 +187,8 @@ class Hazard:
     real: bool = True
     elements: int = 0
     cause: str = ""
+    detail: object = None
+    measured: object = None
 
     def key(self) -> tuple:
         """What makes two hazards the same one (a Tape reports each once): kind, sites less launch numbers.
@@ -180,20 +198,36 @@ class Hazard:
         """
 
         # a launch builds this tuple from its sites' idents and looks it up before building a Hazard (`_write_hazards`)
-        return (
+        key = (
             self.kind,
             None if self.writer is None else self.writer.ident,
             None if self.reader is None else self.reader.ident,
             None if self.earlier is None else self.earlier.ident,
             self.real,
         )
+        return key if self.detail is None else (*key, self.detail)
+
+    def site_key(self) -> tuple:
+        """`key` without ``real``: the same hazard before and after a measuring Tape measured it.
+
+        Returns:
+            A hashable tuple.
+        """
+        key = self.key()
+        return key[:4] + key[5:]
 
     def message(self) -> str:
-        """The warning's or error's text: what happened, where, and what to do.
+        """The warning's or error's text: what happened, where, what to do, and (measured) how much it matters.
 
         Returns:
             One paragraph naming the kernels, arguments and source lines.
         """
+        text = self._finding()
+        return text if self.measured is None else f"{text} {self.measured.describe()}"
+
+    def _finding(self) -> str:
+        if self.kind == ATOMIC:
+            return _atomic_message(self)
         if self.kind == OVERWRITE:
             verdict = (
                 "a real error: the later kernel does not zero its store adjoints, so the gradient of the "
@@ -212,10 +246,18 @@ class Hazard:
                     "with a backward and @wp.kernel(zero_store=True), or zero the array's .grad after it in a "
                     "tape.record_func"
                 )
-            return (
-                f"overwrite: {self.elements} element(s) written by {self.earlier.describe()} are written again by "
-                f"{self.writer.describe()}; {verdict}."
-            )
+            if self.cause == RETAIN_GRAD:
+                verdict = (
+                    "a real error: the array was made with retain_grad=True, and no store adjoint zeroes the "
+                    "gradient of such an array (stock Warp's and zero_store=True's alike: retain_grad keeps it for "
+                    "you to read), so the earlier launch's adjoint gets the gradient of the overwritten values on "
+                    "top of what the later write passes on: counted twice. Inspect the value through a separate "
+                    "array (copy it into one made with retain_grad=True), or keep retain_grad=True only on an array "
+                    "written once"
+                )
+            what = f"{self.elements} element(s) written by" if self.elements else "memory written by"
+            again = "are written again by" if self.elements else "is written again by"
+            return f"overwrite: {what} {self.earlier.describe()} {again} {self.writer.describe()}; {verdict}."
         if self.kind == STALE_READ:
             same = self.reader.launch == self.writer.launch
             return (
@@ -280,15 +322,52 @@ class Hazard:
                 "its inputs. Record this Tape without graph capture to check it (for Newton's examples, "
                 "use_cuda_graph/use_graph = False)."
             )
+        found = f"at launch #{self.writer.launch} at {self.writer.location}" if self.writer else "at backward()"
+        how = (
+            f"outside any recorded kernel launch (wp.copy, assign, fill_, NumPy or Torch writes, untaped launches; "
+            f"found {found})"
+            if self.detail is None
+            else f"{self.detail.describe()} (found {found})"
+            if self.detail.writes
+            else self.detail.describe()  # it says between which two points
+        )
         return (
             f"mutated after record: the array read by {self.reader.describe()} changed after the launch was "
-            f"recorded, outside any recorded kernel launch (wp.copy, assign, fill_, NumPy or Torch writes, untaped launches; "
-            f"found {'at launch #' + str(self.writer.launch) + ' at ' + self.writer.location if self.writer else 'at backward()'}); "
-            "its backward pass will read the new values. If that is a bug (an alias of the array written in place, "
-            "an untaped write-back), record the change on the Tape or give the launch a copy; if the backward must "
-            "read the new values (the adjoint method: a solve after the residual was recorded), declare it with "
-            "warp_zerostore.read_at_backward(array)."
+            f"recorded, {how}; its backward pass will read the new values. If that is a bug (an alias of the array "
+            "written in place, an untaped write-back), record the change on the Tape or give the launch a copy; if "
+            "the backward must read the new values (the adjoint method: a solve after the residual was recorded), "
+            "declare it with warp_zerostore.read_at_backward(array)."
         )
+
+
+def _atomic_message(hazard: Hazard) -> str:
+    """An ``"atomic replay"``'s text: the kernel, the helper, the atomic's line, and what the backward does there."""
+    use = hazard.detail
+    if not use.helper:
+        where = f"in {hazard.writer.describe()}, the value wp.{use.atomic} returns at {use.at} is used"
+        why = (
+            "Warp's backward runs the kernel's forward code again without its atomics, so there the value is not "
+            "the forward's"
+        )
+    else:
+        where = (
+            f"in {hazard.writer.describe()}, the @wp.func '{use.helper}' called at {use.called_at} uses the value "
+            f"wp.{use.atomic} returns ({use.at})"
+        )
+        why = (
+            f"through a helper it changes '{use.array}' again: Warp's backward runs the helper's forward code, "
+            f"atomic included, so '{use.array}' advances during backward() (the forward's state changes) and the "
+            "value returned is another"
+            if hazard.cause == "helper"
+            else "through a helper of a zero_store=True kernel, the replay writes no memory but returns the value "
+            f"'{use.array}' holds after the forward"
+        )
+    return (
+        f"atomic replay: {where}. The backward replays this atomic: its return differs ({why}), so the gradient "
+        "through what is computed from it (an index, an operand) is wrong on any Tape, snapshots included. Keep the "
+        "returned value in an array the kernel writes and read it back in a @wp.func_replay (Warp's remedy), or "
+        "compute the index without an atomic."
+    )
 
 
 # -- hazard listeners: who hears of each new hazard besides the Tape that found it
@@ -424,6 +503,8 @@ class _Tracked:
         #: its content after the last recorded launch that passed it, on its device (`contents.Known`)
         self.values: contents.Known | None = None
         self.read = False  # a recorded launch read an element of it
+        #: when ``values`` was last known right: `_point` (the journal's clock, then what was recorded there)
+        self.at: tuple = (0, "", "")
 
 
 # -- one recorded launch, phase by phase
@@ -439,6 +520,8 @@ class _ArrayUse:
         "access",
         "labels",
         "crossed",
+        "reads",
+        "writes",
         "before",
         "changed",
         "known",
@@ -453,13 +536,16 @@ class _ArrayUse:
         self.access = access  # the union of its labels' accesses
         self.labels = labels
         self.crossed = crossed  # passed under several labels, read through one and written through another
+        size = array.size
+        self.reads = access.reads and size != 0  # the kernel's source reads it, and it has elements
+        self.writes = access.writes and size != 0  # the kernel's source may write it, and it has elements
         #: check mode: the content from before the launch, on its device; after the launch, the content then
         self.before: contents.Known | None = None
         self.changed: np.ndarray | None = None  # the elements whose bytes the launch changed, where compared
         self.known = False  # ``before`` is the content the Tape knew (unchanged since the last launch passing it)
         self.marks: read_twin.ElementReads | None = None  # element reads and writes, when the twin ran
         self.saved = None  # device copy from before the launch (snapshot)
-        self.located: tuple | None = None  # `Tape._region` of the array, once looked up for this launch
+        self.located: Place | None = None  # `Tape._region` of the array, once looked up for this launch
 
     def reads_known(self) -> bool:
         return self.marks is not None and self.marks.reads_known
@@ -620,7 +706,7 @@ def _gradient_reads(launch: _Launch, readers: frozenset | None) -> bool:
 class _KernelFacts:
     """What the Tape asks of a kernel at every launch, looked up once per kernel."""
 
-    __slots__ = ("kernel", "arrays", "positions", "fields", "structs", "access")
+    __slots__ = ("kernel", "arrays", "positions", "take", "fields", "structs", "access")
 
     def __init__(self, kernel):
         self.kernel = kernel
@@ -632,6 +718,8 @@ class _KernelFacts:
             (position, label, access[label]) for position, (label, _) in enumerate(parameters) if label in access
         ]
         self.positions = [position for position, _, _ in self.arrays]
+        #: the arrays at `positions` of a launch's values, as a tuple (where every position is given)
+        self.take = operator.itemgetter(*self.positions) if len(self.positions) > 1 else None
         #: ``[(position of the struct parameter, path of the field)]``, in the order of their entries in `arrays`
         self.fields = []
         for label, (position, path, field_access) in struct_field_access(kernel).items():
@@ -645,18 +733,17 @@ class _KernelFacts:
 
 
 def _facts(kernel) -> _KernelFacts:
-    cached = _FACTS.get(id(kernel))
-    if cached is None or cached.kernel is not kernel:
-        cached = _FACTS[id(kernel)] = _KernelFacts(kernel)
+    memo = _compat.memo(kernel)
+    cached = memo.get("tape.facts")
+    if cached is None:
+        cached = memo["tape.facts"] = _KernelFacts(kernel)
     return cached
-
-
-_FACTS: dict = {}
 
 
 class _Recording(threading.local):
     active = False  # a recorded launch is under way on this thread: a launch it makes (a user's wrapper calling
     # the next name in the chain, ``warp.launch`` -> ``context.launch``) is that same launch, not another
+    backward = 0  # package Tapes' backward() under way on this thread (nested: a callback's own backward)
 
 
 _recording = _Recording()
@@ -670,18 +757,165 @@ def _launch_hook(original, args, kwargs):
             return tape._recorded_launch(original, args, kwargs)
         finally:
             _recording.active = False
+    if not _recording.active and _journaling(tape):  # a launch no package Tape records: its writes, by call site
+        _journal_launch(_compat.launch_arguments(args, kwargs))
     return original(*args, **kwargs)
+
+
+def _journaling(tape) -> bool:
+    """Whether a call goes into the journal now: while a Tape holds it, except the calls a backward() makes with no
+    checking or snapshot Tape recording (Warp's seeding of gradients, the restores, the measuring passes). A Tape
+    entered inside a backward (a checkpointed rollout re-recording a step from a callback) records and journals as
+    anywhere else."""
+    if not JOURNAL.holders:
+        return False
+    return not _recording.backward or (isinstance(tape, Tape) and tape._intercepts())
 
 
 def _host_write_hook(name, original, args, kwargs):
+    if _recording.active:
+        return original(*args, **kwargs)
     tape = _compat.active_tape()
-    if isinstance(tape, Tape) and tape.snapshot and not _recording.active:
-        _recording.active = True  # assign's own wp.copy is part of the same write
-        try:
+    if _journaling(tape):
+        write = host_writes.described(name, args, kwargs)
+        if write is not None:
+            JOURNAL.wrote(write.dest, _HOST_WRITE_NAMES[name], _call_site(3))
+    _recording.active = True  # assign's own wp.copy is part of the same write
+    try:
+        if isinstance(tape, Tape) and tape.snapshot:
             return tape._recorded_host_write(name, original, args, kwargs)
-        finally:
-            _recording.active = False
-    return original(*args, **kwargs)
+        return original(*args, **kwargs)
+    finally:
+        _recording.active = False
+
+
+#: how a report names each host write (`_compat.HOST_WRITES`)
+_HOST_WRITE_NAMES = {"zero_": "zero_()", "fill_": "fill_()", "assign": "assign()", "copy": "wp.copy"}
+
+
+def _journal_launch(a: dict) -> None:
+    """A launch that no package Tape records: the arrays its source may write go into the journal, with its call."""
+    if a.get("adjoint") or a.get("record_cmd"):
+        return  # a backward's launch writes gradients; a command is launched later
+    kernel = a["kernel"]
+    facts = _compat.memo(kernel)  # kept on the kernel: gone with it
+    writes = facts.get("tape.journaled")
+    if writes is None:
+        writes = facts["tape.journaled"] = _written_arguments(kernel)
+    inputs, outputs = a.get("inputs") or (), a.get("outputs")
+    values = list(inputs) + list(outputs) if outputs else inputs
+    count, location = len(values), None
+    for position, path, what in writes:
+        value = values[position] if position < count else None
+        if path is not None:
+            value = _compat.struct_field(value, path) if _compat.is_struct_instance(value) else None
+        if isinstance(value, warp.array):
+            location = location or _call_site(3)
+            JOURNAL.wrote(value, what, location)
+
+
+def _written_arguments(kernel) -> list:
+    """``[(position, struct field path or None, how the journal names the launch)]`` of the arrays a kernel's source
+    may write."""
+    facts = _facts(kernel)
+    what = f"an untaped launch of kernel '{_compat.kernel_key(kernel)}'"
+    paths = [None] * len(facts.positions) + [path for _, path in facts.fields]
+    return [(position, path, what) for (position, _, access), path in zip(facts.arrays, paths) if access.writes]
+
+
+def _point(launch: _Launch) -> tuple:
+    """A moment the Tape knew an array's content: the journal's clock after ``launch``, and the launch."""
+    return (JOURNAL.clock, launch.kernel.key, launch.location)
+
+
+def _describe_point(at: tuple) -> str:
+    _, kernel, location = at
+    if kernel:
+        return f"the recorded launch of kernel '{kernel}' at {location}"
+    return f"the recorded {location}" if location else "the Tape's recording"
+
+
+def _describe_found(writer: Site | None, backward_at: str) -> str:
+    if writer is None:
+        return f"backward() at {backward_at}"
+    return f"the recorded launch of kernel '{writer.kernel}' at {writer.location}"
+
+
+class _JournalHold:
+    """A Tape's hold on the journal (`journal.JOURNAL`) and the hooks that fill it, from the moment it is entered
+    until its ``backward()``, ``reset()`` or collection: never from import."""
+
+    def __init__(self):
+        self.open = True
+        _compat.install_launch_hook(_launch_hook)
+        _compat.install_host_write_hook(_host_write_hook)
+        JOURNAL.hold()
+
+    def close(self) -> None:
+        if self.open:
+            self.open = False
+            JOURNAL.release()
+            _compat.remove_host_write_hook()
+            _compat.remove_launch_hook()
+
+
+def _not_measurable(hazard: Hazard) -> str:
+    """Why putting recorded values back cannot measure ``hazard`` (not a stale read, not a mutation)."""
+    if hazard.kind == OVERWRITE and hazard.cause == RETAIN_GRAD:
+        return "a retain_grad double count: no value read at backward() causes it, so no value put back changes it"
+    if hazard.kind == OVERWRITE:
+        return "an overwrite's gradient leak: no value read at backward() causes it, so no value put back changes it"
+    if hazard.kind == ATOMIC:
+        return "an atomic replay: what the backward's replay returns is no recorded value"
+    return "a construct inside the kernel: no values put back serve its reads"
+
+
+def _read_group(launch: _Launch) -> tuple:
+    """A measuring Tape's group (`measure`): a reader launch site, whose launches get back what they read."""
+    return ("read", launch.kernel.key, launch.location)
+
+
+def _hazard_group(hazard: Hazard) -> tuple | None:
+    """The group whose values put back measure ``hazard``: its reader's (None: putting values back cannot measure
+    it)."""
+    if hazard.kind in (STALE_READ, MUTATED):
+        return ("read", hazard.reader.kernel, hazard.reader.location)
+    return None
+
+
+_OVER_CAP = (
+    f"what its reader read was past the measuring memory cap ({measure.MEMORY_CAP >> 20} MiB, "
+    "warp_zerostore.tape.measure.MEMORY_CAP), so it was not kept"
+)
+_LEAKS = (
+    "putting back the values its reader read changes no gradient, but the change is also a write no adjoint sees, "
+    "and the gradient of the new values (read by a recorded launch after it, or seeded by backward()) reaches what "
+    "the readers before it read, which no value put back measures"
+)
+
+
+def _overlap(one, other) -> bool:
+    """Do two arrays share memory on one device?"""
+    if str(one.device) != str(other.device):
+        return False
+    (a, b), (c, d) = byte_span(one), byte_span(other)
+    return a < d and c < b
+
+
+_THROUGH_A_VIEW = (
+    "its reader read the memory through another array object than the one written (a view), whose content before "
+    "the write is not kept"
+)
+
+
+def _entry_site(entry, index: int, label: str) -> Site:
+    """The `Site` of the Tape's recorded launch ``entry`` (at ``index``), where Warp recorded its caller."""
+    return Site(index, _compat.launch_kernel(entry).key, label, _compat.launch_caller(entry) or "<unknown>")
+
+
+def _atomic_hazard(kernel, site: Site, use: atomic_replay.UsedAtomic) -> Hazard:
+    cause = "kernel" if not use.helper else "helper" if atomic_replay.reruns(kernel) else "helper log"
+    return Hazard(ATOMIC, writer=site, cause=cause, detail=use)
 
 
 class Tape(_compat.WarpTape):
@@ -697,9 +931,16 @@ class Tape(_compat.WarpTape):
             creates it, or at ``backward()`` for a mutation).
         snapshot: Save, before each recorded launch, what it overwrites that a recorded launch reads, so that
             in-place updates are differentiable.
+        measure: Measure, at ``backward()``, how much each stale read and mutation after record changes this run's
+            gradients (extra backward passes with what the readers read put back, `measure`); the gradients stay
+            the plain Tape's, each hazard is reported with its effect, one without effect as a note. None:
+            ``warp_zerostore.config.measure`` where it applies (checks on, no snapshots). Implies ``check="warn"``
+            unless given.
 
     Raises:
-        ValueError: ``check`` is not one of ``"off"``, ``"warn"``, ``"error"``.
+        ValueError: ``check`` is not one of ``"off"``, ``"warn"``, ``"error"``; ``measure=True`` with
+            ``snapshot=True`` or ``check="off"``.
+        TypeError: ``measure`` is not True, False or None.
 
     Example:
         ```python
@@ -721,20 +962,38 @@ class Tape(_compat.WarpTape):
         ```
     """
 
-    def __init__(self, check: CheckLevel | None = None, snapshot: bool = False):
+    def __init__(self, check: CheckLevel | None = None, snapshot: bool = False, measure: bool | None = None):
         super().__init__()
+        if measure is None:  # the process default: where it can apply (checks, no snapshots)
+            measure = config.measure and not snapshot and (check or config.check) != "off"
+        validate_measure(measure, "Tape(measure=...)")
+        if measure and snapshot:
+            raise ValueError(
+                "Tape(measure=True) measures what the hazards change in a plain Tape's gradients; with "
+                "snapshot=True the restores already put the recorded values back: use one or the other"
+            )
+        if measure and check == "off":
+            raise ValueError(
+                "Tape(measure=True) measures the hazards the checks find: give check='warn' or 'error', or leave "
+                "check out (then 'warn')"
+            )
+        if check is None and measure and config.check == "off":
+            check = "warn"
         self.check = validate_check(config.check if check is None else check, "Tape(check=...)")
         self.snapshot = bool(snapshot)
+        self.measure = measure
         self.hazards: list[Hazard] = []
         self._hazard_keys: set = set()
         self._hooked = False
         self._hooked_writes = False
+        self._journal: _JournalHold | None = None
+        self._backward_at = ""
         self._clear_tracking()
 
     def _clear_tracking(self):
         self._tracked: dict = {}
-        self._books: dict = {}  # device -> AddressBook
-        self._located: dict = {}  # id -> (array, Region, slots)
+        self._books: dict = {}  # device alias -> AddressBook
+        self._located: dict = {}  # id -> (array, its Place)
         self._sites: list = []  # writers as (launch, Site.ident), indexed from Region.writer
         self._plans: dict = {}  # (id(kernel), launch site) -> _Plan of its last launch
         self._snapshotted: dict = {}  # id -> array with at least one snapshot
@@ -742,6 +1001,13 @@ class Tape(_compat.WarpTape):
         # snapshot Tape without checks: fingerprints of the arrays recorded launches read, compared at backward()
         self._fingerprints = Fingerprints()
         self._restored_by: dict = {}  # id -> index of the last launch that saved a restore of the array
+        #: measure=True: what its readers read, put back in extra backward passes (`measure`)
+        self._measuring = measure.Measure() if self.measure else None
+        #: measure=True, after backward(): each pass's gradients on the host, by pass (``"plain"``, ``"joint"``, a
+        #: reader group ``("read", kernel, file:line)``), then by gradient (``"x.grad"``), and the arrays those names
+        #: stand for
+        self.measured_gradients: dict = {}
+        self.measured_arrays: dict = {}
 
     def _intercepts(self) -> bool:
         return self.check != "off" or self.snapshot
@@ -753,6 +1019,9 @@ class Tape(_compat.WarpTape):
         if self._intercepts():
             _compat.install_launch_hook(_launch_hook)
             self._hooked = True
+            if self._journal is None or not self._journal.open:  # until backward(): the calls that change arrays
+                self._journal = _JournalHold()
+                weakref.finalize(self, self._journal.close).atexit = False
         if self.snapshot:  # zero_, fill_, assign, untaped copies: recorded as writes while this Tape records
             _compat.install_host_write_hook(_host_write_hook)
             self._hooked_writes = True
@@ -776,6 +1045,7 @@ class Tape(_compat.WarpTape):
     def _recorded_launch(self, original, args, kwargs):
         a = _compat.launch_arguments(args, kwargs)
         if a.get("adjoint") or not a.get("record_tape", True) or a.get("record_cmd"):
+            _journal_launch(a)
             return original(*args, **kwargs)
         launch = self._plan(a)
         if _compat.is_capturing(launch.device):
@@ -788,15 +1058,18 @@ class Tape(_compat.WarpTape):
         if _compat.tape_launch_count(self) <= launch.index:  # not recorded (e.g. the Tape was left inside)
             return result
         entry = self.launches[launch.index]
+        _compat.note_launch_caller(entry, launch.location)  # Warp's own names the hook's frame
         if _compat.is_kernel_launch(entry) and _compat.launch_kernel(entry) is not launch.kernel:
             launch.kernel = _compat.launch_kernel(entry)  # the overload actually launched
             launch.replayed = _compat.kernel_has_backward(launch.kernel)
             launch.sites.clear()
         found += self._after(launch)
-        if self.snapshot:
+        found += self._atomic_replays(launch)
+        if self.snapshot or self._measuring is not None:
             self._save_snapshots(launch)
             if self.check == "off":
                 self._fingerprint(launch)
+
         if found:
             self._report(found)
         return result
@@ -809,7 +1082,11 @@ class Tape(_compat.WarpTape):
         inputs, outputs = a.get("inputs") or (), a.get("outputs")
         values = list(inputs) + list(outputs) if outputs else inputs
         count = len(values)
-        arrays = tuple(values[position] if position < count else None for position in facts.positions)
+        positions = facts.positions
+        if facts.take is not None and positions[-1] < count:
+            arrays = facts.take(values)
+        else:
+            arrays = tuple(values[position] if position < count else None for position in positions)
         if facts.fields:  # the arrays a struct holds now (a field can be set anew between launches)
             arrays += tuple(
                 _compat.struct_field(values[position], path)
@@ -832,7 +1109,7 @@ class Tape(_compat.WarpTape):
     def _struct_arguments(self, launch: _Launch, a: dict) -> list:
         """A `IN_STRUCT` report per ``@wp.struct`` holding arrays passed where the kernel's parameter is generic: its
         fields are not known from the kernel, so the Tape cannot follow them (a typed struct's are followed)."""
-        structs = _facts(launch.kernel).structs
+        structs = launch.plan.facts.structs
         if not structs:
             return []
         values = list(a.get("inputs") or []) + list(a.get("outputs") or [])
@@ -842,6 +1119,15 @@ class Tape(_compat.WarpTape):
             if position < len(values)
             and _compat.is_struct_instance(values[position])
             and _compat.struct_arrays(values[position])
+        ]
+
+    def _atomic_replays(self, launch: _Launch) -> list:
+        """An `ATOMIC` hazard per atomic whose returned value the kernel uses (`atomic_replay`), named at the
+        launch; a kernel without a backward is never replayed."""
+        if not launch.replayed:
+            return []
+        return [
+            _atomic_hazard(launch.kernel, launch.site(""), use) for use in atomic_replay.used_atomics(launch.kernel)
         ]
 
     def _captured(self, launch: _Launch, original, args, kwargs):
@@ -884,16 +1170,20 @@ class Tape(_compat.WarpTape):
                 use.marks = _combined_marks(use, marks, access)
         if checking:
             self._contents_before(launch, found)
-        for use in launch.uses:
-            wanted = (
-                self.snapshot
-                and use.access.writes
-                and use.array.size
-                and (_reads_before_writing(use) or self._read_unsaved(use.array))
-            )
-            if wanted:
-                use.saved = _device_copy(use.array)
+        if self.snapshot or self._measuring is not None:
+            for use in launch.uses:
+                wanted = use.writes and (_reads_before_writing(use) or self._read_unsaved(use.array))
+                if wanted and self._measuring is not None and not self._measure_room(use.array):
+                    self._measuring.not_kept(use.array, _OVER_CAP)
+                    wanted = False
+                if wanted:
+                    use.saved = _device_copy(use.array)
         return found
+
+    def _measure_room(self, arr) -> bool:
+        """Whether the measuring Tape's saves may grow by a copy of ``arr`` within `measure.MEMORY_CAP`."""
+        held = self.snapshot_bytes + self._measuring.bytes
+        return held + arr.size * _compat.dtype_size_bytes(arr.dtype) <= measure.MEMORY_CAP
 
     def _contents_before(self, launch: _Launch, found: list) -> None:
         """Check mode: ``use.before``, each array's content before the launch, where anything needs it, and the
@@ -910,11 +1200,16 @@ class Tape(_compat.WarpTape):
             tracked = self._tracked.get(id(arr))
             if tracked is not None and tracked.read and tracked.values is not None:
                 use.before = tracked.values  # compared, and brought to the content now
+                if use.before.same(arr):  # on the CPU, unchanged (the usual case): no mask, no launch
+                    use.known = True
+                    continue
                 compared.append(use)
-                items.append((arr, use.before, True, True))
-            elif use.access.writes or (launch.replayed and use.access.reads) or self._shares_written(launch, use):
+                # a measuring Tape keeps the content before a change, to put it back in its extra passes
+                items.append((arr, use.before, self._measuring is None, True))
+            elif use.writes or (launch.replayed and use.reads) or self._shares_written(launch, use):
                 use.before = contents.Known(arr, refresh=False)
-                items.append((arr, use.before, True, False))
+                if use.before.host is None:  # off the CPU, its content comes with the comparisons (a CPU copy has it)
+                    items.append((arr, use.before, True, False))
         if not items:
             return
         masks = iter(m for m in contents.changed_many(items) if m is not None)
@@ -923,7 +1218,10 @@ class Tape(_compat.WarpTape):
             if not _any(changed):  # unchanged (the usual case)
                 use.known = True
             else:
-                found.extend(self._mutations(use.array, changed, launch.site(use.label)))
+                tracked, reads = self._tracked[id(use.array)], launch.replayed and use.access.reads
+                found.extend(self._mutations(use.array, changed, launch.site(use.label), tracked, reads))
+                if self._measuring is not None:
+                    use.before.refresh(use.array)  # now the content the launch reads
 
     def _shares_written(self, launch: _Launch, use: _ArrayUse) -> bool:
         """Does an array the launch does not write lie in a memory region with one it writes (a view of it)? Its
@@ -931,37 +1229,60 @@ class Tape(_compat.WarpTape):
         both are located (ones that share a region later without overlapping never change each other)."""
         plan = launch.plan
         if plan.shared is None:
-            written = [u for u in launch.uses if u.access.writes and u.array.size]
+            written = [u for u in launch.uses if u.writes]
             plan.shared = set()
             if written and len(written) < len(launch.uses):
                 for u in launch.uses:  # every array located first: a region one of them merges is gone
                     if u.array.size:
                         self._locate(u)
-                regions = {id(self._locate(u)[0]) for u in written}
+                regions = {id(self._locate(u).region) for u in written}
                 plan.shared = {
                     id(u.array)
                     for u in launch.uses
-                    if not u.access.writes and u.array.size and id(self._locate(u)[0]) in regions
+                    if not u.writes and u.array.size and id(self._locate(u).region) in regions
                 }
         return id(use.array) in plan.shared
 
-    def _mutations(self, arr, changed: np.ndarray, writer: Site | None) -> list:
+    def _mutations(self, arr, changed: np.ndarray, writer: Site | None, tracked: _Tracked, read_after=False) -> list:
         """Mutation hazards for the readers of the elements ``changed`` marks (changed since the Tape last saw
-        ``arr``)."""
+        ``arr``, which ``tracked`` says when), each naming the change (`journal`); ``read_after``: the launch that
+        found it (``writer``) reads the array, whose backward it is replayed in."""
         if is_declared(arr):
             return []  # the backward must read the new values: the user said so (`read_at_backward`)
         if not _any(changed):
             return []
-        region, slots, _ = self._region(arr)
-        slots = slots[changed]
+        place = self._region(arr)
+        region, slots = place.region, place.slots[changed]
         # real whatever the reader does with the values: a change outside recorded launches is also a write no
         # adjoint sees, over what a recorded launch may have written (its gradient leaks there), which this does
         # not follow on its own (the program fuzzer found misses when linear readers' mutations were not real)
-        return [
-            Hazard(MUTATED, writer=writer, reader=reader)
-            for reader, bitmap, _ in region.reads.values()
-            if _any(bitmap[slots])
-        ]
+        readers = [Site(reader[0], *reader[1]) for reader, bitmap, _ in region.reads.values() if _any(bitmap[slots])]
+        if not readers:
+            return []
+        change = self._change(arr, tracked.at, writer)
+        found = [Hazard(MUTATED, writer=writer, reader=reader, detail=change) for reader in readers]
+        if self._measuring is not None:
+            self._keep_for_measuring(arr, tracked)
+            # the change is also a write no adjoint sees (one would zero the gradient of what it overwrote): where a
+            # launch after it reads the array, or the backward seeds its gradient, the gradient of the new values
+            # reaches the readers before it, which no value put back measures (the seeds are known at backward())
+            for hazard in found:
+                self._measuring.leaky[hazard.key()] = True if read_after else arr
+        return found
+
+    def _keep_for_measuring(self, arr, tracked: _Tracked) -> None:
+        """A measuring Tape keeps the content ``arr`` had before a change after record (its known copy, not brought
+        up to date yet), for the launches that read it since its last change (`measure`)."""
+        if not self._measure_room(arr):
+            self._measuring.not_kept(arr, _OVER_CAP)
+            return
+        self._measuring.changed(arr, measure.content_copy(tracked.values.ptr, arr))
+        self._measuring.bytes += arr.size * _compat.dtype_size_bytes(arr.dtype)
+
+    def _change(self, arr, at: tuple, writer: Site | None):
+        """The `journal.Change` of ``arr`` since point ``at`` (`_point`), found at ``writer``'s launch or, for None,
+        at ``backward()``."""
+        return JOURNAL.change(arr, at[0], _describe_point(at), _describe_found(writer, self._backward_at))
 
     def _after(self, launch: _Launch) -> list:
         """Reads recorded, then writes compared with earlier writes and reads; known contents refreshed."""
@@ -971,77 +1292,108 @@ class Tape(_compat.WarpTape):
         # never replayed, so they cannot be stale.
         if launch.replayed:
             for use in launch.uses:
-                if use.access.reads and use.array.size:
+                if use.reads:
                     if use.reads_known():
                         if use.marks.any("before"):
                             self._record_read(launch, use, "before")
                     else:
                         self._record_read(launch, use, None)
+        if not checking:  # a snapshot Tape without checks compared no content (`before` is the checks')
+            if launch.replayed:
+                self._record_reads_after(launch)
+            return found
         changed_regions = []
         # the arrays the launch may have changed: written, or over memory it wrote (views)
-        may_change = {
-            id(use): use.access.writes or self._shares_written(launch, use)
-            for use in launch.uses
-            if use.before is not None
-        }
-        if checking:  # their changes, all compared in one launch (their copies take the content)
-            written = [use for use in launch.uses if may_change.get(id(use))]
-            if written:
-                masks = contents.changed_many([(use.array, use.before, True, True) for use in written])
-                for use, mask in zip(written, masks):
-                    use.changed = mask
+        written, compared = [], []
         for use in launch.uses:
             if use.before is None:
                 continue
-            unchanged = not may_change[id(use)]
-            if not checking or (unchanged and use.known):  # known and unchanged: nothing to refresh
+            compared.append(use)
+            if use.writes or self._shares_written(launch, use):
+                written.append(use)
+        batch = []  # off the CPU, their changes all compared in one launch (their copies take the content)
+        for use in written:
+            if use.before.host is None:
+                batch.append(use)
+                continue
+            mask = use.before.compare(use.array)  # on the CPU, in place (None: unchanged)
+            use.changed = contents.unchanged(use.array.shape) if mask is None else mask
+        if batch:
+            masks = contents.changed_many([(use.array, use.before, True, True) for use in batch])
+            for use, mask in zip(batch, masks):
+                use.changed = mask
+        for use in compared:
+            unchanged = use.changed is None
+            if unchanged and use.known:  # known and unchanged: nothing to refresh
                 continue
             # Known content matters for arrays a recorded launch reads (this one's included: its reads after its own
             # writes are recorded below); the first launch that reads another copies it then.
             tracked = self._tracked.get(id(use.array))
-            if tracked is None and launch.replayed and use.access.reads:
+            if tracked is None and launch.replayed and use.reads:
                 tracked = self._track(use.array)
             if not unchanged:
                 # Written: what the twin saw stored (whatever the value), and what changed (stores it cannot see);
                 # the copy of the content before became the content after (above)
-                changed = use.changed | use.marks.written if use.marks is not None else use.changed
-                count = np.count_nonzero(changed)
+                if use.marks is None:
+                    changed = use.changed
+                    count = 0 if changed is contents.unchanged(changed.shape) else np.count_nonzero(changed)
+                else:
+                    changed = use.changed | use.marks.written
+                    count = np.count_nonzero(changed)
                 if count:
                     found.extend(self._write_hazards(launch, use, changed, count))
                     changed_regions.append(use.array)
             if tracked is not None:
                 tracked.values = use.before
+                tracked.at = _point(launch)
             elif not use.known:  # a copy made for this launch only
                 use.before.release()
                 use.before = None
-        # A thread's read of its own write: not stale for this launch's writes, but it is for later writers.
         if launch.replayed:
-            for use in launch.uses:
-                if use.access.reads and use.array.size and use.reads_known() and use.marks.any("after"):
-                    self._record_read(launch, use, "after")
-                # wp.atomic_min's backward reads the elements as the launch left them (which value won)
-                if use.access.adjoint_reads_result and use.reads_known() and use.marks.any("written"):
-                    self._record_read(launch, use, "written")
-            if checking:
-                found.extend(self._rereads(launch))
-        if checking and changed_regions:
+            self._record_reads_after(launch)
+            found.extend(self._rereads(launch))
+        if changed_regions:
             self._refresh_views(launch, changed_regions)
         return found
+
+    def _record_reads_after(self, launch: _Launch) -> None:
+        """A thread's read of its own write: not stale for this launch's writes, but it is for later writers."""
+        for use in launch.uses:
+            if use.reads and use.reads_known() and use.marks.any("after"):
+                self._record_read(launch, use, "after")
+            # wp.atomic_min's backward reads the elements as the launch left them (which value won)
+            if use.access.adjoint_reads_result and use.reads_known() and use.marks.any("written"):
+                self._record_read(launch, use, "written")
 
     def _rereads(self, launch: _Launch) -> list:
         """Elements a thread read between two writes of the launch, where the backward that runs reads them from
         memory, which holds the last write: wrong on any Tape. A ``zero_store=True`` kernel whose backward reports no
         replay issue serves such a read from its log (the later write follows the read)."""
-        if replays_exactly(launch.kernel, POST):
+        rereads = [
+            use
+            for use in launch.uses
+            if use.marks is not None and use.marks.reread is not None and use.marks.any("reread")
+        ]
+        if not rereads or replays_exactly(launch.kernel, POST):
             return []
         return [
             Hazard(REPLAY, writer=launch.site(use.label), elements=use.marks.count("reread"), cause="reread")
-            for use in launch.uses
-            if use.marks is not None and use.marks.reread is not None and use.marks.any("reread")
+            for use in rereads
         ]
 
     def _save_snapshots(self, launch: _Launch) -> None:
         """Restore entries around the launch: before its adjoint, what it read; after its adjoint, its input."""
+        saving = False
+        for use in launch.uses:
+            if use.writes:  # for the host writes after it (`_recorded_host_write`)
+                place = self._locate(use)
+                place.region.write_any[place.index] = True
+            saving = saving or use.saved is not None
+        rereading = launch.replayed and any(
+            use.marks is not None and use.marks.reread is not None and use.marks.any("reread") for use in launch.uses
+        )
+        if not (saving or rereading):
+            return  # nothing saved and no read between writes: nothing to decide (most launches)
         read_values, inputs = [], []
         found = []
         # A kernel that replays exactly (zero_store=True, no ReplayWarning) serves a thread's reads of its own
@@ -1056,17 +1408,16 @@ class Tape(_compat.WarpTape):
         backward = _compat.kernel_has_backward(launch.kernel)
         replays_helper_stores = effective_zero_store(launch.kernel) is not True and backward
         for use in launch.uses:
-            if use.access.writes and use.array.size:  # for the host writes after it (`_recorded_host_write`)
-                region, slots, whole = self._locate(use)
-                region.write_any[slots if whole is None else whole] = True
             if use.saved is None:
                 continue
             if use.changed is None and (use.reads_known() or use.crossed):
                 use.changed = contents.changed(use.array, use.saved)  # the launch's changes, on the device
-            if use.changed is not None and not _any(use.changed):
-                continue  # a snapshot of an array the launch did not change is not needed (known when compared)
-            if use.before is None and not use.access.surely_writes and observe.unchanged(use.saved, use.array):
-                continue  # the source only says "may write" (`access`): the launch changed no byte, so no restore
+            unchanged = (use.changed is not None and not _any(use.changed)) or (
+                use.before is None and not use.access.surely_writes and observe.unchanged(use.saved, use.array)
+            )
+            if unchanged:  # no snapshot needed: nothing to restore (known when compared; or observed, where the
+                # source only says "may write", `access`)
+                continue
             self._snapshotted[id(use.array)] = use.array
             self._restored_by[id(use.array)] = launch.index
             self._served_by_restore(use)
@@ -1113,6 +1464,9 @@ class Tape(_compat.WarpTape):
                 found.append(Hazard(REPLAY, writer=launch.site(use.label), elements=int(np.count_nonzero(both))))
         if not exact and launch.replayed:
             found.extend(self._rereads(launch))
+        if self._measuring is not None:
+            self._switched(launch, read_values, inputs, pre, found)
+            return
         if read_values and pre is not None and pre is not launch.kernel:
             _compat.replace_launch_kernel(self, launch.index, pre)
         if read_values:
@@ -1121,6 +1475,25 @@ class Tape(_compat.WarpTape):
             _compat.insert_tape_callback(self, launch.index, _Restore(inputs))
         if found:
             self._report(found)
+
+    def _switched(self, launch: _Launch, read_values: list, inputs: list, pre, found: list) -> None:
+        """A measuring Tape keeps what the snapshot Tape would restore, for the readers it serves (`measure`): the
+        launch's input for the launches that read the arrays since their last change, what it read itself for its
+        own reads; its PRE twin where those are put back. What no restore can make right here (``found``: a thread
+        read an element before and after writing it, ...) makes its own reads "not measured" instead of a report.
+        Other arrays over memory it wrote (views) had readers whose values are not kept."""
+        group = _read_group(launch)
+        for hazard in found:
+            self._measuring.inexact.setdefault(group, hazard.message())
+        entry = self.launches[launch.index]
+        if read_values and pre is not None and pre is not launch.kernel:
+            self._measuring.swaps.append(measure.Swap(entry, entry[0], pre, group))
+        before = {id(arr): saved for arr, saved in inputs}
+        for arr, values in read_values:
+            self._measuring.changed(arr, before.get(id(arr), values), own=entry, own_values=values)
+        written = [use.array for use in launch.uses if use.access.writes and use.array.size]
+        for other in self._views_of(launch, written) if written else ():
+            self._measuring.not_kept(other, _THROUGH_A_VIEW)
 
     # -- host writes inside a recording snapshot Tape (`host_writes`)
 
@@ -1132,7 +1505,8 @@ class Tape(_compat.WarpTape):
         dest = None if write is None else write.dest
         if dest is None or not dest.size or _compat.is_capturing(dest.device):
             return original(*args, **kwargs)
-        region, slots, _ = self._region(dest)
+        place = self._region(dest)
+        region, slots = place.region, place.index
         read, written = _any(region.read_unsaved[slots]), _any(region.write_any[slots])
         if not (read or written):  # nothing recorded touched it: as a write before the Tape
             return original(*args, **kwargs)
@@ -1153,12 +1527,14 @@ class Tape(_compat.WarpTape):
             region.read_unsaved[slots] = False  # its restore serves the readers before it
         # its content and its views' changed legitimately: not a mutation
         views = self._views_of({id(dest)}, [dest])
+        at = (JOURNAL.now(), "", f"{_HOST_WRITE_NAMES[kind]} at {_call_site(3)}")
         if self.check == "off":
-            self._fingerprints.changed(dest, served=saved is not None, views=views)
+            self._fingerprints.changed(dest, served=saved is not None, views=views, at=at)
         for arr in [dest, *views]:
             tracked = self._tracked.get(id(arr))
             if tracked is not None and tracked.values is not None:
                 tracked.values.refresh(arr)
+                tracked.at = at
         return result
 
     # -- bookkeeping
@@ -1169,24 +1545,25 @@ class Tape(_compat.WarpTape):
             tracked = self._tracked[id(arr)] = _Tracked(arr)
         return tracked
 
-    def _region(self, arr) -> tuple:
-        """``(Region, slot per element, the slots as a slice or None)`` of an array (`memory.slot_range`); kept per
-        array object while its region is not merged."""
+    def _region(self, arr) -> Place:
+        """Where an array lies (`memory.Place`: its region and slots); kept per array object while its region is not
+        merged."""
         cached = self._located.get(id(arr))
-        if cached is not None and cached[0] is arr and cached[1].alive:
-            return cached[1:]
-        key = str(arr.device)
-        book = self._books.get(key)
+        if cached is not None and cached[0] is arr and cached[1].region.alive:
+            return cached[1]
+        device = arr.device.alias
+        book = self._books.get(device)
         if book is None:
-            book = self._books[key] = AddressBook()
-        region, slots = book.region(arr)
+            book = self._books[device] = AddressBook()
+        region = book.locate(arr)
         region.add(arr)
-        cached = self._located[id(arr)] = (arr, region, slots, slot_range(arr, region.start, region.unit))
-        return cached[1:]
+        place = Place(region, arr)
+        self._located[id(arr)] = (arr, place)
+        return place
 
-    def _locate(self, use: _ArrayUse) -> tuple:
+    def _locate(self, use: _ArrayUse) -> Place:
         """The use's `_region`, looked up once per launch (regions only grow within a launch)."""
-        if use.located is None or not use.located[0].alive:
+        if use.located is None or not use.located.region.alive:
             use.located = self._region(use.array)
         return use.located
 
@@ -1194,42 +1571,48 @@ class Tape(_compat.WarpTape):
         """Did a recorded launch read an element of ``arr`` since the last write that saved a restore of it?"""
         if not arr.size:
             return False
-        region, slots, _ = self._region(arr)
-        return _any(region.read_unsaved[slots])
+        place = self._region(arr)
+        return _any(place.region.read_unsaved[place.index])
 
     def _served_by_restore(self, use: _ArrayUse) -> None:
         """The launch saved a restore of the whole array: readers of it so far are served (a later write need not
         save it again for them), but not the launch's own reads of what it wrote (they want its output)."""
-        region, slots, whole = self._locate(use)
-        region.read_unsaved[slots if whole is None else whole] = False
+        place = self._locate(use)
+        region = place.region
+        region.read_unsaved[place.index] = False
         if use.access.reads_after_store or use.crossed:
             if use.reads_known() and not use.crossed:
                 if use.marks.any("after"):
-                    region.read_unsaved[slots[use.marks.after]] = True
+                    region.read_unsaved[place.slots[use.marks.after]] = True
             else:
-                region.read_unsaved[slots if whole is None else whole] = True
+                region.read_unsaved[place.index] = True
 
     def _record_read(self, launch: _Launch, use: _ArrayUse, which: str | None) -> None:
         """``which``: the twin's marks of the elements read, ``"before"`` or ``"after"`` (callers pass only marks
         with one set: a launch that read nothing, a zero-size one or a guarded branch, leaves nothing to be stale or
-        mutated); None: the whole array."""
+        mutated); None: the whole array. A snapshot Tape without checks keeps only which slots were read since
+        their last saved restore (it reports no stale read and compares no content)."""
+        place = self._locate(use)
+        region = place.region
+        if which is None or use.marks.all(which):
+            read = place.index
+        else:
+            read = place.slots[getattr(use.marks, which)]
+        region.read_unsaved[read] = True
+        if self.check == "off":
+            return
         self._track(use.array).read = True
         key = launch.ident(use.label)
-        region, slots, whole = self._locate(use)
-        if which is None or use.marks.all(which):
-            read = slots if whole is None else whole
-        else:
-            read = slots[getattr(use.marks, which)]
+        if self._measuring is not None:  # what it read, kept at the array's next change
+            self._measuring.read(use.array, _read_group(launch), self.launches[launch.index])
         entry = region.reads.get(key)
         if entry is None:
             # a reader whose backward reads no value it loaded (`value_use`), or whose adjoints that read them reach
             # only arrays of this launch without a gradient: a stale read of it is not real
-            site = launch.site(use.label)
             real = use.access.value_read and _gradient_reads(launch, use.access.value_readers)
-            entry = region.reads[key] = [site, np.zeros(region.writer.size, dtype=bool), real]
+            entry = region.reads[key] = [(launch.index, key), np.zeros(region.size, dtype=bool), real]
         entry[1][read] = True
         region.read_any[read] = True
-        region.read_unsaved[read] = True
 
     def _write_hazards(self, launch: _Launch, use: _ArrayUse, changed, count: int) -> list:
         """Overwrites and stale reads of the ``count`` elements ``changed`` marks. A hazard the Tape already
@@ -1237,11 +1620,12 @@ class Tape(_compat.WarpTape):
         found = []
         known = self._hazard_keys
         writer = launch.ident(use.label)
-        region, slots, whole = self._locate(use)
+        place = self._locate(use)
+        region, whole = place.region, place.whole
         if count == changed.size:  # every element (the usual case): a slice of the tables where the array is one run
-            written = slots if whole is None else whole
+            written = place.index
         else:
-            written, whole = slots[changed], None
+            written, whole = place.slots[changed], None
         broadcast = 0 in use.array.strides  # one element at several indices
         if broadcast:
             written = np.unique(written)
@@ -1254,7 +1638,7 @@ class Tape(_compat.WarpTape):
             if use.marks is not None and use.marks.stored is not None and not use.marks.all("stored"):
                 # only the elements a store wrote on this launch (a branch that only accumulated is no overwrite);
                 # a change the twin did not mark (a store it cannot index) counts as a store
-                stored, stored_whole = slots[changed & (use.marks.stored | ~use.marks.written)], None
+                stored, stored_whole = place.slots[changed & (use.marks.stored | ~use.marks.written)], None
                 if broadcast:
                     stored = np.unique(stored)
             last = region.last_write
@@ -1291,20 +1675,29 @@ class Tape(_compat.WarpTape):
                         earlier=self._site(site),
                         real=real,
                         elements=int(elements),
-                        cause="no gradient" if not gradient else "" if backward else "no backward",
+                        cause=(
+                            "no gradient"
+                            if not gradient
+                            else "no backward"
+                            if not backward
+                            else RETAIN_GRAD
+                            if _compat.retains_grad(use.array)
+                            else ""
+                        ),
                     )
                 )
         if region.reads and _any(region.read_any[written]):  # else no read site can have read them
             for reader, (site, bitmap, value_read) in region.reads.items():
                 if (STALE_READ, writer, reader, None, value_read) in known:
                     continue
-                if site.launch == launch.index and use.access.adjoint_reads_result:
+                if site[0] == launch.index and use.access.adjoint_reads_result:
                     continue  # wp.atomic_min's backward reads what its launch left (which value won), by design
                 elements = int(np.count_nonzero(bitmap[written]))
                 if elements:
+                    reader = Site(site[0], *site[1])  # (launch, ident): made when a hazard names it
                     found.append(
                         Hazard(
-                            STALE_READ, writer=launch.site(use.label), reader=site, elements=elements, real=value_read
+                            STALE_READ, writer=launch.site(use.label), reader=reader, elements=elements, real=value_read
                         )
                     )
         self._sites.append((launch.index, writer))
@@ -1324,7 +1717,7 @@ class Tape(_compat.WarpTape):
         address index, so the cost follows the launch's arrays and what overlaps them, not the arrays seen before."""
         found: dict = {}
         for arr in written:
-            region = self._region(arr)[0]
+            region = self._region(arr).region
             if len(region.arrays) == 1:
                 continue  # only the array itself
             if isinstance(passed, _Launch):
@@ -1340,6 +1733,7 @@ class Tape(_compat.WarpTape):
             tracked = self._tracked.get(id(other))
             if tracked is not None and tracked.values is not None:
                 tracked.values.refresh(other)
+                tracked.at = _point(launch)
 
     # -- reporting
 
@@ -1354,8 +1748,10 @@ class Tape(_compat.WarpTape):
                 listener(hazard)
             if not hazard.real:
                 continue
+            if self._measuring is not None and hazard.kind not in UNCHECKED:
+                continue  # a measuring Tape reports at backward(), each hazard with its measurement
             level = self.check
-            if hazard.kind in _ALWAYS_REPORTED and level == "off":
+            if level == "off" and (hazard.kind in _ALWAYS_REPORTED or hazard.cause == RETAIN_GRAD):
                 level = "warn"
             if level == "error" or force_error:
                 errors.append(hazard)
@@ -1370,7 +1766,8 @@ class Tape(_compat.WarpTape):
         found = []
         for tracked in self._tracked.values():
             if tracked.read and tracked.values is not None:
-                found.extend(self._mutations(tracked.array, tracked.values.changed(tracked.array), None))
+                changed = tracked.values.changed(tracked.array)
+                found.extend(self._mutations(tracked.array, changed, None, tracked))
         self._report(found)
 
     def backward(self, loss: warp.array | None = None, grads: dict[warp.array, warp.array] | None = None) -> None:
@@ -1385,30 +1782,157 @@ class Tape(_compat.WarpTape):
         Raises:
             OverwriteError: With ``check="error"``, a recorded launch's input changed outside recorded launches.
         """
+        self._backward_at = _call_site(2)
         if self.check != "off":
             self._check_mutations()
-        elif self.snapshot:
-            self._refuse_mutations()
+        else:
+            self._report(self._from_entries())  # what the recorded launches alone show (a Tape that does not check)
+            if self.snapshot:
+                self._refuse_mutations()
         final = [(arr, _device_copy(arr)) for arr in self._snapshotted.values()]
+        _recording.backward += 1  # its own copies are no user's writes (`_journaling`); a Tape entered inside records
         try:
-            super().backward(loss=loss, grads=grads)
+            if self._measuring is not None:
+                self._measured_backward(loss, grads)
+            else:
+                super().backward(loss=loss, grads=grads)
         finally:
             for arr, saved in final:  # the forward pass's final values, again
                 _copy_into(arr, saved)
+            _recording.backward -= 1
+            self._release_journal()
+
+    def _measured_backward(self, loss, grads) -> None:
+        """A measuring Tape's backward: the extra passes and the user's plain one (`measure.run`), then each real
+        hazard reported with its measurement (a value hazard's ``real`` follows it)."""
+        pending = [h for h in self.hazards if h.real and h.measured is None and h.kind not in UNCHECKED]
+        values = [h for h in pending if _hazard_group(h) is not None]
+
+        def backward(entries: list) -> None:
+            own, self.launches = self.launches, entries
+            try:
+                super(Tape, self).backward(loss=loss, grads=grads)
+            finally:
+                self.launches = own
+
+        self.measured_arrays = self._compared_gradients()
+        found = measure.run(
+            self._measuring,
+            values,
+            _hazard_group,
+            backward,
+            _compat.tape_entries(self),
+            (_Restore, host_writes.Undo),
+            self._changed_by_passes(loss, grads),
+            self.measured_arrays,
+            self.measured_gradients,
+        )
+        seeded = [a for a in [loss, *(grads or {})] if isinstance(a, warp.array)]
+        for k, hazard in enumerate(values):
+            leaky = self._measuring.leaky.get(hazard.key())
+            if leaky is True or (leaky is not None and any(_overlap(leaky, s) for s in seeded)):
+                if found[k].status == measure.NO_EFFECT:
+                    found[k] = measure.Measured(measure.NOT_MEASURED, found[k].changes, _LEAKS)
+        by_key = {h.key(): dataclasses.replace(h, real=found[k].real, measured=found[k]) for k, h in enumerate(values)}
+        for hazard in pending:
+            if hazard.key() not in by_key:
+                not_measured = measure.Measured(measure.NOT_MEASURED, reason=_not_measurable(hazard))
+                by_key[hazard.key()] = dataclasses.replace(hazard, measured=not_measured)
+        self.hazards = [by_key.get(h.key(), h) for h in self.hazards]
+        errors = []
+        for hazard in by_key.values():
+            self._hazard_keys.add(hazard.key())
+            for listener in list(_listeners):
+                listener(hazard)
+            if hazard.real and self.check == "error":
+                errors.append(hazard)
+            elif hazard.real:
+                warnings.warn(OverwriteWarning(hazard.message()), stacklevel=_user_stacklevel())
+        if errors:
+            raise OverwriteError("\n".join(h.message() for h in errors))
+
+    def _entry_arrays(self, entry) -> list:
+        """``[(label, array, ArgumentAccess)]`` of a recorded kernel launch (its arrays and its structs' arrays)."""
+        facts = _facts(_compat.launch_kernel(entry))
+        values = _compat.launch_values(entry)
+        found = []
+        for index, (position, label, access) in enumerate(facts.arrays):
+            value = values[position] if position < len(values) else None
+            if index >= len(facts.positions):
+                path = facts.fields[index - len(facts.positions)][1]
+                value = _compat.struct_field(value, path) if _compat.is_struct_instance(value) else None
+            if isinstance(value, warp.array):
+                found.append((label, value, access))
+        return found
+
+    def _changed_by_passes(self, loss, grads) -> tuple:
+        """``(arrays, arrays whose gradients)`` a backward pass may change: the arrays recorded launches may write
+        (Warp's backward runs an unflagged kernel's helper stores again), the seeds, and every gradient."""
+        arrays, gradients = list((grads or {}).values()), list(self.gradients) + list(grads or {})
+        gradients += [loss] if loss is not None else []
+        for entry in _compat.tape_entries(self):
+            if _compat.is_kernel_launch(entry):
+                for _, value, access in self._entry_arrays(entry):
+                    gradients.append(value)
+                    if access.writes:
+                        arrays.append(value)
+        return arrays, [a for a in gradients if isinstance(a, warp.array)]
+
+    def _compared_gradients(self) -> dict:
+        """``{name: array}`` of the gradients a measuring Tape compares: every array a recorded launch passes that
+        has one, named by its first label (``x.grad``; a later array under a label taken: ``x.grad (launch #n)``)."""
+        named, seen = {}, set()
+        for index, entry in enumerate(_compat.tape_entries(self)):
+            if not _compat.is_kernel_launch(entry):
+                continue
+            for label, value, _ in self._entry_arrays(entry):
+                if value.grad is None or id(value) in seen:
+                    continue
+                seen.add(id(value))
+                name = f"{label}.grad" if f"{label}.grad" not in named else f"{label}.grad (launch #{index})"
+                named[name] = value
+        return named
+
+    def _release_journal(self) -> None:
+        if self._journal is not None:
+            self._journal.close()
+
+    def _from_entries(self) -> list:
+        """What a Tape that does not check can name at ``backward()`` from its recorded launches alone: the
+        ``retain_grad`` arrays a later launch stores over (`retained`) and, on a Tape that saw no launch (plain),
+        the atomics whose returned value a kernel uses (`atomic_replay`)."""
+        entries = _compat.tape_entries(self)
+        found = []
+        for over in retained.stored_over(entries):
+            earlier, later = entries[over.earlier], entries[over.later]
+            found.append(
+                Hazard(
+                    OVERWRITE,
+                    writer=_entry_site(later, over.later, over.later_label),
+                    earlier=_entry_site(earlier, over.earlier, over.earlier_label),
+                    cause=RETAIN_GRAD,
+                )
+            )
+        if not self._intercepts():
+            for index, entry in enumerate(entries):
+                kernel = _compat.launch_kernel(entry) if _compat.is_kernel_launch(entry) else None
+                if kernel is not None and _compat.kernel_has_backward(kernel):
+                    site = _entry_site(entry, index, "")
+                    found += [_atomic_hazard(kernel, site, use) for use in atomic_replay.used_atomics(kernel)]
+        return found
 
     # -- mutation after record, on a snapshot Tape without checks: fingerprints of the arrays recorded launches read
 
     def _fingerprint(self, launch: _Launch) -> None:
         """After the launch: fingerprints of its arrays and of the views of memory it wrote (`fingerprints`)."""
-        written = [use.array for use in launch.uses if use.access.writes and use.array.size]
+        written = []
         for use in launch.uses:
             if use.array.size:
                 self._locate(use)  # in the address index, where a later launch's write finds it as a view
-        self._fingerprints.after(
-            launch,
-            restored=lambda arr: self._restored_by.get(id(arr)) == launch.index,
-            views=self._views_of(launch, written) if written else (),
-        )
+                if use.writes:
+                    written.append(use.array)
+        views = self._views_of(launch, written) if written else ()
+        self._fingerprints.after(launch, self._restored_by, views, at=_point(launch))
 
     def _serve_last_readers(self) -> None:
         """When recording stops: an array a recorded launch restores, read by launches after the last launch that
@@ -1433,13 +1957,20 @@ class Tape(_compat.WarpTape):
         found = self._fingerprints.refused()
         if not found:
             return
-        hazards = [Hazard(MUTATED, writer=writer, reader=reader) for _, readers, writer in found for reader in readers]
+        hazards = [
+            Hazard(MUTATED, writer=writer, reader=Site(launch, *ident), detail=self._change(arr, at, writer))
+            for arr, readers, writer, at in (
+                (a, r, None if w is None else Site(w[0], *w[1]), t) for a, r, w, t in found
+            )
+            for ident, launch in readers.items()
+        ]
         self._report(hazards, force_error=True)
 
     def reset(self):
         """Clear the recorded launches, zero the gradients and free the snapshots (``hazards`` are kept)."""
         super().reset()
         self._clear_tracking()
+        self._release_journal()
 
     def visualize(
         self,

@@ -72,7 +72,7 @@ FEATURES = (
     "smooth",  # sin cos tanh, exp/log/sqrt/division in safe forms
     "kinks",  # min/max/abs with the kink kept away from the inputs
     "locals",  # locals reassigned and augmented (a = ..., a += ...)
-    "components",  # local vector component updates (v[0] = ..., v[0] += ...)
+    "components",  # local vector and matrix component updates (v[0] = ..., v[0] += ..., -=, *=; m[0, 1] ...)
     "branches",  # if/else on thread parity or on a threshold kept away from the values
     "static_loops",  # for k in range(3)
     "runtime_loops",  # for k in range(n), n a kernel argument
@@ -371,16 +371,18 @@ def statement(draw, scope: _Scope, depth: int):
         choices.append(lambda: Assign(_item(draw, scope.scalars), SCALAR, op(), expr()))
     if scope.has("locals") and scope.vectors:
         choices.append(lambda: Assign(_item(draw, scope.vectors), VEC3, op(), vec_expr(draw, scope, scope.depth)))
+    component_op = lambda: _item(draw, ("=", "+=", "-=", "*="))  # noqa: E731
     if scope.has("components") and scope.vectors:
-        choices.append(lambda: SetComponent(_item(draw, scope.vectors), draw(_INDEX[3]), op(), expr()))
+        choices.append(lambda: SetComponent(_item(draw, scope.vectors), draw(_INDEX[3]), component_op(), expr()))
     if scope.has("locals") and scope.matrices:
         choices.append(lambda: Assign(_item(draw, scope.matrices), MAT33, op(), mat_expr(draw, scope, scope.depth)))
     if scope.has("components") and scope.matrices:
         pair = lambda: (draw(_INDEX[3]), draw(_INDEX[3]))  # noqa: E731
-        choices.append(lambda: SetComponent(_item(draw, scope.matrices), pair(), op(), expr()))
+        choices.append(lambda: SetComponent(_item(draw, scope.matrices), pair(), component_op(), expr()))
     if scope.structs:
         struct = lambda: _item(draw, scope.structs)  # noqa: E731
-        choices.append(lambda: SetField(struct(), _item(draw, ("a", "b")), _item(draw, ("=", "+=", "*=")), expr()))
+        field_op = lambda: _item(draw, ("=", "+=", "*=", "-="))  # noqa: E731
+        choices.append(lambda: SetField(struct(), _item(draw, ("a", "b")), field_op(), expr()))
         choices.append(lambda: SetField(struct(), "v", op(), vec_expr(draw, scope, scope.depth)))
     if scope.structs and scope.struct_returns:
         kr, arity_r = _item(draw, scope.struct_returns)

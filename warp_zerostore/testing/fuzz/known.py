@@ -60,9 +60,17 @@ KNOWN = {
     # the same on a 2-D output (feature "arrays2d"): ym[i, c] read, then ym[i, c] stored or augmented.
     "read-then-overwrite-2d": (ALL, IN_PLACE, "gradient", ("readback ym[i, c]", "store ym")),
     "read-then-augstore-2d": (ALL, IN_PLACE, "gradient", ("augstore ym", "readback ym[i, c]")),
-    # a local vector's component updated after the vector was used: Warp's adjoint of the update is wrong.
-    "component-update-after-use": (ALL, BOTH, "gradient", ("setcomponent(+=)",)),
-    "component-assign-after-use": (ALL, BOTH, "gradient", ("setcomponent(=)",)),
+    # a local vector's component updated after the vector was used: Warp's adjoint of the update is wrong. A flagged
+    # kernel gets Warp's copy form (codegen/local_copies.py) and is right, except inside a loop Warp does not unroll.
+    "component-update-after-use": (ALL, ("stock",), "gradient", ("setcomponent(+=)",)),
+    "component-assign-after-use": (ALL, ("stock",), "gradient", ("setcomponent(=)",)),
+    "component-subtract-after-use": (ALL, ("stock",), "gradient", ("setcomponent(-=)",)),
+    "component-scale-after-use": (ALL, ("stock",), "gradient", ("setcomponent(*=)",)),
+    **{
+        f"{loop_id}-component-{name}": (ALL, BOTH, "gradient", (loop, f"setcomponent({op})"))
+        for loop_id, loop in (("runtime-loop", "for(runtime)"), ("while-loop", "while"))
+        for name, op in (("assign", "="), ("update", "+="), ("subtract", "-="), ("scale", "*="))
+    },
     # a local reassigned inside a runtime-bound loop, used nonlinearly after it: Warp's loop adjoint is wrong.
     "runtime-loop-carried-local": (ALL, BOTH, "gradient", ("assign(=)", "for(runtime)")),
     # the same with `+=` (`a0 += (k - a0) / wp.cosh(x[i])` in the loop; benchmarks/fuzz_false_alarms.py, seed 7).
@@ -77,9 +85,11 @@ KNOWN = {
     "runtime-loop-carried-field": (ALL, BOTH, "gradient", ("for(runtime)", "setfield(=)")),
     "runtime-loop-carried-field-update": (ALL, BOTH, "gradient", ("for(runtime)", "setfield(+=)")),
     "runtime-loop-carried-field-scale": (ALL, BOTH, "gradient", ("for(runtime)", "setfield(*=)")),
+    "runtime-loop-carried-field-subtract": (ALL, BOTH, "gradient", ("for(runtime)", "setfield(-=)")),
     "while-loop-carried-field": (ALL, BOTH, "gradient", ("setfield(=)", "while")),
     "while-loop-carried-field-update": (ALL, BOTH, "gradient", ("setfield(+=)", "while")),
     "while-loop-carried-field-scale": (ALL, BOTH, "gradient", ("setfield(*=)", "while")),
+    "while-loop-carried-field-subtract": (ALL, BOTH, "gradient", ("setfield(-=)", "while")),
     # a break/continue taken after other statements of its iteration: Warp's backward replays the jump too and
     # skips those statements' adjoints (a constant-bound loop with only `continue` is unrolled, and right, on 1.19).
     "loop-break-after-statements": (ALL, BOTH, "gradient", ("break",)),
@@ -105,18 +115,20 @@ KNOWN = {
     "func-grad-helper-called-from-func": (("1.9.1",), ("stock",), "build", ("nested call(func_grad)",)),
     # a value assigned to a field of a struct local (s = S(); s.a = x[i]) has no adjoint on Warp <= 1.14: zero
     # gradient through the field, read directly or through a @wp.func taking the struct (feature "structs"). The
-    # fuzzer's struct local is built field by field, so any kernel with one and a field read anywhere. Stock only:
-    # flagged kernels and their helpers get Warp 1.15's code for the assignment (codegen/backports.py).
+    # fuzzer's struct local is built field by field, so any kernel with one and a field read anywhere. Stock only: a
+    # flagged kernel's field stores get Warp 1.15's code (its own body: codegen/local_copies.py; its helpers:
+    # codegen/backports.py).
     "struct-field-assign-no-adjoint": (NO_STRUCT_FIELD_STORE, ("stock",), "gradient", ("struct", "struct field")),
     # the same inside a @wp.func that returns the struct (r = S(); r.a = p0 * p1; return r): zero gradient through
     # every field of the returned struct, read as h(...).a or after s0 = h(...) (feature "struct_helpers").
     "struct-return-no-adjoint": (NO_STRUCT_FIELD_STORE, ("stock",), "gradient", ("struct field", "struct return")),
     # a field of a struct local assigned after the struct was passed whole to a @wp.func: the struct is one C++
     # variable the assignment overwrites in place, and the call's adjoint reads the final value (as
-    # component-update-after-use; the package warns about flagged kernels).
-    "struct-field-assign-after-call": (ALL, BOTH, "gradient", ("setfield(=)", "struct arg")),
-    "struct-field-update-after-call": (ALL, BOTH, "gradient", ("setfield(+=)", "struct arg")),
-    "struct-field-scale-after-call": (ALL, BOTH, "gradient", ("setfield(*=)", "struct arg")),
+    # component-update-after-use; a flagged kernel copies the struct first and is right).
+    "struct-field-assign-after-call": (ALL, ("stock",), "gradient", ("setfield(=)", "struct arg")),
+    "struct-field-update-after-call": (ALL, ("stock",), "gradient", ("setfield(+=)", "struct arg")),
+    "struct-field-scale-after-call": (ALL, ("stock",), "gradient", ("setfield(*=)", "struct arg")),
+    "struct-field-subtract-after-call": (ALL, ("stock",), "gradient", ("setfield(-=)", "struct arg")),
     # the tile form (feature "tiles"): this thread's region of yt tile-loaded, then tile-stored or tile-atomic-added
     # over in the same launch; Warp's backward re-reads the new values. Right on the snapshot Tape, as above.
     "tile-read-then-store": (ALL, IN_PLACE, "gradient", ("tile readback yt", "tile_store")),

@@ -297,7 +297,8 @@ class Assign:
 
 @dataclass(frozen=True)
 class SetComponent:
-    """``v[index] = expr`` or ``v[index] += expr`` on a local vec3, or ``m[row, col] ...`` on a mat33 (a pair)."""
+    """``v[index] op expr`` (op ``=``, ``+=``, ``-=``, ``*=``) on a local vec3, or ``m[row, col] ...`` on a mat33 (a
+    pair)."""
 
     name: str
     index: Union[int, Tuple[int, int]]
@@ -308,7 +309,8 @@ class SetComponent:
 @dataclass(frozen=True)
 class SetField:
     """``s.f = expr`` on the field ``field`` of the struct local ``struct``; op "+=" ("*=", a scalar field only)
-    prints as ``s.f = s.f + expr`` (``s.f * expr``): an update that reads the field it writes."""
+    prints as ``s.f = s.f + expr`` (``s.f * expr``): an update that reads the field it writes; op "-=" (a scalar
+    field) prints as the augmented assignment ``s.f -= expr``, which Warp generates through another path."""
 
     struct: str
     field: str

@@ -387,12 +387,12 @@ class Interpreter:
         elif isinstance(s, SetComponent):
             v = self.env[s.name].copy()
             value = self.expr(s.expr)
-            v[_at(s.index)] = value if s.op == "=" else v[_at(s.index)] + value
+            v[_at(s.index)] = UPDATES[s.op](v[_at(s.index)], value)
             self.env[s.name] = v
         elif isinstance(s, SetField):
             fields = dict(self.env[s.struct])
             value = self.expr(s.expr)
-            value = value if s.op == "=" else fields[s.field] + value if s.op == "+=" else fields[s.field] * value
+            value = UPDATES[s.op](fields[s.field], value)
             kind = dict(STRUCT_FIELDS)[s.field]
             fields[s.field] = self.field_value(kind, value, self.inputs["x"].shape[0])
             self.env[s.struct] = fields

@@ -265,6 +265,8 @@ class Printer:
             return [f"{indent}{s.name}[{_index(s.index)}] {s.op} {self.expr(s.expr)}"]
         if isinstance(s, SetField):
             value = self.expr(s.expr)
+            if s.op == "-=":  # the augmented form
+                return [f"{indent}{s.struct}.{s.field} -= {value}"]
             value = value if s.op == "=" else f"{s.struct}.{s.field} {s.op[0]} {value}"
             return [f"{indent}{s.struct}.{s.field} = {value}"]
         if isinstance(s, Store):
