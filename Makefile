@@ -108,12 +108,14 @@ fuzz-matrix: install
 		--out fuzz-program-repros --python $(wildcard $(foreach v,$(MATRIX) $(MINORS),.venv-warp-$(v)/bin/python)) \
 		$(BIN)/python
 
-# The stock behaviours _compat tells apart, measured on every supported minor (one JSON line each).
+# The stock behaviours _compat tells apart, measured on every supported minor (one JSON line each), each checked
+# against _compat's facts: a disagreement is printed and fails the target (a few minutes: old Warp builds slowly).
 probe-versions:
-	@for v in $(MATRIX) $(MINORS); do \
+	@fail=0; err=$$(mktemp); for v in $(MATRIX) $(MINORS); do \
 		$(MAKE) --no-print-directory install VENV=.venv-warp-$$v WARP=$$v EXTRAS=test >/dev/null && \
-		.venv-warp-$$v/bin/python scripts/probe_warp_versions.py 2>/dev/null | tail -1; \
-	done
+		.venv-warp-$$v/bin/python scripts/probe_warp_versions.py --check 2>$$err | tail -1; \
+		grep "measured vs _compat" $$err && fail=1; \
+	done; rm -f $$err; exit $$fail
 
 # The two ends of the torch range pyproject.toml declares, each in its own venv with the torch test files. The
 # low end (constraints/torch-low.txt: torch 2.5.1, a CUDA build from PyPI that runs on CPU; ~4-6 min cold, then

@@ -9,9 +9,9 @@
 //                     retain_grad=True (Warp >= 1.13) are read but not zeroed.
 //   adj_X_accumulate  reads the same element and never zeroes it (Warp <= 1.12 semantics).
 //
-// The Python side (codegen/native.py) prepends the defines WP_ZS_HAS_RETAIN_GRAD, WP_ZS_TILE_INDEX_T and
-// WP_ZS_HAS_TILE_GRAD_ZERO_GLOBAL, which describe the installed Warp, before this text. No function-style casts:
-// Warp <= 1.12 `#define float(x)` and `int(x)` in its headers.
+// The Python side (codegen/native.py) prepends the defines WP_ZS_HAS_RETAIN_GRAD, WP_ZS_TILE_INDEX_T,
+// WP_ZS_HAS_TILE_GRAD_ZERO_GLOBAL, WP_ZS_TILE_MAP_ADJOINT_DISPATCHES and WP_ZS_TILE_MAP_TAKES_RESULT, which describe
+// the installed Warp, before this text. No function-style casts: Warp <= 1.12 `#define float(x)` and `int(x)` in its headers.
 
 #ifndef WARP_ZEROSTORE_H
 #define WARP_ZEROSTORE_H
@@ -563,7 +563,71 @@ CUDA_CALLABLE WP_ZS_INLINE void replay_update(replay_log<Entries, Slot>& log, T*
         replay_store<S>(log, p, value);
 }
 
+// ---------------------------------------------------------------------------------------------------------
+// Tile maps of a builtin whose adjoint takes its result (Warp <= 1.18)
+//
+// Warp <= 1.18's tile map calls the element adjoint as adj_op(x, adj_x, adj_ret); tanh, sqrt and cbrt have only
+// adj_op(x, ret, adj_x, adj_ret), so wp.tile_map(wp.tanh, t) does not build (1.19 calls the one that exists). A
+// module compiles whole, and a flagged kernel builds only if its module does: below, where the installed Warp's
+// map cannot call such an adjoint (WP_ZS_TILE_MAP_ADJOINT_DISPATCHES 0), Warp's adjoint map macros are defined
+// again for the module, each the same map whose element adjoint is the builtin's without the result where it has
+// one, else with the result computed again from the operands (the map's forward value).
+
+template <typename AdjOp, typename Op, typename X, typename AdjX, typename AdjRet>
+CUDA_CALLABLE inline auto map_adjoint(AdjOp adj_op, Op, X x, AdjX& adj_x, AdjRet adj_ret, int)
+    -> decltype(adj_op(x, adj_x, adj_ret), void())
+{
+    adj_op(x, adj_x, adj_ret);
+}
+
+template <typename AdjOp, typename Op, typename X, typename AdjX, typename AdjRet>
+CUDA_CALLABLE inline void map_adjoint(AdjOp adj_op, Op op, X x, AdjX& adj_x, AdjRet adj_ret, long)
+{
+    adj_op(x, op(x), adj_x, adj_ret);
+}
+
+template <typename AdjOp, typename Op, typename X, typename Y, typename AdjX, typename AdjY, typename AdjRet>
+CUDA_CALLABLE inline auto map_adjoint(AdjOp adj_op, Op, X x, Y y, AdjX& adj_x, AdjY& adj_y, AdjRet adj_ret, int)
+    -> decltype(adj_op(x, y, adj_x, adj_y, adj_ret), void())
+{
+    adj_op(x, y, adj_x, adj_y, adj_ret);
+}
+
+template <typename AdjOp, typename Op, typename X, typename Y, typename AdjX, typename AdjY, typename AdjRet>
+CUDA_CALLABLE inline void map_adjoint(AdjOp adj_op, Op op, X x, Y y, AdjX& adj_x, AdjY& adj_y, AdjRet adj_ret, long)
+{
+    adj_op(x, y, op(x, y), adj_x, adj_y, adj_ret);
+}
+
 } // namespace zs
 } // namespace wp
+
+#if !WP_ZS_TILE_MAP_ADJOINT_DISPATCHES
+// An overload set (wp::adj_tanh) as one object whose call fails softly where no overload takes those arguments.
+#define WP_ZS_OVERLOADS(f) [](auto&&... args) -> decltype(f(args...)) { return f(args...); }
+#define WP_ZS_MAP_ADJ1(op, adj_op)                                                                                   \
+    [](auto x, auto& adj_x, auto adj_ret) {                                                                          \
+        wp::zs::map_adjoint(WP_ZS_OVERLOADS(adj_op), [](auto v) { return op(v); }, x, adj_x, adj_ret, 0);            \
+    }
+#define WP_ZS_MAP_ADJ2(op, adj_op)                                                                                   \
+    [](auto x, auto y, auto& adj_x, auto& adj_y, auto adj_ret) {                                                     \
+        wp::zs::map_adjoint(                                                                                         \
+            WP_ZS_OVERLOADS(adj_op), [](auto u, auto v) { return op(u, v); }, x, y, adj_x, adj_y, adj_ret, 0);       \
+    }
+#undef adj_tile_unary_map
+#undef adj_tile_binary_map
+// the arguments of the installed Warp's own macros: a result tile up to 1.10 (WP_ZS_TILE_MAP_TAKES_RESULT)
+#if WP_ZS_TILE_MAP_TAKES_RESULT
+#define adj_tile_unary_map(op, a, r, adj_op, adj_a, adj_r, adj_ret)                                                  \
+    adj_tile_map([](auto x) { return op(x); }, a, WP_ZS_MAP_ADJ1(op, adj_op), adj_a, adj_ret)
+#define adj_tile_binary_map(op, a, b, r, adj_op, adj_a, adj_b, adj_r, adj_ret)                                       \
+    adj_tile_map([](auto x, auto y) { return op(x, y); }, a, b, WP_ZS_MAP_ADJ2(op, adj_op), adj_a, adj_b, adj_ret)
+#else
+#define adj_tile_unary_map(op, a, adj_op, adj_a, adj_ret)                                                            \
+    adj_tile_map([](auto x) { return op(x); }, a, WP_ZS_MAP_ADJ1(op, adj_op), adj_a, adj_ret)
+#define adj_tile_binary_map(op, a, b, adj_op, adj_a, adj_b, adj_ret)                                                 \
+    adj_tile_map([](auto x, auto y) { return op(x, y); }, a, b, WP_ZS_MAP_ADJ2(op, adj_op), adj_a, adj_b, adj_ret)
+#endif
+#endif
 
 #endif // WARP_ZEROSTORE_H

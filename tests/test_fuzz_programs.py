@@ -452,11 +452,13 @@ def test_known_program_failures_match_by_path_and_constructs():
     worse = verdicts.Failure(None, ("zero_store", "plain"), "gradient", worse=True)
     assert known.match(worse, ("overwrite after read (launches)",), "1.19.0") == ""  # never the package's
     helper = ("call", "enable_backward=True in a forward-only module")
-    assert known.match(snapshot, helper, "1.17.0") == "forward-only-module-helper-no-adjoint"
-    assert known.match(snapshot, helper, "1.18.0") == ""  # fixed upstream
+    assert known.match(failure, helper, "1.17.0") == "forward-only-module-helper-no-adjoint"
+    assert known.match(failure, helper, "1.18.0") == ""  # fixed upstream
+    assert known.match(snapshot, helper, "1.17.0") == ""  # flagged kernels' helpers get their adjoint
     stores = ("callstore", "enable_backward=True in a forward-only module")
-    assert known.match(snapshot, stores, "1.12.1") == "forward-only-module-helper-store-no-adjoint"
-    assert known.match(snapshot, stores, "1.18.0") == ""
+    assert known.match(failure, stores, "1.12.1") == "forward-only-module-helper-store-no-adjoint"
+    assert known.match(failure, stores, "1.18.0") == ""
+    assert known.match(snapshot, stores, "1.12.1") == ""
     assert known.match(snapshot, ("x = y (one array)",), "1.19.0") == ""  # the snapshot Tape is right there
     assert known.match(failure, ("x = y (one array)",), "1.19.0") == "stale-read-through-an-alias"
 

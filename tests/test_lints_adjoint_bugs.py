@@ -1,7 +1,8 @@
 """AdjointWarning: the lint finds a component or field of a local assigned after a whole use (Warp's own adjoint
 is wrong there: the fuzzer's component-after-use finding); a flagged kernel's build makes those it reaches exact
 (tests/test_local_copies.py), so they are not warned, and its gradient is right; flagged kernels whose use stays
-right anyway, and unflagged kernels, get no warning either. Loop jumps and Warp 1.12's ternary are warned. The
+right anyway, and unflagged kernels, get no warning either. Loop jumps are warned (a ternary is not: flagged kernels
+get Warp 1.17's code for it, tests/test_backports.py). The
 gradients are compared with central differences, so each warning (and each silence) is backed by what Warp
 computes."""
 
@@ -148,19 +149,3 @@ def test_jumps_that_stay_right_are_not_warned(jumps, name, calls):
 def test_an_unflagged_kernel_with_a_jump_is_not_warned(jumps):
     _, caught = jumps
     assert not [w for w in caught if "break_after_store_stock" in str(w.message)]
-
-
-def test_a_ternary_is_warned_only_where_warp_drops_its_adjoint(monkeypatch):
-    """Warp 1.12 gives `a if c else b` no adjoint (docs/repros/ternary_no_adjoint.py); wp.where is right, and so
-    is the ternary on the other supported versions: neither is warned."""
-    import ast
-
-    from warp_zerostore import _compat
-    from warp_zerostore.lints import adjoint_bugs
-
-    source = "def k(x, y):\n    a = x[0] if x[1] > 0.0 else x[2]\n    y[0] = wp.where(x[1] > 0.0, a, x[2])\n"
-    monkeypatch.setattr(_compat, "TERNARY_WITHOUT_ADJOINT", True)
-    [finding] = adjoint_bugs.find(ast.parse(source))
-    assert finding.line == 2 and "wp.where(c, a, b)" in finding.message("k", "f.py:1")
-    monkeypatch.setattr(_compat, "TERNARY_WITHOUT_ADJOINT", False)
-    assert adjoint_bugs.find(ast.parse(source)) == []

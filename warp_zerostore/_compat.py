@@ -16,7 +16,10 @@ internals                            1.9: ``warp.codegen``, ``warp.context``; 1.
 ``ModuleHasher.hash_kernel``         ``(kernel)``; 1.19: ``(kernel, grid_stride)``
 augmented ``a[i] op= v`` atomics     ``+=``, ``-=``; the bitwise ones from 1.10 (``ATOMIC_AUGMENTED_OPS``)
 a constant loop with ``continue``    dynamic up to 1.12; unrolled from 1.13 (``UNROLLS_LOOPS_WITH_CONTINUE``)
-a ternary ``a if c else b``          no adjoint on 1.12 (``TERNARY_WITHOUT_ADJOINT``)
+a ternary ``a if c else b``          a side that is an array element: wrong up to 1.16
+                                     (``TERNARY_WITHOUT_ADJOINT``): the second side's value and gradient in
+                                     every thread up to 1.10 (``TERNARY_TAKES_SECOND_SIDE``), no gradient on
+                                     1.11-1.16; copied, right, from 1.17
 store adjoint in stock Warp          accumulates up to 1.12; zeroes from 1.13 (``STOCK_STORE_ZEROES``)
 ``retain_grad`` array flag           from 1.13 (``ARRAY_FLAG_RETAIN_GRAD``, ``HAS_RETAIN_GRAD``)
 component stores ``a[i].x = v``      ``address`` + ``indexref`` + ``store``: no gradient at all up to 1.13;
@@ -28,6 +31,14 @@ component ``a[i].x += v``            no gradient up to 1.17 (1.14-1.17 different
                                      accumulates into src.grad and zeroes dest.grad (``dest_retain_grad=``
                                      from 1.13)
 tile_store adjoint                   accumulates on 1.9; zeroes from 1.10
+a ``@wp.func``'s adjoint             generated only where the module's ``enable_backward`` is on, up to 1.17
+                                     (``HELPER_ADJOINT_FOLLOWS_MODULE_OPTION``); a helper's use by a backward
+                                     reaches the helpers it calls only where first built so, up to 1.15
+                                     (``HELPER_BACKWARD_USE_PROPAGATED``: from 1.16, to a fixpoint)
+``tile_map`` over a builtin          whose adjoint takes its result (``tanh``, ``sqrt``, ...): does not build up to
+                                     1.18 (``TILE_MAP_ADJOINT_DISPATCHES``, read from ``tile.h``); the map macros
+                                     take a result tile up to 1.10 (``TILE_MAP_TAKES_RESULT``)
+a ``@wp.func_grad``'s adjoint        emitted after the adjoints that call it on 1.9 (``CUSTOM_ADJOINTS_FIRST``)
 ``tile_global_t::index`` type        ``int``; ``int64_t`` from 1.13 (read from ``tile.h``)
 deterministic mode                   1.19 (also emits ``wp::adj_array_store``)
 a kernel's launch dimension          inferred from ``i, j = wp.tid()`` when the receiver resolves to the
@@ -176,14 +187,46 @@ def is_atomic_augmented(op) -> bool:
     return type(op).__name__ in ATOMIC_AUGMENTED_OPS
 
 
+# Warp >= 1.17 accumulates ``dest.grad`` into ``src.grad`` in ``wp.copy``'s adjoint (and zeroes ``dest.grad``); up to
+# 1.16 it copies ``dest.grad`` over ``src.grad``. Up to 1.14 a window's two offsets are swapped in it. Measured on
+# every minor; `copy_adjoint` replaces the adjoint for copies recorded with ``zero_store`` True or False.
+STOCK_COPY_ADJOINT_ACCUMULATES: bool = WARP_VERSION >= (1, 17, 0)
+STOCK_COPY_ADJOINT_OFFSETS_RIGHT: bool = WARP_VERSION >= (1, 15, 0)
+
 # Warp >= 1.13 zeroes in stock store adjoints.
 STOCK_STORE_ZEROES: bool = WARP_VERSION >= (1, 13, 0)
 
 # Warp >= 1.13 unrolls a constant-bound loop with ``continue``; before, such a loop is dynamic (``break`` always is).
 UNROLLS_LOOPS_WITH_CONTINUE: bool = WARP_VERSION >= (1, 13, 0)
 
-# Warp 1.12 gives a ternary ``a if c else b`` no adjoint (1.12.1 measured; 1.10 and 1.19 are right).
-TERNARY_WITHOUT_ADJOINT: bool = WARP_VERSION[:2] == (1, 12)
+# Warp <= 1.16 gets a ternary wrong where a side is a reference (an array element: ``x[i] if c else x[j]``): up to
+# 1.10 the side goes to ``where`` as the reference itself, and the ternary is the second side, value and gradient,
+# in every thread, whichever side it chose (``TERNARY_TAKES_SECOND_SIDE``; also with a local first side:
+# ``a if c else x[j]``); 1.11-1.16 load the side without an adjoint (right value, zero gradient). From 1.17 the side
+# is copied (``copy`` has an adjoint). Measured on every minor, with threads taking either side
+# (scripts/probe_warp_versions.py).
+TERNARY_WITHOUT_ADJOINT: bool = WARP_VERSION < (1, 17, 0)
+TERNARY_TAKES_SECOND_SIDE: bool = WARP_VERSION < (1, 11, 0)
+
+# Warp <= 1.17 generates a ``@wp.func``'s adjoint only where the module's ``enable_backward`` is on, even for a kernel
+# of a forward-only module that opts back in with ``@wp.kernel(enable_backward=True)`` (1.18 asks whether a backward
+# kernel uses the function). Measured on every minor.
+HELPER_ADJOINT_FOLLOWS_MODULE_OPTION: bool = WARP_VERSION < (1, 18, 0)
+
+# Warp >= 1.16 propagates "used by a backward kernel" through the call graph to a fixpoint after the build; before,
+# a helper first built for a forward-only kernel keeps its callees without adjoints when a differentiable kernel
+# calls it later (which kernel builds first varies between processes). Measured on every minor, in fresh processes.
+HELPER_BACKWARD_USE_PROPAGATED: bool = WARP_VERSION >= (1, 16, 0)
+
+# Warp 1.19's tile map calls an element adjoint that takes the result (``adj_tanh(x, ret, adj_x, adj_ret)``) with it;
+# earlier versions call ``adj_op(x, adj_x, adj_ret)`` only, so ``wp.tile_map(wp.tanh, t)`` does not build.
+TILE_MAP_ADJOINT_DISPATCHES: bool = ("tile_map_call_adj" in _TILE_H) if _TILE_H else WARP_VERSION >= (1, 19, 0)
+# The tile map macros take a result tile (``adj_tile_unary_map(op, a, r, adj_op, adj_a, adj_r, adj_ret)``) up to 1.10.
+TILE_MAP_TAKES_RESULT: bool = "define adj_tile_unary_map(op, a, r," in _TILE_H if _TILE_H else WARP_VERSION < (1, 11, 0)
+
+# Warp >= 1.10 emits every custom adjoint (``@wp.func_grad``) before the generated adjoints that may call it; 1.9 emits
+# functions in build order, so a custom adjoint called from another helper's adjoint is used before it is declared.
+CUSTOM_ADJOINTS_FIRST: bool = hasattr(ModuleBuilder, "_codegen_functions")
 
 
 # ============================================================================================================
@@ -197,8 +240,10 @@ HOOK_POINTS: dict[str, tuple[Any, str]] = {
     "ModuleBuilder.build_function": (ModuleBuilder, "build_function"),
     "ModuleBuilder.codegen": (ModuleBuilder, "codegen"),
     "Adjoint.add_builtin_call": (Adjoint, "add_builtin_call"),
-    # each statement of a kernel's body as Warp generates it (a flagged kernel's struct local copied before a field
-    # is assigned: `codegen.local_copies`)
+    # which @wp.func a call resolves to, while a flagged module builds: its call graph (`codegen.backports`)
+    "Adjoint.resolve_func": (Adjoint, "resolve_func"),
+    # each node of a function's body as Warp generates it: a flagged kernel's struct local copied before a field is
+    # assigned (`codegen.local_copies`), and what older Warp generates without an adjoint (`codegen.backports`)
     "Adjoint.eval": (Adjoint, "eval"),
     # how a kernel's global names resolve: Warp's codegen tests `is warp` on the module a kernel names (1.17's
     # `_is_tid_call` infers the launch dimension so), which the facade module is not
@@ -515,22 +560,40 @@ def is_int_var(var) -> bool:
     return wtypes.type_is_int(codegen.strip_reference(var.type))
 
 
-def store_struct_field(adj, aggregate, field: str, rhs) -> None:
-    """``aggregate.field = rhs`` on a struct local, generated as Warp >= 1.15 generates it (the store in the forward
-    body, which the backward replays; in reverse, the field's adjoint added to ``rhs``'s, then zeroed), for the
-    versions whose own field store has no adjoint (`STOCK_STRUCT_FIELD_STORES_DIFFERENTIABLE`)."""
-    struct = codegen.strip_reference(aggregate.type)
-    field_var = struct.vars[field]
+def struct_field_path(aggregate, fields) -> tuple | None:
+    """``(labels, type)`` of the field chain ``fields`` (``["a"]`` for ``s.a``, ``["b", "a"]`` for ``s.b.a``) on a
+    struct local's variable ``aggregate``: the C++ member names and the last field's type; None where a level is
+    not a struct's field (a vector's component) or the struct is held by reference."""
+    kind = getattr(aggregate, "type", None)
+    if kind is None or codegen.is_reference(kind):
+        return None
+    labels = []
+    for field in fields:
+        if not isinstance(kind, codegen.Struct) or field not in kind.vars:
+            return None
+        labels.append(kind.vars[field].label)
+        kind = kind.vars[field].type
+    return labels, kind
+
+
+def store_struct_field(adj, aggregate, fields, rhs) -> None:
+    """``aggregate.a = rhs`` (``fields`` ``["a"]``; ``["b", "a"]`` for ``aggregate.b.a``) on a struct local, generated
+    as Warp >= 1.15 generates it: the store in the forward body, which the backward replays; in reverse, the field's
+    adjoint added to ``rhs``'s, then cleared. For the versions whose own field store has no adjoint
+    (`STOCK_STRUCT_FIELD_STORES_DIFFERENTIABLE`); the one implementation of it (`codegen.local_copies` stores into a
+    copy, `codegen.backports` in place). ``fields`` must name a struct local's field (`struct_field_path`)."""
+    labels, kind = struct_field_path(aggregate, fields)
     if codegen.is_reference(rhs.type):
         rhs = adj.add_builtin_call("copy", [rhs])
-    if not wtypes.types_equal(codegen.strip_reference(rhs.type), field_var.type):
-        raise codegen.WarpCodegenError(
-            f"Error, assigning to struct field `{field}` ({field_var.type}) with different type ({rhs.type})"
+    if not types_equal(codegen.strip_reference(rhs.type), kind):
+        raise codegen.WarpCodegenTypeError(
+            f"Error, assigning to struct field `{fields[-1]}` ({kind}) with different type ({rhs.type})"
         )
-    adj.add_forward(f"{aggregate.emit()}.{field_var.label} = {rhs.emit()};")
-    adj.add_reverse(f"{aggregate.emit_adj()}.{field_var.label} = {{}};")
-    if is_float(field_var.type) or is_struct_type(field_var.type):
-        adj.add_reverse(f"{rhs.emit_adj()} += {aggregate.emit_adj()}.{field_var.label};")
+    member = "." + ".".join(labels)
+    adj.add_forward(f"{aggregate.emit()}{member} = {rhs.emit()};")
+    adj.add_reverse(f"{aggregate.emit_adj()}{member} = {{}};")
+    if adj.is_differentiable_value_type(kind):
+        adj.add_reverse(f"{rhs.emit_adj()} += {aggregate.emit_adj()}{member};")
 
 
 def is_component_value_type(t) -> bool:
@@ -1502,3 +1565,124 @@ def is_capturing(device) -> bool:
         return bool((device if isinstance(device, context.Device) else warp.get_device(device)).is_capturing)
     except Exception:  # noqa: BLE001 - older Warp: no CPU capture; a CUDA query failing means no capture either
         return False
+
+
+# ============================================================================================================
+# Newer Warp's fixes to its own code generation, for zero_store=True kernels on older Warp (codegen/backports.py)
+
+
+def adjoint_of(obj):
+    """The ``Adjoint`` that generates a kernel's or a ``@wp.func``'s code."""
+    return obj.adj
+
+
+def adjoint_source_tree(adj):
+    """The ``ast.Module`` of the function an ``Adjoint`` builds, as Warp parsed it (None where it holds none)."""
+    return getattr(adj, "tree", None)
+
+
+def adjoint_builder(adj):
+    """The ``ModuleBuilder`` building an ``Adjoint`` now (None outside its build)."""
+    return getattr(adj, "builder", None)
+
+
+def is_custom_adjoint(adj) -> bool:
+    """Whether an ``Adjoint`` generates a user's ``@wp.func_grad`` (an adjoint written by hand)."""
+    return bool(getattr(adj, "custom_reverse_mode", False))
+
+
+def custom_functions(function) -> list:
+    """A ``@wp.func``'s hand-written adjoint and replay (``@wp.func_grad``, ``@wp.func_replay``), those it has."""
+    return [f for f in (function.custom_grad_func, function.custom_replay_func) if f is not None]
+
+
+_CODEGEN_FUNC = codegen.codegen_func  # Warp's own, before any wrapper
+_CODEGEN_FUNC_PARAMETERS = inspect.signature(_CODEGEN_FUNC)
+
+
+def generates_function(original: Callable) -> bool:
+    """Whether ``original`` is Warp's ``codegen_func`` (a ``@wp.func`` from its source), not ``codegen_snippet``."""
+    return original is _CODEGEN_FUNC
+
+
+def codegen_func_with_adjoint(original: Callable, args: tuple, kwargs: dict) -> str:
+    """What Warp's ``codegen_func`` (``original``, called with ``args`` and ``kwargs``) generates for a helper whose
+    adjoint a backward kernel needs, as Warp >= 1.18 decides it: the adjoint is generated whatever the module's
+    ``enable_backward`` says, for a helper used by a backward kernel (`HELPER_ADJOINT_FOLLOWS_MODULE_OPTION`,
+    `HELPER_BACKWARD_USE_PROPAGATED`). The ``Adjoint`` is left as it was."""
+    bound = _CODEGEN_FUNC_PARAMETERS.bind(*args, **kwargs)
+    adj = bound.arguments["adj"]
+    bound.arguments["options"] = {**(bound.arguments.get("options") or {}), "enable_backward": True}
+    used = adj.used_by_backward_kernel
+    adj.used_by_backward_kernel = True
+    try:
+        return original(*bound.args, **bound.kwargs)
+    finally:
+        adj.used_by_backward_kernel = used
+
+
+def emit_ternary_with_adjoint(adj, node):
+    """``a if c else b`` (``node``, an ``ast.IfExp``) generated as Warp >= 1.17 generates it: each side evaluated in
+    its branch, a side that is a reference (an array element) copied, whose adjoint reaches the element (Warp
+    1.11-1.16 load it, which has none; up to 1.10 ``where`` takes the reference itself, and yields the second side: `TERNARY_WITHOUT_ADJOINT`),
+    then ``where``."""
+    if hasattr(node, "lineno"):
+        adj.set_lineno(node.lineno - 1)
+    cond = adj.eval(node.test)
+    if cond.constant is not None:
+        return adj.eval(node.body) if cond.constant else adj.eval(node.orelse)
+
+    def side(var):
+        return adj.add_builtin_call("copy", [var]) if codegen.is_reference(var.type) else adj.load(var)
+
+    adj.begin_if(cond)
+    body = side(adj.eval(node.body))
+    adj.end_if(cond)
+    adj.begin_else(cond)
+    orelse = side(adj.eval(node.orelse))
+    adj.end_else(cond)
+    return adj.add_builtin_call("where", [cond, body, orelse])
+
+
+def _field_chain(target) -> tuple | None:
+    """``(name, [attr, ...])`` of ``s.a`` or ``s.b.a`` (a chain of attributes on a local by name), else None."""
+    attrs = []
+    while isinstance(target, ast.Attribute):
+        attrs.insert(0, target.attr)
+        target = target.value
+    return (target, attrs) if isinstance(target, ast.Name) and attrs else None
+
+
+def is_struct_field_store(node) -> bool:
+    """Whether a statement assigns (``=``, or an operator's ``op=``) a field of a local by name, ``s.a = e``,
+    ``s.b.a += e`` (a struct's field, or a vector's component: told apart when generated)."""
+    if isinstance(node, ast.Assign) and len(node.targets) == 1:
+        return _field_chain(node.targets[0]) is not None
+    return isinstance(node, ast.AugAssign) and _field_chain(node.target) is not None
+
+
+def emit_struct_field_store_with_adjoint(adj, node) -> bool:
+    """``s.a = e``, ``s.b.a = e`` or ``s.a op= e`` (``node``, `is_struct_field_store`) on a struct local generated as
+    Warp >= 1.15 generates it, in place (`store_struct_field`; an ``op=`` as the field read, the operation, and that
+    store); Warp <= 1.14 gives it no adjoint (`STOCK_STRUCT_FIELD_STORES_DIFFERENTIABLE`). False, with nothing
+    generated, where each level is not a struct local's field (a vector's component, a struct held by reference):
+    Warp's own code then."""
+    target = node.targets[0] if isinstance(node, ast.Assign) else node.target
+    name, fields = _field_chain(target)
+    if hasattr(node, "lineno"):
+        adj.set_lineno(node.lineno - 1)
+    root = adj.eval(name)  # a name: generates nothing
+    if struct_field_path(root, fields) is None:
+        return False
+    if isinstance(node, ast.Assign):
+        rhs = adj.eval(node.value)
+    else:  # s.a op= e: the field read (Warp's, differentiable), then the operation
+        read = ast.copy_location(ast.Attribute(value=target.value, attr=target.attr, ctx=ast.Load()), target)
+        rhs = adj.eval(ast.copy_location(ast.BinOp(left=read, op=node.op, right=node.value), node))
+    store_struct_field(adj, root, fields, rhs)
+    return True
+
+
+def rebuild(adj, builder) -> None:
+    """Build a function's code again with the builder that built it (Warp's own ``build``: it starts afresh)."""
+    adj.build(builder)

@@ -128,3 +128,8 @@ def wrap_add_builtin_call(original):
         return out
 
     return add_builtin_call
+
+
+def building_flagged_module() -> bool:
+    """Whether the module being built holds a kernel whose mode is True or False."""
+    return _state.build_flagged

@@ -5,11 +5,13 @@
 * ``ModuleBuilder.__init__``, ``build_kernel``, ``build_function`` and, on Warp without slot stores,
   ``Adjoint.add_builtin_call`` (`building`): the modes resolved once per build, and component stores given a
   reverse statement.
-* ``Adjoint.add_builtin_call`` and ``Adjoint.eval`` (`local_copies`): a flagged kernel's locals assigned in place
-  get Warp's copy form.
+* ``Adjoint.add_builtin_call`` and ``Adjoint.eval`` (`local_copies`, deciding first): a flagged kernel's locals
+  assigned in place get Warp's copy form.
 * ``ModuleBuilder.codegen`` and the ``codegen_*`` functions (`generation`): the header, the store-adjoint swap,
   helper variants and the replay log in a flagged module's source.
 * ``Adjoint.resolve_external_reference``: the facade resolves to ``warp`` itself.
+* ``Adjoint.resolve_func`` and ``Adjoint.eval`` (`backports`): a flagged module's call graph, and statements older
+  Warp generates without their adjoint, generated as newer Warp does in flagged code (what `local_copies` leaves).
 * Warp's ``Tape.backward``: the replay's and the lints' warnings for the backward about to run
   (`adjoint_lints.warn_backward`).
 
@@ -21,7 +23,7 @@ from __future__ import annotations
 import sys
 
 from .. import _compat
-from . import building, generation, hashing, local_copies
+from . import backports, building, generation, hashing, local_copies
 from .adjoint_lints import warn_backward
 
 # ------------------------------------------------------------------------------------------------------------
@@ -72,6 +74,19 @@ def _wrap_add_builtin_call(original):
 
 
 # ------------------------------------------------------------------------------------------------------------
+# Statements: local_copies decides first, backports gets what it leaves
+
+
+def _wrap_eval(original):
+    """A statement of flagged code goes to `local_copies` first: in a flagged kernel's body, a struct local's field
+    assigned (``s.a = e``, ``s.a op= e``) is copied, then stored (as Warp >= 1.15 stores it, on every version). What
+    it leaves goes to `backports`: on Warp <= 1.14, a field store it does not reach (a chain ``s.b.a = e``, a store
+    in a run-time loop, a helper built again for flagged kernels) stored in place as Warp 1.15 does; on <= 1.16, a
+    ternary. Each statement is generated once, by the first that takes it."""
+    return local_copies.wrap_eval(backports.wrap_eval(original))
+
+
+# ------------------------------------------------------------------------------------------------------------
 
 
 def install() -> None:
@@ -86,5 +101,6 @@ def install() -> None:
     _compat.wrap("codegen.codegen_func", generation.wrap_function_codegen)
     _compat.wrap("codegen.codegen_snippet", generation.wrap_function_codegen)
     _compat.wrap("Tape.backward", _wrap_tape_backward)
+    _compat.wrap("Adjoint.resolve_func", backports.wrap_resolve_func)
     _compat.wrap("Adjoint.add_builtin_call", _wrap_add_builtin_call)
-    _compat.wrap("Adjoint.eval", local_copies.wrap_eval)
+    _compat.wrap("Adjoint.eval", _wrap_eval)

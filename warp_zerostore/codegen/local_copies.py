@@ -148,7 +148,9 @@ def _struct_local(adj, target: ast.Attribute):
 def wrap_eval(original):
     """A struct local's field assigned in a flagged kernel's body: the struct copied first and the name bound to the
     copy, then Warp's own field store into it (Warp >= 1.15); on earlier versions, whose field store has no
-    adjoint, the store as Warp >= 1.15 generates it (`_compat.store_struct_field`)."""
+    adjoint, the store as Warp >= 1.15 generates it (`_compat.store_struct_field`). ``original`` is
+    `backports.wrap_eval`'s (`hooks._wrap_eval`): what this leaves, a field store on those versions included, goes
+    there."""
 
     def eval(adj, node):
         target = _struct_field_target(node)
@@ -172,7 +174,7 @@ def wrap_eval(original):
         rhs = adj.eval(value)
         copied = adj.add_builtin_call("copy", [var])
         symbols[target.value.id] = copied
-        _compat.store_struct_field(adj, copied, target.attr, rhs)
+        _compat.store_struct_field(adj, copied, [target.attr], rhs)
         exact_lines(adj)[line] = None
         return None
 

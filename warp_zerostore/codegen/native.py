@@ -40,6 +40,8 @@ def _prelude(path: str, mtime_ns: int) -> tuple[str, str]:
         f"#define WP_ZS_HAS_RETAIN_GRAD {1 if _compat.HAS_RETAIN_GRAD else 0}\n"
         f"#define WP_ZS_TILE_INDEX_T {_compat.TILE_INDEX_TYPE}\n"
         f"#define WP_ZS_HAS_TILE_GRAD_ZERO_GLOBAL {1 if _compat.HAS_TILE_GRAD_ZERO_GLOBAL else 0}\n"
+        f"#define WP_ZS_TILE_MAP_ADJOINT_DISPATCHES {1 if _compat.TILE_MAP_ADJOINT_DISPATCHES else 0}\n"
+        f"#define WP_ZS_TILE_MAP_TAKES_RESULT {1 if _compat.TILE_MAP_TAKES_RESULT else 0}\n"
         f"{Path(path).read_text(encoding='utf-8')}\n"
         f"// ---- end warp_zerostore/native/{HEADER_NAME} ----\n"
     )

@@ -23,8 +23,8 @@ replay breaks: any ``break`` in a run-time ``for`` loop is wrong in general. A `
 count (``w = w + 1``); Warp 1.13 and later unroll a constant-bound loop with ``continue`` but no ``break``,
 which is then right too. (Each checked against central differences, tests/test_lints_adjoint_bugs.py.)
 
-On Warp 1.12 a ternary ``a if c else b`` has no adjoint at all (the gradient through it is zero; 1.9, 1.10 and
-1.19 are right, ``wp.where`` is right everywhere): each is warned there.
+A ternary ``a if c else b``, whose gradient Warp <= 1.16 gets wrong where a side is an array element, is not found
+here: flagged kernels get Warp 1.17's code for it (`warp_zerostore.codegen.backports`).
 
 The fuzzer's other finding of this kind, a local assigned in a loop with a run-time bound and then read by an
 adjoint that needs its value, is found by `loop_carried`; `find` returns both.
@@ -35,11 +35,10 @@ from __future__ import annotations
 import ast
 import dataclasses
 
-from .. import _compat
 from ..builtin_facts import LINEAR, call_name
 from . import atomic_returns, loop_carried
 
-__all__ = ["AdjointWarning", "UpdateAfterUse", "JumpFinding", "TernaryFinding", "find"]
+__all__ = ["AdjointWarning", "UpdateAfterUse", "JumpFinding", "find"]
 
 
 class AdjointWarning(UserWarning):
@@ -121,19 +120,6 @@ class JumpFinding:
         )
 
 
-@dataclasses.dataclass(frozen=True)
-class TernaryFinding:
-    name: str  # "ternary"
-    line: int
-
-    def message(self, kernel: str, location: str) -> str:
-        return (
-            f"kernel '{kernel}' ({location}): Warp {_compat.WARP_VERSION_TEXT} gives the ternary (a if c else b) at line "
-            f"{self.line} no adjoint: the gradient through it is zero (stock Warp and zero_store alike; "
-            f"docs/known-issues.md). Write wp.where(c, a, b) instead."
-        )
-
-
 def _value_uses(node: ast.AST) -> list:
     """``(name, line)`` of each name read whole where its value enters an adjoint: an argument of a call (other
     than the linear ones) or an operand of a product."""
@@ -167,8 +153,6 @@ def find(tree: ast.AST, typing=None, resolve=None) -> list:
     function = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef))
     found = _component_findings(function) + _jump_findings(function) + loop_carried.find(function, typing)
     found += atomic_returns.find(function, resolve) + _helper_component_findings(function, resolve)
-    if _compat.TERNARY_WITHOUT_ADJOINT:
-        found += [TernaryFinding("ternary", n.lineno) for n in ast.walk(function) if isinstance(n, ast.IfExp)]
     return sorted(found, key=lambda f: (f.line, f.name))
 
 

@@ -29,6 +29,13 @@ OLD = tuple(v for v in SUPPORTED if tuple(map(int, v.split("."))) < (1, 13))  # 
 #: per release, docs/semantics.md); flagged kernels have both on every version.
 NO_COMPONENT_STORE = tuple(v for v in SUPPORTED if tuple(map(int, v.split("."))) < (1, 14))
 NO_COMPONENT_AUGSTORE = tuple(v for v in SUPPORTED if tuple(map(int, v.split("."))) < (1, 18))
+#: Where stock Warp gets wrong what flagged kernels get right on every version (codegen/backports.py; measured per
+#: release, scripts/probe_warp_versions.py): a ternary's array-element side, tile maps of tanh.
+TERNARY_WRONG = tuple(v for v in SUPPORTED if tuple(map(int, v.split("."))) < (1, 17))
+TERNARY_SECOND_SIDE = tuple(v for v in SUPPORTED if tuple(map(int, v.split("."))) < (1, 11))
+UP_TO_1_18 = tuple(v for v in SUPPORTED if tuple(map(int, v.split("."))) < (1, 19))
+#: Where a struct local's field assignment has no adjoint in stock Warp (flagged kernels get 1.15's code: backports).
+NO_STRUCT_FIELD_STORE = tuple(v for v in SUPPORTED if tuple(map(int, v.split("."))) < (1, 15))
 
 #: id -> (Warp versions, variants, kind, constructs that trigger it).
 KNOWN = {
@@ -87,8 +94,11 @@ KNOWN = {
     # skips those statements' adjoints (a constant-bound loop with only `continue` is unrolled, and right, on 1.19).
     "loop-break-after-statements": (ALL, BOTH, "gradient", ("break",)),
     "loop-continue-after-statements": (ALL, BOTH, "gradient", ("continue",)),
-    # `a if c else b`: Warp 1.12 drops the ternary's adjoint (zero gradient through it); wp.where is right.
-    "ternary-no-adjoint": (("1.12.1",), BOTH, "gradient", ("ternary",)),
+    # `a if c else b` where a side is an array element: Warp <= 1.10 gives the second side, value and gradient, in
+    # every thread, 1.11-1.16 drop the side's adjoint (zero gradient through it); wp.where is right. Stock only:
+    # flagged kernels get 1.17's code for it (codegen/backports.py).
+    "ternary-no-adjoint": (TERNARY_WRONG, ("stock",), "gradient", ("ternary",)),
+    "ternary-takes-second-side": (TERNARY_SECOND_SIDE, ("stock",), "forward", ("ternary",)),
     # a valid kernel Warp cannot build: static loops (each `for k0 in range(1)`) in both branches of an if.
     "static-loops-in-both-branches": (("1.12.1", "1.19.0"), BOTH, "build", ("for(static)", "if(parity)")),
     # the same family: a static loop's counter name reused by a runtime loop inside an `if` (fuzz_false_alarms seed 7).
@@ -99,16 +109,19 @@ KNOWN = {
         ("for(runtime)", "for(static)", "if(threshold)"),
     ),
     # a valid kernel Warp 1.9.1 cannot build: a @wp.func with a @wp.func_grad called from another @wp.func (the
-    # custom adjoint is called before the generated C++ declares it); 1.10.1, 1.12.1 and 1.19.0 build it, right.
-    "func-grad-helper-called-from-func": (("1.9.1",), BOTH, "build", ("nested call(func_grad)",)),
-    # a value assigned to a field of a struct local (s = S(); s.a = x[i]) has no adjoint on Warp <= 1.12: zero
+    # custom adjoint is called before the generated C++ declares it); 1.10.1 and later build it, right. A module that
+    # holds a flagged kernel builds it on 1.9.1 too (the header declares such adjoints first: codegen/backports.py),
+    # so a batch's kernels (stock and flagged in one module) meet it only in a module of their own.
+    "func-grad-helper-called-from-func": (("1.9.1",), ("stock",), "build", ("nested call(func_grad)",)),
+    # a value assigned to a field of a struct local (s = S(); s.a = x[i]) has no adjoint on Warp <= 1.14: zero
     # gradient through the field, read directly or through a @wp.func taking the struct (feature "structs"). The
-    # fuzzer's struct local is built field by field, so any kernel with one and a field read anywhere. A flagged
-    # kernel's field stores get the adjoint Warp >= 1.15 gives them (codegen/local_copies.py).
-    "struct-field-assign-no-adjoint": (OLD, ("stock",), "gradient", ("struct", "struct field")),
+    # fuzzer's struct local is built field by field, so any kernel with one and a field read anywhere. Stock only: a
+    # flagged kernel's field stores get Warp 1.15's code (its own body: codegen/local_copies.py; its helpers:
+    # codegen/backports.py).
+    "struct-field-assign-no-adjoint": (NO_STRUCT_FIELD_STORE, ("stock",), "gradient", ("struct", "struct field")),
     # the same inside a @wp.func that returns the struct (r = S(); r.a = p0 * p1; return r): zero gradient through
     # every field of the returned struct, read as h(...).a or after s0 = h(...) (feature "struct_helpers").
-    "struct-return-no-adjoint": (OLD, BOTH, "gradient", ("struct field", "struct return")),
+    "struct-return-no-adjoint": (NO_STRUCT_FIELD_STORE, ("stock",), "gradient", ("struct field", "struct return")),
     # a field of a struct local assigned after the struct was passed whole to a @wp.func: the struct is one C++
     # variable the assignment overwrites in place, and the call's adjoint reads the final value (as
     # component-update-after-use; a flagged kernel copies the struct first and is right).
@@ -120,9 +133,10 @@ KNOWN = {
     # over in the same launch; Warp's backward re-reads the new values. Right on the snapshot Tape, as above.
     "tile-read-then-store": (ALL, IN_PLACE, "gradient", ("tile readback yt", "tile_store")),
     "tile-read-then-atomic-add": (ALL, IN_PLACE, "gradient", ("tile readback yt", "tile_atomic_add")),
-    # a valid kernel Warp <= 1.12 cannot build: wp.tile_map(wp.tanh, t) (the tile map's adjoint calls adj_tanh
-    # without the return value tanh's adjoint takes); sin and cos map and build.
-    "tile-map-tanh-build-error": (OLD, BOTH, "build", ("tile_map(tanh)",)),
+    # a valid kernel Warp <= 1.18 cannot build: wp.tile_map(wp.tanh, t) (the tile map's adjoint calls adj_tanh
+    # without the return value tanh's adjoint takes); sin and cos map and build. A module that holds a flagged kernel
+    # builds it on every version (the header's map macros: codegen/backports.py), a batch's module included.
+    "tile-map-tanh-build-error": (UP_TO_1_18, ("stock",), "build", ("tile_map(tanh)",)),
     # two stores to one element: Warp <= 1.12 keeps the overwritten store's gradient (what zero_store fixes), on
     # either Tape (the snapshot Tape restores values, not adjoints).
     "overwrite-accumulates": (OLD, ("stock",), "gradient", ("store",)),
