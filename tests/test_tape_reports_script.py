@@ -2,6 +2,7 @@
 report, and the remedy the report names gives the right gradient (``--check`` exits 1 otherwise)."""
 
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -21,4 +22,7 @@ def test_each_cause_is_reported_and_its_remedy_is_right():
         "Measured: no effect on this run's gradients",
     ):
         assert said in out, said
-    assert "gradient before: `[1, 0, 0, 0]`; after: `[1, 4, 9, 16]`" in out
+    # the atomic replay's wrong gradient depends on the Warp release ([1, 0, 0, 0] on 1.19, [4, 0, 0, 0] on 1.9);
+    # the remedy's is the right one on every release
+    before = re.search(r"gradient before: `\[([^\]]*)\]`; after: `\[1, 4, 9, 16\]`; right: `\[1, 4, 9, 16\]`", out)
+    assert before is not None and before.group(1) != "1, 4, 9, 16"

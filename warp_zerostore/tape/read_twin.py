@@ -1117,9 +1117,14 @@ class _Runner:
                 self.copies.append((position, path, entry))
             return scratch_of[id(arr)]
 
+        #: positions of array arguments that get a temporary copy per run: every one of them (an array passed under
+        #: several parameters, ``inputs=[x], outputs=[x]``, is set at each, so no real array is reachable)
+        self.per_run: list = []
         for position, v in enumerate(values):
             if isinstance(v, warp.array):
                 entry = copy_of(v, position, None)
+                if entry is None:
+                    self.per_run.append(position)
                 params.append(entry[0] if entry is not None else v)  # a large array: set per run
             elif _compat.is_struct_instance(v):
                 for path, arr in _compat.struct_array_paths(v):
@@ -1173,9 +1178,9 @@ class _Runner:
                 continue
             with _compat.no_active_tape():
                 scratch[id(arr)] = warp.clone(arr, requires_grad=False)  # held by `scratch` while the twin runs
-            if path is None:
-                self.command.set_param_at_index(position, scratch[id(arr)])
-                self.last[position] = None
+        for position in self.per_run:
+            self.command.set_param_at_index(position, scratch[id(values[position])])
+            self.last[position] = None
         for position in self.structs:
             self.command.set_param_at_index(position, _compat.struct_copy(values[position], scratch))
         for position in self.scalars:
